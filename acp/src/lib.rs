@@ -1,0 +1,1 @@
+//! corvid's Agent Client Protocol server.

@@ -1,0 +1,116 @@
+//! Command-line arguments (SPEC §1.1).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// corvid: a terminal coding agent.
+#[derive(Debug, Parser)]
+#[command(name = "corvid", version, about, long_about = None)]
+pub struct Cli {
+    /// Run one task headless and exit; `-p -` reads the prompt from stdin.
+    #[arg(short = 'p', long = "prompt", value_name = "PROMPT")]
+    pub prompt: Option<String>,
+    /// Output format of headless mode.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+    /// With stream-json: also emit tool_preparing and text deltas.
+    #[arg(long)]
+    pub include_partial_messages: bool,
+    /// Serve the Agent Client Protocol over stdio (for editors such as Zed).
+    #[arg(long)]
+    pub acp: bool,
+    /// Use the built-in offline scripted model (no key, no network).
+    #[arg(long)]
+    pub demo: bool,
+    /// Main model name.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Fast model used for tool-use summaries.
+    #[arg(long)]
+    pub fast_model: Option<String>,
+    /// Model provider.
+    #[arg(long, value_enum)]
+    pub provider: Option<ProviderArg>,
+    /// What the agent may do without asking.
+    #[arg(long, value_enum)]
+    pub approval_mode: Option<ApprovalModeArg>,
+    /// Same as `--approval-mode yolo`.
+    #[arg(short = 'y', long)]
+    pub yolo: bool,
+    /// Working directory of the session.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Start the terminal UI in compact mode.
+    #[arg(long)]
+    pub compact: bool,
+    /// Resume a recorded session (the latest one when no id is given).
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
+    /// Continue the latest session of this project.
+    #[arg(long = "continue")]
+    pub continue_session: bool,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Headless output formats (SPEC §10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+    StreamJson,
+}
+
+/// Providers selectable with `--provider`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProviderArg {
+    Openai,
+    Anthropic,
+    Demo,
+}
+
+/// Approval modes selectable with `--approval-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApprovalModeArg {
+    Default,
+    AutoEdit,
+    Yolo,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Tools for diagnosing providers.
+    Debug {
+        #[command(subcommand)]
+        command: DebugCommand,
+    },
+}
+
+/// `corvid debug ...`
+#[derive(Debug, Subcommand)]
+pub enum DebugCommand {
+    /// Feed a captured SSE body through the real stream decoder; one JSON line per event.
+    ReplaySse(ReplaySseArgs),
+}
+
+/// Arguments of `corvid debug replay-sse`.
+#[derive(Debug, Args)]
+pub struct ReplaySseArgs {
+    /// Which wire protocol the body speaks.
+    #[arg(long, value_enum)]
+    pub protocol: WireProtocol,
+    /// HTTP status of the captured response; other than 200 means the body is an error body.
+    #[arg(long, default_value_t = 200)]
+    pub status: u16,
+    /// The captured response body.
+    pub file: PathBuf,
+}
+
+/// Wire protocols understood by the decoders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WireProtocol {
+    OpenaiChat,
+    AnthropicMessages,
+}

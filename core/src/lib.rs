@@ -1,0 +1,6 @@
+//! corvid's agent core: settings, the task/turn loop, retry/fallback/cancel, tools and
+//! approvals, tool-use summaries, usage stats. Every front end consumes its core events.
+
+pub mod agent;
+pub mod settings;
+pub mod summary;

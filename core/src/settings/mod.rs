@@ -1,0 +1,1 @@
+//! Settings: defaults, user and project files, environment, flags (SPEC §1.2).

@@ -1,0 +1,1 @@
+//! Tool-use summaries: fast-model labels for finished tool batches (SPEC §7).

@@ -1,0 +1,140 @@
+//! Core events: the ordered lifecycle stream every front end consumes (SPEC §4).
+//! The lifecycle rules are decided once, in the core; front ends only translate these.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{
+    ApprovalDecision, ApprovalPreview, ErrorInfo, Provenance, Todo, ToolDisplay, ToolKind,
+    ToolOutput, Usage,
+};
+
+/// One event of the agent's output stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum CoreEvent {
+    /// A task began for a user prompt.
+    TaskStarted { task_id: String, prompt: String },
+    /// A model turn began (one request, possibly several attempts).
+    TurnStarted { turn: u32, model: String },
+    /// Visible assistant text.
+    TextDelta { text: String },
+    /// Assistant reasoning.
+    ThoughtDelta { text: String },
+    /// The model revealed a call's id and name; arguments still streaming. Never for suppressed tools.
+    ToolPreparing {
+        call_id: String,
+        tool_name: String,
+        display_name: String,
+        kind: ToolKind,
+        provenance: Provenance,
+    },
+    /// A call starts executing with its complete arguments (same id as its preparing card).
+    ToolStarted {
+        call_id: String,
+        tool_name: String,
+        args: Value,
+        display: ToolDisplay,
+        provenance: Provenance,
+        /// Whether a preparing card was shown for this call (ACP sends an update instead of a new card).
+        was_prepared: bool,
+    },
+    /// The user must approve this call before it runs.
+    PermissionRequested {
+        call_id: String,
+        tool_name: String,
+        display: ToolDisplay,
+        preview: ApprovalPreview,
+    },
+    /// The approval was answered.
+    PermissionResolved {
+        call_id: String,
+        decision: ApprovalDecision,
+    },
+    /// A call finished.
+    ToolFinished {
+        call_id: String,
+        tool_name: String,
+        status: ToolStatus,
+        output: ToolOutput,
+        provenance: Provenance,
+    },
+    /// A prepared call of an abandoned attempt will never run: remove its card.
+    PreparationDiscarded {
+        call_id: String,
+        tool_name: String,
+        reason: DiscardReason,
+        provenance: Provenance,
+    },
+    /// The todo plan changed (`todo_write`), shown as a plan, never as a card.
+    Plan { todos: Vec<Todo> },
+    /// An attempt failed and will be retried after `delay_ms`.
+    AttemptRetried {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        error: ErrorInfo,
+    },
+    /// The main model kept failing; later attempts use `to`.
+    ModelFellBack {
+        from: String,
+        to: String,
+        error: ErrorInfo,
+    },
+    /// All calls of a turn's batch finished.
+    BatchCompleted { call_ids: Vec<String> },
+    /// A fast-model label for a finished batch. May arrive after `TaskFinished`.
+    ToolUseSummary {
+        summary: String,
+        preceding_tool_use_ids: Vec<String>,
+    },
+    /// A requested summary produced nothing (cancelled, empty, failed, timed out, stale).
+    /// Every batch counted in `TaskFinished::pending_summaries` settles as exactly one
+    /// `ToolUseSummary` or `SummaryDropped`.
+    SummaryDropped {
+        preceding_tool_use_ids: Vec<String>,
+        reason: String,
+    },
+    /// Token usage of one model call, counted under `prompt_id`.
+    Usage { prompt_id: String, usage: Usage },
+    /// A non-fatal notice for the user (e.g. a malformed tool call answered to the model).
+    Warning { message: String },
+    /// The task ended. `error` is set when it ended because of a failure.
+    TaskFinished {
+        task_id: String,
+        stop_reason: StopReason,
+        error: Option<ErrorInfo>,
+        /// Summaries of this task still being generated; each settles later (see `SummaryDropped`).
+        pending_summaries: u32,
+    },
+}
+
+/// Terminal status of an executed call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Completed,
+    Failed,
+}
+
+/// Why a prepared call was abandoned before it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiscardReason {
+    Retry,
+    Fallback,
+    Cancelled,
+    StreamError,
+}
+
+/// Why a task ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    Cancelled,
+    MaxTokens,
+    Refusal,
+    /// A failure that survived retries and fallback.
+    Error,
+}

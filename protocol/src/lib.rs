@@ -1,0 +1,22 @@
+//! corvid's protocol types. Serde only, no I/O: every other crate speaks in these types.
+//!
+//! Data flows one way: bytes → [`StreamEvent`] (providers) → [`CoreEvent`] (core) → front-end frames.
+
+pub mod core_event;
+pub mod error;
+pub mod message;
+pub mod op;
+pub mod stream;
+pub mod tool;
+
+pub use core_event::*;
+pub use error::*;
+pub use message::*;
+pub use op::*;
+pub use stream::*;
+pub use tool::*;
+
+/// The prompt id under which the main session's model usage is counted.
+pub const MAIN_PROMPT_ID: &str = "main";
+/// The prompt id under which tool-use summary calls are counted (SPEC §7.2).
+pub const SUMMARY_PROMPT_ID: &str = "tool_use_summary_generation";

@@ -1,0 +1,78 @@
+//! Conversation history: what is sent to models and recorded in sessions.
+//! Stream-only events (such as tool preparation) never appear here.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who authored a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// One message of the history: a role and its ordered parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub parts: Vec<Part>,
+}
+
+impl Message {
+    /// A user message holding one text part.
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            parts: vec![Part::Text { text: text.into() }],
+        }
+    }
+
+    /// The concatenated visible text of this message.
+    pub fn text(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// A piece of a message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    /// Visible text.
+    Text { text: String },
+    /// Model reasoning; the signature must be sent back unchanged (Anthropic).
+    Thought {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    /// A complete tool call requested by the assistant.
+    ToolCall(ToolCall),
+    /// The result of a tool call, paired with it by `call_id`; sent as a user message.
+    ToolResult(ToolResult),
+}
+
+/// A complete tool call: the arguments are whole and parsed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub call_id: String,
+    pub name: String,
+    /// The parsed arguments. Usually an object; anything else is answered as a tool error.
+    pub args: Value,
+}
+
+/// What a tool returned, as the model will see it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub name: String,
+    pub output: String,
+    #[serde(default)]
+    pub is_error: bool,
+}

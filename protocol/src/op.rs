@@ -1,0 +1,77 @@
+//! Operations front ends submit to the agent (one half of the agent's queue pair).
+
+use serde::{Deserialize, Serialize};
+
+/// Something a front end asks the agent to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Op {
+    /// Start a task for this user prompt. Refused while a task runs.
+    UserTurn { prompt: String },
+    /// Cancel the running task, if any.
+    Cancel,
+    /// Answer a pending approval request.
+    Approval {
+        call_id: String,
+        decision: ApprovalDecision,
+    },
+    /// Change the approval mode for later calls.
+    SetApprovalMode { mode: ApprovalMode },
+    /// Switch the main model for later turns.
+    SetModel { model: String },
+}
+
+/// How much the agent may do without asking.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalMode {
+    /// Ask before edits and shell commands.
+    #[default]
+    Default,
+    /// Edits are approved; shell commands are still asked.
+    AutoEdit,
+    /// Never ask.
+    Yolo,
+}
+
+impl ApprovalMode {
+    /// The wire and settings name (`default`, `auto-edit`, `yolo`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::AutoEdit => "auto-edit",
+            Self::Yolo => "yolo",
+        }
+    }
+
+    /// Parses a settings or flag value.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "default" => Some(Self::Default),
+            "auto-edit" | "auto_edit" | "autoEdit" => Some(Self::AutoEdit),
+            "yolo" => Some(Self::Yolo),
+            _ => None,
+        }
+    }
+}
+
+/// The user's answer to an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    AllowOnce,
+    /// Allow this tool for the rest of the session.
+    AllowAlways,
+    RejectOnce,
+    /// Reject this tool for the rest of the session.
+    RejectAlways,
+    /// The request was abandoned (prompt cancelled, client gone).
+    Cancelled,
+}
+
+impl ApprovalDecision {
+    /// Whether the call may run.
+    pub fn is_allowed(self) -> bool {
+        matches!(self, Self::AllowOnce | Self::AllowAlways)
+    }
+}

@@ -1,0 +1,1 @@
+//! The built-in scripted demo model (`--demo`): no key, no network.

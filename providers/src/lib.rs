@@ -1,0 +1,29 @@
+//! Model providers: HTTP + SSE bytes turned into corvid's one [`StreamEvent`] enum.
+//!
+//! One wire parser per API (`openai_chat`, `anthropic`), one error classification, and the
+//! built-in scripted `demo` model. Parsers are push-based and I/O-free so that the live path
+//! and `corvid debug replay-sse` share the same code.
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+
+pub use corvid_protocol::{Completion, ErrorInfo, ModelRequest, StreamEvent, StreamItem};
+
+pub mod demo;
+
+/// A stream of model events; it ends after `Finished` or after the first `Err`.
+/// Dropping it aborts the underlying HTTP request.
+pub type EventStream = BoxStream<'static, StreamItem>;
+
+/// A model backend. Streaming is the one essential call; `complete` is the non-streaming
+/// call used for the fast model.
+pub trait Provider: Send + Sync {
+    /// A short name for logs and errors (`openai`, `anthropic`, `demo`).
+    fn name(&self) -> &str;
+
+    /// Starts a streaming request. Errors (HTTP status, broken stream) arrive as the last item.
+    fn stream(&self, request: ModelRequest) -> EventStream;
+
+    /// A non-streaming request, assembled into one completion.
+    fn complete(&self, request: ModelRequest) -> BoxFuture<'static, Result<Completion, ErrorInfo>>;
+}

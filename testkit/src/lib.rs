@@ -1,0 +1,1 @@
+//! Test support: a loopback mock provider server and fixture loaders.

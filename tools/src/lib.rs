@@ -1,0 +1,92 @@
+//! corvid's built-in tools. Each tool describes itself (name, schema, kind, title, locations,
+//! whether it mutates) so front ends never switch on tool names.
+
+pub mod registry;
+
+pub use registry::ToolRegistry;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use corvid_protocol::{ApprovalPreview, ToolDisplay, ToolKind, ToolOutput};
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// Where file tools read and write: local disk, or an editor's buffers over ACP.
+pub trait FileSystem: Send + Sync {
+    /// Reads a whole text file.
+    fn read_text(&self, path: PathBuf) -> BoxFuture<'static, std::io::Result<String>>;
+    /// Creates or replaces a text file.
+    fn write_text(&self, path: PathBuf, content: String)
+    -> BoxFuture<'static, std::io::Result<()>>;
+}
+
+/// Everything a tool call may use while it runs.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The session's working directory; every path must resolve inside it.
+    pub cwd: PathBuf,
+    pub fs: Arc<dyn FileSystem>,
+    /// Tripped when the task is cancelled; running commands must stop at once.
+    pub cancel: CancellationToken,
+    pub shell_timeout: Duration,
+}
+
+/// Why a call needs the user's approval, which decides what each approval mode allows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApprovalNeed {
+    /// Runs without asking.
+    None,
+    /// A file edit: approved automatically in `auto-edit` and `yolo`.
+    Edit(ApprovalPreview),
+    /// A command: approved automatically only in `yolo`.
+    Execute(ApprovalPreview),
+}
+
+/// A failed call, answered to the model as a tool error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolError {
+    pub message: String,
+}
+
+impl ToolError {
+    /// A tool error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+}
+
+/// One tool the model can call.
+pub trait Tool: Send + Sync {
+    /// The name the model calls (`read_file`).
+    fn name(&self) -> &'static str;
+    /// The name shown on a card before the arguments are known (`ReadFile`).
+    fn display_name(&self) -> &'static str;
+    /// What the model is told the tool does.
+    fn description(&self) -> &'static str;
+    /// JSON Schema of the arguments object.
+    fn parameters(&self) -> Value;
+    fn kind(&self) -> ToolKind;
+    /// Mutating calls of a batch run in order; the others run concurrently.
+    fn mutates(&self) -> bool;
+    /// Whether the call appears as a tool card. `todo_write` does not (it shows as a plan);
+    /// the core uses this one predicate for preparing and execution cards alike.
+    fn shows_card(&self) -> bool {
+        true
+    }
+    /// The title, kind and locations for complete arguments (`Read src/main.rs`).
+    fn display(&self, args: &Value, ctx: &ToolContext) -> ToolDisplay;
+    /// Whether and why this call needs approval.
+    fn approval(&self, args: &Value, ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed>;
+    /// Runs the call.
+    fn execute(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
+}

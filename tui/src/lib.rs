@@ -1,0 +1,1 @@
+//! corvid's terminal UI: append-only transcript above an inline live area.
