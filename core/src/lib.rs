@@ -2,5 +2,6 @@
 //! approvals, tool-use summaries, usage stats. Every front end consumes its core events.
 
 pub mod agent;
+pub mod session;
 pub mod settings;
 pub mod summary;

@@ -1,0 +1,13 @@
+//! Session recording and resuming (SPEC §9): one JSONL file per session under
+//! `$CORVID_HOME/sessions/<project-key>/<session-id>.jsonl`, flushed per record.
+//!
+//! Only complete content is recorded (messages, summaries, usage, model changes);
+//! stream-only events such as tool preparation never are.
+
+mod record;
+mod replay;
+mod store;
+
+pub use record::{RECORD_VERSION, Record, RecordHeader};
+pub use replay::replay_events;
+pub use store::{LoadedSession, SessionError, SessionRecorder, SessionStore, SessionSummary};

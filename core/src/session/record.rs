@@ -1,0 +1,46 @@
+//! The records of a session file, one JSON object per line.
+
+use std::path::PathBuf;
+
+use corvid_protocol::{Message, Usage};
+use serde::{Deserialize, Serialize};
+
+/// Format version written in every header; readers skip unknown record types from newer versions.
+pub const RECORD_VERSION: u32 = 1;
+
+/// The first line of every session file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordHeader {
+    pub version: u32,
+    pub session_id: String,
+    pub cwd: PathBuf,
+    pub model: String,
+    /// Milliseconds since the Unix epoch.
+    pub started_at_ms: u64,
+}
+
+/// One line of a session file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+pub enum Record {
+    Header(RecordHeader),
+    /// A message appended to the model history (user prompt, assistant content, tool results).
+    Message {
+        message: Message,
+    },
+    /// A tool-use summary with the ids of the calls it describes.
+    ToolUseSummary {
+        summary: String,
+        preceding_tool_use_ids: Vec<String>,
+    },
+    /// Usage of one model call.
+    Usage {
+        prompt_id: String,
+        usage: Usage,
+    },
+    /// The model changed (fallback or `/model`).
+    ModelChange {
+        from: String,
+        to: String,
+    },
+}

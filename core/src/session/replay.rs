@@ -1,0 +1,181 @@
+//! Turning a recorded session back into core events, so every front end replays a resumed
+//! transcript through the same path it renders live events with.
+
+use corvid_protocol::{
+    CoreEvent, Message, Part, Provenance, Role, StopReason, Todo, ToolDisplay, ToolKind,
+    ToolOutput, ToolStatus,
+};
+use corvid_tools::{ToolContext, ToolRegistry};
+
+use super::record::Record;
+use super::store::LoadedSession;
+
+/// The transcript of `session` as core events: tasks with their text, thoughts, finished tool
+/// calls (with their final status), plans and summaries. No preparation events: none were recorded.
+pub fn replay_events(
+    session: &LoadedSession,
+    tools: &ToolRegistry,
+    ctx: &ToolContext,
+) -> Vec<CoreEvent> {
+    let mut replay = Replay {
+        tools,
+        ctx,
+        events: Vec::new(),
+        open_task: None,
+        pending_calls: Vec::new(),
+    };
+    for record in &session.records {
+        match record {
+            Record::Message { message } => replay.message(message),
+            Record::ToolUseSummary {
+                summary,
+                preceding_tool_use_ids,
+            } => {
+                replay.events.push(CoreEvent::ToolUseSummary {
+                    summary: summary.clone(),
+                    preceding_tool_use_ids: preceding_tool_use_ids.clone(),
+                });
+            }
+            Record::Usage { prompt_id, usage } => {
+                replay.events.push(CoreEvent::Usage {
+                    prompt_id: prompt_id.clone(),
+                    usage: *usage,
+                });
+            }
+            Record::Header(_) | Record::ModelChange { .. } => {}
+        }
+    }
+    replay.finish_task();
+    replay.events
+}
+
+struct Replay<'a> {
+    tools: &'a ToolRegistry,
+    ctx: &'a ToolContext,
+    events: Vec<CoreEvent>,
+    open_task: Option<String>,
+    /// Calls of the last assistant message, waiting for their results.
+    pending_calls: Vec<(String, String, serde_json::Value)>,
+}
+
+impl Replay<'_> {
+    fn message(&mut self, message: &Message) {
+        let is_prompt = message.role == Role::User
+            && message.parts.iter().any(|p| matches!(p, Part::Text { .. }));
+        if is_prompt {
+            self.finish_task();
+            let task_id = format!("replay-{}", self.events.len());
+            self.events.push(CoreEvent::TaskStarted {
+                task_id: task_id.clone(),
+                prompt: message.text(),
+            });
+            self.open_task = Some(task_id);
+        }
+        let mut finished_ids = Vec::new();
+        for part in &message.parts {
+            match part {
+                Part::Text { text } if message.role == Role::Assistant => {
+                    self.events
+                        .push(CoreEvent::TextDelta { text: text.clone() });
+                }
+                Part::Thought { text, .. } => self
+                    .events
+                    .push(CoreEvent::ThoughtDelta { text: text.clone() }),
+                Part::ToolCall(call) => {
+                    self.pending_calls.push((
+                        call.call_id.clone(),
+                        call.name.clone(),
+                        call.args.clone(),
+                    ));
+                    self.started(&call.call_id, &call.name, &call.args);
+                }
+                Part::ToolResult(result) => {
+                    finished_ids.push(result.call_id.clone());
+                    self.finished(
+                        &result.call_id,
+                        &result.name,
+                        &result.output,
+                        result.is_error,
+                    );
+                }
+                Part::Text { .. } => {}
+            }
+        }
+        if !finished_ids.is_empty() {
+            self.pending_calls.clear();
+            self.events.push(CoreEvent::BatchCompleted {
+                call_ids: finished_ids,
+            });
+        }
+    }
+
+    fn shows_card(&self, name: &str) -> bool {
+        self.tools.get(name).is_none_or(|t| t.shows_card())
+    }
+
+    fn started(&mut self, call_id: &str, name: &str, args: &serde_json::Value) {
+        if !self.shows_card(name) {
+            if let Ok(todos) = serde_json::from_value::<Vec<Todo>>(args["todos"].clone()) {
+                self.events.push(CoreEvent::Plan { todos });
+            }
+            return;
+        }
+        let display = match self.tools.get(name) {
+            Some(tool) => tool.display(args, self.ctx),
+            None => ToolDisplay {
+                title: name.to_owned(),
+                kind: ToolKind::Other,
+                locations: Vec::new(),
+            },
+        };
+        self.events.push(CoreEvent::ToolStarted {
+            call_id: call_id.to_owned(),
+            tool_name: name.to_owned(),
+            args: args.clone(),
+            display,
+            provenance: Provenance::Builtin,
+            was_prepared: false,
+        });
+    }
+
+    fn finished(&mut self, call_id: &str, name: &str, output: &str, is_error: bool) {
+        if !self.shows_card(name) {
+            return;
+        }
+        self.events.push(CoreEvent::ToolFinished {
+            call_id: call_id.to_owned(),
+            tool_name: name.to_owned(),
+            status: if is_error {
+                ToolStatus::Failed
+            } else {
+                ToolStatus::Completed
+            },
+            output: ToolOutput {
+                text: output.to_owned(),
+                diffs: Vec::new(),
+                raw: serde_json::Value::Null,
+            },
+            provenance: Provenance::Builtin,
+        });
+    }
+
+    fn finish_task(&mut self) {
+        // Calls recorded without results (a crash mid-batch) end failed, so no card stays open.
+        for (call_id, name, _) in std::mem::take(&mut self.pending_calls) {
+            self.finished(
+                &call_id,
+                &name,
+                "interrupted: the session ended before this call finished",
+                true,
+            );
+        }
+        if let Some(task_id) = self.open_task.take() {
+            self.events.push(CoreEvent::TaskFinished {
+                task_id,
+                stop_reason: StopReason::EndTurn,
+                error: None,
+                pending_summaries: 0,
+            });
+        }
+    }
+}
