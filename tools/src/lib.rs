@@ -1,9 +1,33 @@
 //! corvid's built-in tools. Each tool describes itself (name, schema, kind, title, locations,
 //! whether it mutates) so front ends never switch on tool names.
 
+pub mod builtin;
+mod capped;
+mod common;
+pub mod edit;
+pub mod glob;
+pub mod grep;
+pub mod list_directory;
+pub mod local_fs;
+pub mod paths;
+pub mod read_file;
 pub mod registry;
+pub mod shell;
+pub mod todo_write;
+mod walk;
+pub mod write_file;
 
+pub use builtin::builtin_tools;
+pub use edit::Edit;
+pub use glob::Glob;
+pub use grep::GrepSearch;
+pub use list_directory::ListDirectory;
+pub use local_fs::LocalFs;
+pub use read_file::ReadFile;
 pub use registry::ToolRegistry;
+pub use shell::RunShellCommand;
+pub use todo_write::TodoWrite;
+pub use write_file::WriteFile;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,0 +1,293 @@
+//! `run_shell_command`: `bash -c` in its own process group, bounded in time and output.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use corvid_protocol::{ApprovalPreview, ToolDisplay, ToolKind, ToolOutput};
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use crate::capped::CappedBuffer;
+use crate::common::{one_line, parse_args};
+use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
+
+/// How long output is still collected after the shell exits, for background processes
+/// that keep the pipes open.
+const DRAIN: Duration = Duration::from_millis(300);
+
+/// Runs a shell command and reports its output, exit code or signal.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunShellCommand;
+
+#[derive(Deserialize)]
+struct Args {
+    command: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+enum Outcome {
+    Exited(std::process::ExitStatus),
+    TimedOut,
+    Cancelled,
+}
+
+/// Kills the whole process group unless disarmed, so a dropped call leaves nothing running.
+struct GroupGuard {
+    pgid: Option<Pid>,
+}
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            // ESRCH means the group is already gone, which is what we want.
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl Tool for RunShellCommand {
+    fn name(&self) -> &'static str {
+        "run_shell_command"
+    }
+
+    fn display_name(&self) -> &'static str {
+        "Shell"
+    }
+
+    fn description(&self) -> &'static str {
+        "Runs a command with `bash -c` in the working directory and returns its exit code, \
+         stdout and stderr (long output is truncated in the middle). The command is killed \
+         with all its child processes after `timeout_ms` or when the user cancels. Background \
+         processes are not waited for and their later output is not captured."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The bash command line to run."},
+                "description": {"type": "string", "description": "A short explanation of what the command does, shown to the user."},
+                "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds (default: the session's shell timeout)."}
+            },
+            "required": ["command"]
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Execute
+    }
+
+    fn mutates(&self) -> bool {
+        true
+    }
+
+    fn display(&self, args: &Value, _ctx: &ToolContext) -> ToolDisplay {
+        let title = match args.get("command").and_then(Value::as_str) {
+            Some(command) => format!("Run {}", one_line(command, 80)),
+            None => "Run command".to_owned(),
+        };
+        ToolDisplay {
+            title,
+            kind: ToolKind::Execute,
+            locations: vec![],
+        }
+    }
+
+    fn approval(&self, args: &Value, _ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
+        let need = match parse_args::<Args>(self.name(), args) {
+            Ok(args) => ApprovalNeed::Execute(ApprovalPreview::Command {
+                command: args.command,
+            }),
+            // `execute` refuses these arguments before running anything.
+            Err(_) => ApprovalNeed::None,
+        };
+        futures::future::ready(need).boxed()
+    }
+
+    fn execute(
+        &self,
+        args: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        async move {
+            let args: Args = parse_args("run_shell_command", &args)?;
+            if args.command.trim().is_empty() {
+                return Err(ToolError::new("command is empty"));
+            }
+            let timeout = match args.timeout_ms {
+                Some(0) => return Err(ToolError::new("timeout_ms must be at least 1")),
+                Some(ms) => Duration::from_millis(ms),
+                None => ctx.shell_timeout,
+            };
+            let mut output = run(&args.command, timeout, &ctx).await?;
+            if let (Some(description), Some(raw)) = (args.description, output.raw.as_object_mut()) {
+                raw.insert("description".to_owned(), Value::String(description));
+            }
+            Ok(output)
+        }
+        .boxed()
+    }
+}
+
+async fn run(command: &str, timeout: Duration, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    if ctx.cancel.is_cancelled() {
+        return Err(cancelled());
+    }
+    let mut child = tokio::process::Command::new("bash")
+        .arg("-c")
+        .arg(command)
+        .current_dir(&ctx.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| ToolError::new(format!("cannot start bash: {e}")))?;
+    // With `process_group(0)` the group id is the shell's pid.
+    let mut guard = GroupGuard {
+        pgid: child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw),
+    };
+    let stdout = collect(child.stdout.take());
+    let stderr = collect(child.stderr.take());
+
+    let outcome = tokio::select! {
+        status = child.wait() => match status {
+            Ok(status) => Outcome::Exited(status),
+            Err(e) => return Err(ToolError::new(format!("waiting for the command failed: {e}"))),
+        },
+        () = tokio::time::sleep(timeout) => Outcome::TimedOut,
+        () = ctx.cancel.cancelled() => Outcome::Cancelled,
+    };
+    match outcome {
+        // Background processes may outlive the shell; they are left running.
+        Outcome::Exited(_) => guard.pgid = None,
+        Outcome::TimedOut | Outcome::Cancelled => {
+            guard.kill();
+            let _ = child.wait().await;
+        }
+    }
+    let stdout = stdout.finish().await;
+    let stderr = stderr.finish().await;
+    match outcome {
+        Outcome::Cancelled => Err(cancelled()),
+        Outcome::TimedOut => Ok(render(command, None, Some(timeout), &stdout, &stderr)),
+        Outcome::Exited(status) => Ok(render(command, Some(status), None, &stdout, &stderr)),
+    }
+}
+
+fn cancelled() -> ToolError {
+    ToolError::new("cancelled: the command and its child processes were killed")
+}
+
+/// A pipe being read into a bounded buffer in the background.
+struct Collector {
+    buffer: Arc<Mutex<CappedBuffer>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+fn collect(pipe: Option<impl AsyncRead + Unpin + Send + 'static>) -> Collector {
+    let buffer = Arc::new(Mutex::new(CappedBuffer::default()));
+    let task = pipe.map(|mut pipe| {
+        let buffer = buffer.clone();
+        tokio::spawn(async move {
+            let mut chunk = vec![0u8; 8192];
+            while let Ok(n) = pipe.read(&mut chunk).await {
+                if n == 0 {
+                    break;
+                }
+                buffer
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(&chunk[..n]);
+            }
+        })
+    });
+    Collector { buffer, task }
+}
+
+impl Collector {
+    /// What was read, waiting briefly for the pipe to close.
+    async fn finish(self) -> Captured {
+        if let Some(mut task) = self.task
+            && tokio::time::timeout(DRAIN, &mut task).await.is_err()
+        {
+            task.abort();
+        }
+        let buffer = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
+        Captured {
+            text: buffer.render(),
+            truncated: buffer.truncated(),
+        }
+    }
+}
+
+struct Captured {
+    text: String,
+    truncated: bool,
+}
+
+fn render(
+    command: &str,
+    status: Option<std::process::ExitStatus>,
+    timed_out: Option<Duration>,
+    stdout: &Captured,
+    stderr: &Captured,
+) -> ToolOutput {
+    let exit_code = status.and_then(|s| s.code());
+    let signal = status.and_then(|s| s.signal());
+    let headline = match (timed_out, exit_code, signal) {
+        (Some(after), _, _) => format!(
+            "Timed out after {} ms; the command and its child processes were killed.",
+            after.as_millis()
+        ),
+        (None, Some(code), _) => format!("Exit code: {code}"),
+        (None, None, Some(sig)) => format!("Killed by signal {sig} ({})", signal_name(sig)),
+        (None, None, None) => "Finished without an exit code.".to_owned(),
+    };
+    let mut text = headline;
+    for (label, captured) in [("Stdout", stdout), ("Stderr", stderr)] {
+        if !captured.text.is_empty() {
+            text.push_str(&format!("\n\n{label}:\n{}", captured.text.trim_end()));
+        }
+    }
+    if stdout.text.is_empty() && stderr.text.is_empty() {
+        text.push_str("\n\n(no output)");
+    }
+    ToolOutput {
+        text,
+        diffs: vec![],
+        raw: json!({
+            "command": command,
+            "exit_code": exit_code,
+            "signal": signal.map(signal_name),
+            "timed_out": timed_out.is_some(),
+            "stdout": stdout.text,
+            "stderr": stderr.text,
+            "truncated": stdout.truncated || stderr.truncated,
+        }),
+    }
+}
+
+fn signal_name(sig: i32) -> String {
+    Signal::try_from(sig).map_or_else(|_| format!("signal {sig}"), |s| s.as_str().to_owned())
+}
