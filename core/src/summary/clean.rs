@@ -53,15 +53,15 @@ fn first_line(raw: &str) -> &str {
     raw.trim().lines().next().unwrap_or_default().trim()
 }
 
-/// Drops one list bullet. `-` and `*` need a following space (otherwise `*` is emphasis);
-/// `•` is never part of a label, so it goes with or without one.
+/// Drops one list bullet. `-` and `*` need a following space or nothing at all after them
+/// (otherwise `*` is emphasis); `•` is never part of a label, so it goes either way.
 fn drop_bullet(text: &str) -> &str {
     if let Some(rest) = text.strip_prefix('•') {
         return rest;
     }
     for bullet in ['-', '*'] {
         if let Some(rest) = text.strip_prefix(bullet)
-            && rest.starts_with(char::is_whitespace)
+            && (rest.is_empty() || rest.starts_with(char::is_whitespace))
         {
             return rest;
         }
