@@ -68,7 +68,12 @@ pub fn resolve(cwd: &Path, raw: &str) -> Result<PathBuf, ToolError> {
     }
     real.extend(components);
     let inside = real.strip_prefix(&cwd_real).map_err(|_| outside())?;
-    Ok(cwd_norm.join(inside))
+    // Joining an empty path would add a trailing slash to the working directory.
+    if inside.as_os_str().is_empty() {
+        Ok(cwd_norm)
+    } else {
+        Ok(cwd_norm.join(inside))
+    }
 }
 
 fn normalize(path: &Path) -> PathBuf {

@@ -1,0 +1,111 @@
+//! The built-in registry and `todo_write`.
+
+mod common;
+
+use common::Workspace;
+use corvid_protocol::ToolKind;
+use corvid_tools::{ApprovalNeed, TodoWrite, Tool, builtin_tools};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+#[test]
+fn the_builtin_registry_describes_every_tool_of_the_spec() {
+    let registry = builtin_tools();
+    let described: Vec<(&str, &str, ToolKind, bool, bool)> = registry
+        .iter()
+        .map(|t| {
+            (
+                t.name(),
+                t.display_name(),
+                t.kind(),
+                t.mutates(),
+                t.shows_card(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        described,
+        vec![
+            ("read_file", "ReadFile", ToolKind::Read, false, true),
+            (
+                "list_directory",
+                "ListDirectory",
+                ToolKind::Read,
+                false,
+                true
+            ),
+            ("glob", "Glob", ToolKind::Search, false, true),
+            ("grep_search", "Grep", ToolKind::Search, false, true),
+            ("write_file", "WriteFile", ToolKind::Edit, true, true),
+            ("edit", "Edit", ToolKind::Edit, true, true),
+            ("run_shell_command", "Shell", ToolKind::Execute, true, true),
+            ("todo_write", "TodoWrite", ToolKind::Think, true, false),
+        ]
+    );
+    for schema in registry.schemas() {
+        assert_eq!(
+            schema.parameters["type"],
+            json!("object"),
+            "{}",
+            schema.name
+        );
+        let properties = schema.parameters["properties"].as_object().unwrap();
+        for required in schema.parameters["required"].as_array().unwrap() {
+            assert!(properties.contains_key(required.as_str().unwrap()));
+        }
+        assert!(!schema.description.is_empty());
+    }
+    assert!(registry.get("edit").is_some());
+    assert!(registry.get("nope").is_none());
+}
+
+#[tokio::test]
+async fn todo_write_returns_the_todos_as_raw_output_for_the_plan() {
+    let ws = Workspace::new();
+    let todos = json!([
+        {"id": "1", "content": "Read the code", "status": "completed"},
+        {"id": "2", "content": "Fix the bug", "status": "in_progress"},
+        {"id": "3", "content": "Run the tests", "status": "pending"},
+    ]);
+
+    let need = TodoWrite
+        .approval(&json!({"todos": todos}), &ws.ctx())
+        .await;
+    let out = ws.run_ok(&TodoWrite, json!({"todos": todos})).await;
+
+    assert_eq!(need, ApprovalNeed::None);
+    assert_eq!(out.raw, todos);
+    assert_eq!(
+        out.text,
+        "Todo list updated: 1 completed, 1 in progress, 1 pending.\n\
+         [x] Read the code\n[~] Fix the bug\n[ ] Run the tests"
+    );
+    assert_eq!(
+        TodoWrite.display(&json!({}), &ws.ctx()).kind,
+        ToolKind::Think
+    );
+}
+
+#[tokio::test]
+async fn todo_write_refuses_bad_statuses_and_duplicate_ids() {
+    let ws = Workspace::new();
+    assert_eq!(
+        ws.run_err(
+            &TodoWrite,
+            json!({"todos": [{"id": "1", "content": "x", "status": "done"}]})
+        )
+        .await,
+        "invalid arguments for todo_write: unknown variant `done`, expected one of `pending`, `in_progress`, `completed`"
+    );
+    assert_eq!(
+        ws.run_err(
+            &TodoWrite,
+            json!({"todos": [
+                {"id": "1", "content": "x", "status": "pending"},
+                {"id": "1", "content": "y", "status": "pending"}
+            ]})
+        )
+        .await,
+        "todo id `1` is used twice; every todo needs its own id"
+    );
+}
