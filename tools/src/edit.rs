@@ -71,7 +71,8 @@ async fn plan(args: &Value, ctx: &ToolContext) -> Result<Planned, ToolError> {
             "old_string is empty but {rel} already exists; give the exact text to replace"
         )));
     }
-    let count = content.matches(&args.old_string).count();
+    let (old_string, new_string) = line_endings_of(&content, args.old_string, args.new_string);
+    let count = content.matches(&old_string).count();
     if count == 0 {
         return Err(ToolError::new(format!(
             "old_string was not found in {rel}; it must match the file exactly, including \
@@ -85,12 +86,12 @@ async fn plan(args: &Value, ctx: &ToolContext) -> Result<Planned, ToolError> {
         )));
     }
     let first_line = content
-        .find(&args.old_string)
+        .find(&old_string)
         .map_or(1, |at| content[..at].matches('\n').count() + 1);
     let new = if args.replace_all {
-        content.replace(&args.old_string, &args.new_string)
+        content.replace(&old_string, &new_string)
     } else {
-        content.replacen(&args.old_string, &args.new_string, 1)
+        content.replacen(&old_string, &new_string, 1)
     };
     Ok(Planned {
         path,
@@ -100,6 +101,16 @@ async fn plan(args: &Value, ctx: &ToolContext) -> Result<Planned, ToolError> {
         replacements: count,
         first_line,
     })
+}
+
+/// `read_file` shows CRLF files with plain `\n` line ends, so the model's strings are
+/// converted to the file's line ends when the file uses CRLF and they do not.
+fn line_endings_of(content: &str, old: String, new: String) -> (String, String) {
+    if content.contains("\r\n") && old.contains('\n') && !old.contains("\r\n") {
+        (old.replace('\n', "\r\n"), new.replace('\n', "\r\n"))
+    } else {
+        (old, new)
+    }
 }
 
 impl Tool for Edit {

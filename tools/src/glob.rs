@@ -105,7 +105,15 @@ impl Tool for Glob {
                     relative(&ctx.cwd, &root)
                 )));
             }
-            let pattern = args.pattern.trim_start_matches("./").to_owned();
+            // Patterns are matched against paths relative to the root; models sometimes
+            // spell them absolute or with a leading `./`.
+            let root_prefix = format!("{}/", root.display());
+            let pattern = args
+                .pattern
+                .strip_prefix(&root_prefix)
+                .unwrap_or(&args.pattern)
+                .trim_start_matches("./")
+                .to_owned();
             let matcher = GlobBuilder::new(&pattern)
                 .literal_separator(true)
                 .build()

@@ -53,6 +53,9 @@ async fn a_single_star_does_not_cross_directories_and_path_narrows_the_search() 
     assert_eq!(top.text, "1 file matches `*.rs`:\nbuild.rs");
     assert_eq!(in_src.text, "1 file matches `*.rs`:\nsrc/main.rs");
     assert_eq!(none.text, "No files match `*.py`.");
+    let absolute = format!("{}/src/*.rs", ws.root.display());
+    let spelled_absolute = ws.run_ok(&Glob, json!({"pattern": absolute})).await;
+    assert_eq!(spelled_absolute.raw["files"], json!(["src/main.rs"]));
 }
 
 #[tokio::test]

@@ -251,3 +251,17 @@ async fn edits_are_displayed_with_short_titles_and_absolute_locations() {
         "Write src/a.rs"
     );
 }
+
+#[tokio::test]
+async fn edits_written_with_plain_newlines_apply_to_crlf_files() {
+    let ws = Workspace::new();
+    ws.file("win.txt", "a\r\nb\r\nc\r\n");
+
+    ws.run_ok(
+        &Edit,
+        json!({"file_path": "win.txt", "old_string": "a\nb\n", "new_string": "a\nB\n"}),
+    )
+    .await;
+
+    assert_eq!(ws.read("win.txt"), "a\r\nB\r\nc\r\n");
+}
