@@ -5,3 +5,5 @@ pub mod agent;
 pub mod session;
 pub mod settings;
 pub mod summary;
+pub mod retry;
+pub mod usage;

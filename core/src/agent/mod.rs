@@ -1,1 +1,128 @@
 //! The agent: a queue pair (operations in, core events out) around the task/turn loop.
+//!
+//! One actor per session owns the history and runs at most one task at a time; the lifecycle
+//! rules of SPEC §5 (preparing, discarding, suppression, call ids) are decided here and
+//! nowhere else, and reach front ends as explicit [`CoreEvent`]s.
+
+mod attempt;
+mod exec;
+mod ids;
+mod prompt;
+mod session;
+mod summaries;
+mod task;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use corvid_protocol::{ApprovalMode, CoreEvent, Message, Op};
+use tokio::sync::mpsc;
+
+pub use prompt::default_system_prompt;
+
+/// Everything a session needs: the model, the tools, the settings and (when resuming) the
+/// history so far.
+pub struct AgentConfig {
+    /// The session's id, echoed by [`AgentHandle::session_id`] and used in recordings.
+    pub session_id: String,
+    /// The provider serving the main model (and the fallback model).
+    pub provider: Arc<dyn corvid_providers::Provider>,
+    /// The main model's name.
+    pub model: String,
+    /// Used once per task when the main model keeps failing (SPEC §3.4).
+    pub fallback_model: Option<String>,
+    /// Output token limit sent with every main-model request.
+    pub max_output_tokens: Option<u32>,
+    /// The system prompt of every main-model request.
+    pub system_prompt: String,
+    /// The working directory every tool path resolves in.
+    pub cwd: PathBuf,
+    /// The tools offered to the model.
+    pub tools: corvid_tools::ToolRegistry,
+    /// Where file tools read and write.
+    pub fs: Arc<dyn corvid_tools::FileSystem>,
+    /// The approval mode at start (changed later with [`Op::SetApprovalMode`]).
+    pub approval_mode: ApprovalMode,
+    /// How failing model requests are retried.
+    pub retry: crate::retry::RetryPolicy,
+    /// How long a shell command may run.
+    pub shell_timeout: Duration,
+    /// Tool-use summaries with the fast model; `None` turns them off.
+    pub summaries: Option<crate::summary::SummaryConfig>,
+    /// History restored when resuming (empty for a new session).
+    pub history: Vec<Message>,
+}
+
+/// Starts the session actor on the current tokio runtime and returns its queue pair.
+pub fn spawn_agent(config: AgentConfig) -> AgentHandle {
+    let (op_tx, op_rx) = mpsc::unbounded_channel();
+    let (ev_tx, ev_rx) = mpsc::unbounded_channel();
+    let session_id = config.session_id.clone();
+    tokio::spawn(session::run_session(config, op_rx, ev_tx));
+    AgentHandle {
+        session_id,
+        ops: OpSender { tx: op_tx },
+        events: EventReceiver { rx: ev_rx },
+    }
+}
+
+/// The agent has shut down: its operation queue or event stream is closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the agent has shut down")]
+pub struct AgentClosed;
+
+/// A front end's connection to one session: submit operations, read core events.
+pub struct AgentHandle {
+    session_id: String,
+    ops: OpSender,
+    events: EventReceiver,
+}
+
+impl AgentHandle {
+    /// The id of the session this handle drives.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// Queues an operation for the agent.
+    pub fn submit(&self, op: Op) -> Result<(), AgentClosed> {
+        self.ops.submit(op)
+    }
+
+    /// Waits for the next core event; `AgentClosed` once the agent ended and all events were read.
+    pub async fn next_event(&mut self) -> Result<CoreEvent, AgentClosed> {
+        self.events.next_event().await
+    }
+
+    /// Separates the two halves so operations can be sent while events are being read.
+    pub fn split(self) -> (OpSender, EventReceiver) {
+        (self.ops, self.events)
+    }
+}
+
+/// The operation half of the queue pair. The agent ends once every `OpSender` is dropped
+/// (a running task is still allowed to finish; approvals nobody can answer resolve as cancelled).
+#[derive(Clone)]
+pub struct OpSender {
+    tx: mpsc::UnboundedSender<Op>,
+}
+
+impl OpSender {
+    /// Queues an operation for the agent.
+    pub fn submit(&self, op: Op) -> Result<(), AgentClosed> {
+        self.tx.send(op).map_err(|_| AgentClosed)
+    }
+}
+
+/// The event half of the queue pair: the ordered core events of the session.
+pub struct EventReceiver {
+    rx: mpsc::UnboundedReceiver<CoreEvent>,
+}
+
+impl EventReceiver {
+    /// Waits for the next core event; `AgentClosed` once the agent ended and all events were read.
+    pub async fn next_event(&mut self) -> Result<CoreEvent, AgentClosed> {
+        self.rx.recv().await.ok_or(AgentClosed)
+    }
+}

@@ -1,0 +1,171 @@
+//! One attempt at a turn's model request: stream it, translate stream events into core events
+//! as they arrive, and collect what a clean finish would hand to execution.
+
+use std::collections::HashSet;
+
+use corvid_protocol::{
+    CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, ModelRequest, Part, Provenance,
+    StreamEvent, ToolCall, ToolKind, Usage,
+};
+use futures::StreamExt;
+
+use super::ids::AttemptIds;
+use super::session::TaskCtx;
+
+/// What one attempt produced.
+#[derive(Default)]
+pub(super) struct AttemptOutput {
+    /// Text and thoughts, in arrival order (consecutive deltas merged).
+    pub parts: Vec<Part>,
+    /// Complete calls, with session-unique ids; only usable after a clean finish.
+    pub calls: Vec<ToolCall>,
+    /// Cards shown during this attempt: (call id, tool name), in order.
+    pub prepared: Vec<(String, String)>,
+    /// The latest usage the provider reported.
+    pub usage: Option<Usage>,
+}
+
+/// How an attempt ended.
+pub(super) enum AttemptEnd {
+    Finished(FinishReason),
+    Failed(ErrorInfo),
+    Cancelled,
+}
+
+/// Streams one request. The caller decides what an abandoned attempt means (retry, fallback,
+/// end of task) and discards its cards with [`discard_prepared`].
+pub(super) async fn run_attempt(
+    ctx: &TaskCtx,
+    request: ModelRequest,
+    used_ids: &HashSet<String>,
+) -> (AttemptOutput, AttemptEnd) {
+    let mut out = AttemptOutput::default();
+    let mut ids = AttemptIds::new(used_ids);
+    let mut prepared_ids = HashSet::new();
+    let mut complete_ids = HashSet::new();
+    if ctx.cancel.is_cancelled() {
+        return (out, AttemptEnd::Cancelled);
+    }
+    let mut stream = ctx.stat.provider.stream(request);
+    let end = loop {
+        let item = tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => break AttemptEnd::Cancelled,
+            item = stream.next() => item,
+        };
+        let event = match item {
+            None => {
+                break AttemptEnd::Failed(ErrorInfo::new(
+                    ErrorKind::StreamTruncated,
+                    "the model's response ended before it finished",
+                ));
+            }
+            Some(Err(err)) => break AttemptEnd::Failed(err),
+            Some(Ok(event)) => event,
+        };
+        match event {
+            StreamEvent::Text { text } => {
+                append_text(&mut out.parts, &text, false);
+                ctx.events.emit(CoreEvent::TextDelta { text });
+            }
+            StreamEvent::Thought { text } => {
+                append_text(&mut out.parts, &text, true);
+                ctx.events.emit(CoreEvent::ThoughtDelta { text });
+            }
+            StreamEvent::ThoughtSignature { signature } => set_signature(&mut out.parts, signature),
+            StreamEvent::ToolPreparing { call_id, tool_name } => {
+                if call_id.is_empty() {
+                    continue;
+                }
+                let tool = ctx.stat.tools.get(&tool_name);
+                if tool.as_ref().is_some_and(|t| !t.shows_card()) {
+                    continue;
+                }
+                let call_id = ids.resolve(&call_id);
+                if !prepared_ids.insert(call_id.clone()) {
+                    continue;
+                }
+                let (display_name, kind) = match &tool {
+                    Some(t) => (t.display_name().to_owned(), t.kind()),
+                    None => (tool_name.clone(), ToolKind::Other),
+                };
+                out.prepared.push((call_id.clone(), tool_name.clone()));
+                ctx.events.emit(CoreEvent::ToolPreparing {
+                    call_id,
+                    tool_name,
+                    display_name,
+                    kind,
+                    provenance: Provenance::Builtin,
+                });
+            }
+            StreamEvent::ToolCall(call) => {
+                let call_id = if call.call_id.is_empty() {
+                    ids.generate()
+                } else if !complete_ids.insert(call.call_id.clone()) {
+                    tracing::warn!(call_id = %call.call_id, "duplicate call id in one response; dropped");
+                    continue;
+                } else {
+                    ids.resolve(&call.call_id)
+                };
+                out.calls.push(ToolCall { call_id, ..call });
+            }
+            StreamEvent::Usage(usage) => out.usage = Some(usage),
+            StreamEvent::Finished { reason } => break AttemptEnd::Finished(reason),
+        }
+    };
+    // Dropping the stream aborts the HTTP request at once (cancellation, errors).
+    drop(stream);
+    (out, end)
+}
+
+fn append_text(parts: &mut Vec<Part>, delta: &str, thought: bool) {
+    match parts.last_mut() {
+        Some(Part::Text { text }) if !thought => text.push_str(delta),
+        Some(Part::Thought {
+            text,
+            signature: None,
+        }) if thought => text.push_str(delta),
+        _ if thought => parts.push(Part::Thought {
+            text: delta.to_owned(),
+            signature: None,
+        }),
+        _ => parts.push(Part::Text {
+            text: delta.to_owned(),
+        }),
+    }
+}
+
+fn set_signature(parts: &mut Vec<Part>, sig: String) {
+    if let Some(Part::Thought { signature, .. }) = parts
+        .iter_mut()
+        .rev()
+        .find(|p| matches!(p, Part::Thought { .. }))
+    {
+        *signature = Some(sig);
+    } else {
+        parts.push(Part::Thought {
+            text: String::new(),
+            signature: Some(sig),
+        });
+    }
+}
+
+/// Ends every card of `prepared` whose id is not in `keep`: the call will never run.
+pub(super) fn discard_prepared(
+    ctx: &TaskCtx,
+    prepared: &[(String, String)],
+    keep: &HashSet<&str>,
+    reason: DiscardReason,
+) {
+    for (call_id, tool_name) in prepared {
+        if keep.contains(call_id.as_str()) {
+            continue;
+        }
+        ctx.events.emit(CoreEvent::PreparationDiscarded {
+            call_id: call_id.clone(),
+            tool_name: tool_name.clone(),
+            reason,
+            provenance: Provenance::Builtin,
+        });
+    }
+}

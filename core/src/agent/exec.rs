@@ -1,0 +1,408 @@
+//! Executing a batch: validation, approvals, concurrency (read-only calls together, mutating
+//! calls in order), cancellation, and the in_progress → completed | failed events.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use corvid_protocol::{
+    ApprovalDecision, ApprovalMode, ApprovalPreview, CoreEvent, DiscardReason, Provenance, Todo,
+    ToolCall, ToolDisplay, ToolKind, ToolOutput, ToolResult, ToolStatus,
+};
+use corvid_tools::{ApprovalNeed, Tool, ToolContext, ToolError};
+use serde_json::Value;
+
+use super::session::{TaskCtx, lock};
+use crate::summary::SummaryCall;
+
+/// How long a cancelled tool may take to report how it stopped before it is abandoned.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+/// What a batch left behind.
+pub(super) struct BatchOutcome {
+    /// One result per call, in call order (the next request pairs them by id).
+    pub results: Vec<ToolResult>,
+    /// Calls that reached a result (ran, failed validation, or were rejected), in order.
+    pub ran_ids: Vec<String>,
+    /// Card-showing calls that ran, for the tool-use summary.
+    pub summary_calls: Vec<(String, SummaryCall)>,
+}
+
+/// One call of the batch, resolved against the registry.
+struct Planned {
+    call: ToolCall,
+    tool: Option<Arc<dyn Tool>>,
+    /// Whether a preparing card is showing for this call.
+    prepared: bool,
+}
+
+impl Planned {
+    fn shows_card(&self) -> bool {
+        self.tool.as_ref().is_none_or(|t| t.shows_card())
+    }
+
+    fn mutates(&self) -> bool {
+        self.tool.as_ref().is_some_and(|t| t.mutates())
+    }
+}
+
+/// How one call ended.
+struct CallEnd {
+    result: ToolResult,
+    /// False when the call never started because the task was cancelled first.
+    reached_result: bool,
+    summary: Option<SummaryCall>,
+}
+
+/// Runs a batch in order, grouping consecutive read-only calls to run concurrently.
+pub(super) async fn run_batch(
+    ctx: &TaskCtx,
+    calls: Vec<ToolCall>,
+    prepared: &HashSet<String>,
+) -> BatchOutcome {
+    let planned: Vec<Planned> = calls
+        .into_iter()
+        .map(|call| Planned {
+            tool: ctx.stat.tools.get(&call.name),
+            prepared: prepared.contains(&call.call_id),
+            call,
+        })
+        .collect();
+    let mut ends: Vec<CallEnd> = Vec::with_capacity(planned.len());
+    let mut group: Vec<Planned> = Vec::new();
+    for p in planned {
+        if p.mutates() {
+            ends.extend(run_group(ctx, std::mem::take(&mut group)).await);
+            ends.extend(run_group(ctx, vec![p]).await);
+        } else {
+            group.push(p);
+        }
+    }
+    ends.extend(run_group(ctx, group).await);
+    let mut outcome = BatchOutcome {
+        results: Vec::with_capacity(ends.len()),
+        ran_ids: Vec::new(),
+        summary_calls: Vec::new(),
+    };
+    for end in ends {
+        if end.reached_result {
+            outcome.ran_ids.push(end.result.call_id.clone());
+        }
+        if let Some(s) = end.summary {
+            outcome.summary_calls.push((end.result.call_id.clone(), s));
+        }
+        outcome.results.push(end.result);
+    }
+    outcome
+}
+
+async fn run_group(ctx: &TaskCtx, group: Vec<Planned>) -> Vec<CallEnd> {
+    futures::future::join_all(group.into_iter().map(|p| run_call(ctx, p))).await
+}
+
+fn tool_context(ctx: &TaskCtx) -> ToolContext {
+    ToolContext {
+        cwd: ctx.stat.cwd.clone(),
+        fs: ctx.stat.fs.clone(),
+        cancel: ctx.cancel.child_token(),
+        shell_timeout: ctx.stat.shell_timeout,
+    }
+}
+
+fn text_output(text: impl Into<String>) -> ToolOutput {
+    ToolOutput {
+        text: text.into(),
+        diffs: Vec::new(),
+        raw: Value::Null,
+    }
+}
+
+async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
+    let shows = p.shows_card();
+    let prepared = p.prepared;
+    let call = p.call;
+    if ctx.cancel.is_cancelled() {
+        return not_started(ctx, call, prepared);
+    }
+    let tool_ctx = tool_context(ctx);
+    let Some(tool) = p.tool else {
+        let known: Vec<&str> = ctx.stat.tools.iter().map(|t| t.name()).collect();
+        let message = format!(
+            "unknown tool `{}`; the available tools are: {}",
+            call.name,
+            known.join(", ")
+        );
+        let display = fallback_display(&call.name, ToolKind::Other);
+        return invalid_call(ctx, call, Some((display, prepared)), message);
+    };
+    if !call.args.is_object() {
+        let message = format!(
+            "the arguments of `{}` must be a JSON object, got: {}",
+            call.name,
+            short(&call.args.to_string())
+        );
+        let card = shows.then(|| (fallback_display(tool.display_name(), tool.kind()), prepared));
+        return invalid_call(ctx, call, card, message);
+    }
+    let display = tool.display(&call.args, &tool_ctx);
+    let need = tool.approval(&call.args, &tool_ctx).await;
+    match approve(ctx, &call, tool.as_ref(), &display, need).await {
+        Approval::Granted => {}
+        Approval::Denied(message) => return finished_without_running(ctx, call, message, shows),
+    }
+    if ctx.cancel.is_cancelled() {
+        return not_started(ctx, call, prepared);
+    }
+    if shows {
+        ctx.events.emit(CoreEvent::ToolStarted {
+            call_id: call.call_id.clone(),
+            tool_name: call.name.clone(),
+            args: call.args.clone(),
+            display,
+            provenance: Provenance::Builtin,
+            was_prepared: prepared,
+        });
+    }
+    let result = execute(ctx, tool.as_ref(), call.args.clone(), tool_ctx).await;
+    let (status, output) = match result {
+        Ok(output) => (ToolStatus::Completed, output),
+        Err(err) => (ToolStatus::Failed, text_output(err.message)),
+    };
+    let succeeded = status == ToolStatus::Completed;
+    if shows {
+        ctx.events.emit(CoreEvent::ToolFinished {
+            call_id: call.call_id.clone(),
+            tool_name: call.name.clone(),
+            status,
+            output: output.clone(),
+            provenance: Provenance::Builtin,
+        });
+    } else if succeeded && let Some(todos) = plan_from(&output.raw) {
+        ctx.events.emit(CoreEvent::Plan { todos });
+    }
+    let summary = shows.then(|| SummaryCall {
+        name: call.name.clone(),
+        args: call.args.clone(),
+        output: output.text.clone(),
+        succeeded,
+    });
+    CallEnd {
+        result: ToolResult {
+            call_id: call.call_id,
+            name: call.name,
+            output: output.text,
+            is_error: !succeeded,
+        },
+        reached_result: true,
+        summary,
+    }
+}
+
+/// Runs the tool; on cancellation it gets a short grace to report how it stopped.
+async fn execute(
+    ctx: &TaskCtx,
+    tool: &dyn Tool,
+    args: Value,
+    tool_ctx: ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    let fut = tool.execute(args, tool_ctx);
+    tokio::pin!(fut);
+    tokio::select! {
+        result = &mut fut => result,
+        _ = ctx.cancel.cancelled() => {
+            match tokio::time::timeout(CANCEL_GRACE, &mut fut).await {
+                Ok(result) => result,
+                Err(_) => Err(ToolError::new("cancelled by the user")),
+            }
+        }
+    }
+}
+
+enum Approval {
+    Granted,
+    Denied(String),
+}
+
+/// Decides whether the call may run, asking the user when the mode requires it.
+async fn approve(
+    ctx: &TaskCtx,
+    call: &ToolCall,
+    tool: &dyn Tool,
+    display: &ToolDisplay,
+    need: ApprovalNeed,
+) -> Approval {
+    let mode = *lock(&ctx.shared.approval_mode);
+    let (preview, automatic) = match need {
+        ApprovalNeed::None => return Approval::Granted,
+        ApprovalNeed::Edit(preview) => (preview, mode != ApprovalMode::Default),
+        ApprovalNeed::Execute(preview) => (preview, mode == ApprovalMode::Yolo),
+    };
+    match lock(&ctx.shared.remembered).get(tool.name()) {
+        Some(ApprovalDecision::AllowAlways) => return Approval::Granted,
+        Some(ApprovalDecision::RejectAlways) => {
+            return Approval::Denied(rejected_message(call, true));
+        }
+        _ => {}
+    }
+    if automatic {
+        return Approval::Granted;
+    }
+    let decision = ask(ctx, call, display, preview).await;
+    if matches!(
+        decision,
+        ApprovalDecision::AllowAlways | ApprovalDecision::RejectAlways
+    ) {
+        lock(&ctx.shared.remembered).insert(tool.name().to_owned(), decision);
+    }
+    match decision {
+        ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways => Approval::Granted,
+        ApprovalDecision::RejectOnce => Approval::Denied(rejected_message(call, false)),
+        ApprovalDecision::RejectAlways => Approval::Denied(rejected_message(call, true)),
+        ApprovalDecision::Cancelled => Approval::Denied(format!(
+            "The approval request for `{}` was cancelled; the call did not run.",
+            call.name
+        )),
+    }
+}
+
+async fn ask(
+    ctx: &TaskCtx,
+    call: &ToolCall,
+    display: &ToolDisplay,
+    preview: ApprovalPreview,
+) -> ApprovalDecision {
+    let answer = ctx.shared.wait_for_approval(&call.call_id);
+    ctx.events.emit(CoreEvent::PermissionRequested {
+        call_id: call.call_id.clone(),
+        tool_name: call.name.clone(),
+        display: display.clone(),
+        preview,
+    });
+    let decision = tokio::select! {
+        biased;
+        _ = ctx.cancel.cancelled() => {
+            ctx.shared.forget_approval(&call.call_id);
+            ApprovalDecision::Cancelled
+        }
+        decision = answer => decision.unwrap_or(ApprovalDecision::Cancelled),
+    };
+    ctx.events.emit(CoreEvent::PermissionResolved {
+        call_id: call.call_id.clone(),
+        decision,
+    });
+    decision
+}
+
+fn rejected_message(call: &ToolCall, always: bool) -> String {
+    let scope = if always {
+        " (the user rejects this tool for the rest of the session)"
+    } else {
+        ""
+    };
+    format!(
+        "The user rejected this `{}` call{scope}; it did not run. Do not retry it as is; \
+         ask the user how to proceed or take another approach.",
+        call.name
+    )
+}
+
+/// A call answered without running: rejected, or its approval was cancelled.
+fn finished_without_running(
+    ctx: &TaskCtx,
+    call: ToolCall,
+    message: String,
+    shows: bool,
+) -> CallEnd {
+    if shows {
+        ctx.events.emit(CoreEvent::ToolFinished {
+            call_id: call.call_id.clone(),
+            tool_name: call.name.clone(),
+            status: ToolStatus::Failed,
+            output: text_output(message.clone()),
+            provenance: Provenance::Builtin,
+        });
+    }
+    CallEnd {
+        result: ToolResult {
+            call_id: call.call_id,
+            name: call.name,
+            output: message,
+            is_error: true,
+        },
+        reached_result: true,
+        summary: None,
+    }
+}
+
+/// A call the model got wrong (unknown tool, arguments not an object): a tool error it sees.
+fn invalid_call(
+    ctx: &TaskCtx,
+    call: ToolCall,
+    card: Option<(ToolDisplay, bool)>,
+    message: String,
+) -> CallEnd {
+    let shows = card.is_some();
+    if let Some((display, was_prepared)) = card {
+        ctx.events.emit(CoreEvent::ToolStarted {
+            call_id: call.call_id.clone(),
+            tool_name: call.name.clone(),
+            args: call.args.clone(),
+            display,
+            provenance: Provenance::Builtin,
+            was_prepared,
+        });
+    }
+    ctx.events.emit(CoreEvent::Warning {
+        message: format!("the model made an invalid `{}` call: {message}", call.name),
+    });
+    finished_without_running(ctx, call, message, shows)
+}
+
+/// A call of a finished response that never started because the task was cancelled: its card
+/// (if one was prepared) is removed; the model is told it did not run.
+fn not_started(ctx: &TaskCtx, call: ToolCall, prepared: bool) -> CallEnd {
+    if prepared {
+        ctx.events.emit(CoreEvent::PreparationDiscarded {
+            call_id: call.call_id.clone(),
+            tool_name: call.name.clone(),
+            reason: DiscardReason::Cancelled,
+            provenance: Provenance::Builtin,
+        });
+    }
+    CallEnd {
+        result: ToolResult {
+            call_id: call.call_id,
+            name: call.name,
+            output: "The user cancelled the task before this call ran.".into(),
+            is_error: true,
+        },
+        reached_result: false,
+        summary: None,
+    }
+}
+
+fn fallback_display(title: &str, kind: ToolKind) -> ToolDisplay {
+    ToolDisplay {
+        title: title.to_owned(),
+        kind,
+        locations: Vec::new(),
+    }
+}
+
+fn short(text: &str) -> String {
+    const MAX: usize = 200;
+    match text.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None => text.to_owned(),
+    }
+}
+
+/// The todos of a `todo_write` result (`raw` is the list, or an object holding `todos`).
+fn plan_from(raw: &Value) -> Option<Vec<Todo>> {
+    let list = match raw {
+        Value::Array(_) => raw,
+        Value::Object(map) => map.get("todos")?,
+        _ => return None,
+    };
+    serde_json::from_value(list.clone()).ok()
+}

@@ -1,0 +1,255 @@
+//! A task: turns until the model stops calling tools, with retry, fallback and cancellation.
+
+use std::collections::HashSet;
+
+use corvid_protocol::{
+    CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, MAIN_PROMPT_ID, Message,
+    ModelRequest, Part, Role, StopReason, ToolCall,
+};
+
+use super::attempt::{AttemptEnd, AttemptOutput, discard_prepared, run_attempt};
+use super::exec::run_batch;
+use super::session::{SessionState, TaskCtx, lock};
+use super::summaries::SummaryTracker;
+
+/// Consecutive rate-limited/overloaded failures after which the fallback model is tried even
+/// if attempts remain: the main model is unlikely to recover within this task.
+const PERSISTENT_OVERLOAD_FAILURES: u32 = 3;
+
+/// A turn whose model response finished cleanly.
+struct FinishedTurn {
+    parts: Vec<Part>,
+    /// Ids of the calls whose preparing card is showing.
+    prepared: HashSet<String>,
+    calls: Vec<ToolCall>,
+    reason: FinishReason,
+}
+
+/// Why a turn did not produce a finished response.
+enum TurnEnd {
+    Cancelled { partial: Vec<Part> },
+    Failed(ErrorInfo),
+}
+
+/// Runs one task for `prompt` and hands the updated session state back.
+pub(super) async fn run_task(
+    ctx: TaskCtx,
+    mut state: SessionState,
+    prompt: String,
+) -> SessionState {
+    ctx.events.emit(CoreEvent::TaskStarted {
+        task_id: ctx.task_id.clone(),
+        prompt: prompt.clone(),
+    });
+    state.history.push(Message::user_text(prompt));
+    let summaries = SummaryTracker::new();
+    let (stop_reason, error) = run_turns(&ctx, &mut state, &summaries).await;
+    summaries.finish_task(&ctx, stop_reason, error);
+    state
+}
+
+async fn run_turns(
+    ctx: &TaskCtx,
+    state: &mut SessionState,
+    summaries: &SummaryTracker,
+) -> (StopReason, Option<ErrorInfo>) {
+    let mut turn = 0u32;
+    let mut fell_back = false;
+    loop {
+        turn += 1;
+        ctx.events.emit(CoreEvent::TurnStarted {
+            turn,
+            model: lock(&ctx.shared.model).clone(),
+        });
+        let finished = match run_turn(ctx, state, &mut fell_back).await {
+            Ok(finished) => finished,
+            Err(TurnEnd::Cancelled { partial }) => {
+                if !partial.is_empty() {
+                    state.history.push(assistant(partial, Vec::new()));
+                }
+                return (StopReason::Cancelled, None);
+            }
+            Err(TurnEnd::Failed(err)) => return (StopReason::Error, Some(err)),
+        };
+        let intent = last_text(&finished.parts);
+        if finished.calls.is_empty() {
+            state.history.push(assistant(finished.parts, Vec::new()));
+            let stop = match finished.reason {
+                FinishReason::MaxTokens => StopReason::MaxTokens,
+                FinishReason::Refusal | FinishReason::ContentFilter => StopReason::Refusal,
+                FinishReason::Stop | FinishReason::ToolCalls | FinishReason::Other(_) => {
+                    StopReason::EndTurn
+                }
+            };
+            return (stop, None);
+        }
+        for call in &finished.calls {
+            state.used_ids.insert(call.call_id.clone());
+        }
+        state
+            .history
+            .push(assistant(finished.parts, finished.calls.clone()));
+        let batch = run_batch(ctx, finished.calls, &finished.prepared).await;
+        state.history.push(Message {
+            role: Role::User,
+            parts: batch.results.into_iter().map(Part::ToolResult).collect(),
+        });
+        let intent = intent.or_else(|| last_assistant_text(&state.history));
+        summaries.batch_completed(ctx, batch.ran_ids, batch.summary_calls, intent);
+        if ctx.cancel.is_cancelled() {
+            return (StopReason::Cancelled, None);
+        }
+    }
+}
+
+/// One turn's request with every attempt it needs.
+async fn run_turn(
+    ctx: &TaskCtx,
+    state: &SessionState,
+    fell_back: &mut bool,
+) -> Result<FinishedTurn, TurnEnd> {
+    let policy = ctx.stat.retry;
+    let mut attempt = 1u32;
+    let mut overloaded_in_a_row = 0u32;
+    loop {
+        let model = lock(&ctx.shared.model).clone();
+        let request = ModelRequest {
+            model: model.clone(),
+            system: ctx.stat.system_prompt.clone(),
+            messages: state.history.clone(),
+            tools: ctx.stat.tools.schemas(),
+            max_output_tokens: ctx.stat.max_output_tokens,
+            temperature: None,
+        };
+        let (out, end) = run_attempt(ctx, request, &state.used_ids).await;
+        if let Some(usage) = out.usage {
+            ctx.events.emit(CoreEvent::Usage {
+                prompt_id: MAIN_PROMPT_ID.to_owned(),
+                usage,
+            });
+        }
+        let err = match end {
+            AttemptEnd::Finished(reason) => return Ok(finish(ctx, out, reason)),
+            AttemptEnd::Cancelled => {
+                discard_prepared(
+                    ctx,
+                    &out.prepared,
+                    &HashSet::new(),
+                    DiscardReason::Cancelled,
+                );
+                return Err(TurnEnd::Cancelled { partial: out.parts });
+            }
+            AttemptEnd::Failed(err) if err.kind == ErrorKind::Cancelled => {
+                discard_prepared(
+                    ctx,
+                    &out.prepared,
+                    &HashSet::new(),
+                    DiscardReason::Cancelled,
+                );
+                return Err(TurnEnd::Cancelled { partial: out.parts });
+            }
+            AttemptEnd::Failed(err) => err,
+        };
+        if !err.is_retryable() {
+            discard_prepared(
+                ctx,
+                &out.prepared,
+                &HashSet::new(),
+                DiscardReason::StreamError,
+            );
+            return Err(TurnEnd::Failed(err));
+        }
+        if matches!(err.kind, ErrorKind::RateLimited | ErrorKind::Overloaded) {
+            overloaded_in_a_row += 1;
+        } else {
+            overloaded_in_a_row = 0;
+        }
+        let exhausted = attempt >= policy.attempts();
+        let persistent = overloaded_in_a_row >= PERSISTENT_OVERLOAD_FAILURES;
+        if exhausted || persistent {
+            let fallback = ctx
+                .stat
+                .fallback_model
+                .clone()
+                .filter(|fb| !*fell_back && *fb != model);
+            if let Some(to) = fallback {
+                discard_prepared(ctx, &out.prepared, &HashSet::new(), DiscardReason::Fallback);
+                ctx.events.emit(CoreEvent::ModelFellBack {
+                    from: model,
+                    to: to.clone(),
+                    error: err,
+                });
+                *lock(&ctx.shared.model) = to;
+                *fell_back = true;
+                attempt = 1;
+                overloaded_in_a_row = 0;
+                continue;
+            }
+            if exhausted {
+                discard_prepared(
+                    ctx,
+                    &out.prepared,
+                    &HashSet::new(),
+                    DiscardReason::StreamError,
+                );
+                return Err(TurnEnd::Failed(err));
+            }
+        }
+        discard_prepared(ctx, &out.prepared, &HashSet::new(), DiscardReason::Retry);
+        let delay = policy.delay_after(attempt, &err);
+        ctx.events.emit(CoreEvent::AttemptRetried {
+            attempt,
+            max_attempts: policy.attempts(),
+            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            error: err,
+        });
+        tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => return Err(TurnEnd::Cancelled { partial: Vec::new() }),
+            _ = tokio::time::sleep(delay) => {}
+        }
+        attempt += 1;
+    }
+}
+
+/// A clean finish: cards without a complete call are discarded (the provider never delivered
+/// their arguments); the others go on to execution.
+fn finish(ctx: &TaskCtx, out: AttemptOutput, reason: FinishReason) -> FinishedTurn {
+    let complete: HashSet<&str> = out.calls.iter().map(|c| c.call_id.as_str()).collect();
+    discard_prepared(ctx, &out.prepared, &complete, DiscardReason::StreamError);
+    let prepared = out
+        .prepared
+        .iter()
+        .map(|(id, _)| id.clone())
+        .filter(|id| complete.contains(id.as_str()))
+        .collect();
+    FinishedTurn {
+        prepared,
+        parts: out.parts,
+        calls: out.calls,
+        reason,
+    }
+}
+
+fn assistant(mut parts: Vec<Part>, calls: Vec<ToolCall>) -> Message {
+    parts.extend(calls.into_iter().map(Part::ToolCall));
+    Message {
+        role: Role::Assistant,
+        parts,
+    }
+}
+
+fn last_text(parts: &[Part]) -> Option<String> {
+    parts.iter().rev().find_map(|p| match p {
+        Part::Text { text } if !text.trim().is_empty() => Some(text.clone()),
+        _ => None,
+    })
+}
+
+fn last_assistant_text(history: &[Message]) -> Option<String> {
+    history
+        .iter()
+        .rev()
+        .filter(|m| m.role == Role::Assistant)
+        .find_map(|m| last_text(&m.parts))
+}
