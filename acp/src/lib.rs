@@ -1,1 +1,69 @@
-//! corvid's Agent Client Protocol server.
+//! corvid's Agent Client Protocol server (`corvid --acp`, SPEC §6).
+//!
+//! Editors talk to corvid over ACP on stdio. Each `session/new` spawns one core agent; its
+//! core events are translated into frames by the single [`mapping`] module. The agent's
+//! configuration comes from an [`AgentFactory`], so the binary injects the settings-based one
+//! and tests inject a scripted provider.
+
+pub mod fs;
+pub mod mapping;
+mod server;
+mod session;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_client_protocol::{Agent, ConnectTo, Stdio};
+use corvid_core::agent::AgentConfig;
+use corvid_tools::FileSystem;
+
+/// Whether `initialize` advertises `session/load`. Sessions land later (SPEC §9); flip this
+/// one constant when `session/load` is handled.
+pub const LOAD_SESSION: bool = false;
+
+/// What a new session needs from the host to build its agent.
+#[derive(Clone)]
+pub struct SessionSpec {
+    /// The ACP session id, also the core's session id.
+    pub session_id: String,
+    /// The absolute working directory the client asked for.
+    pub cwd: PathBuf,
+    /// The editor's buffers when the client offers `fs/*`, else local disk.
+    pub fs: Arc<dyn FileSystem>,
+    /// The `mcpServers` of `session/new`, kept as sent for when MCP support lands.
+    pub mcp_servers: Vec<serde_json::Value>,
+}
+
+/// Why a session's agent could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FactoryError {
+    /// No model provider is configured; the message says what to set.
+    #[error("{0}")]
+    NoProvider(String),
+    /// The configuration is unusable (malformed settings and the like).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Builds agent configurations for ACP sessions.
+pub trait AgentFactory: Send + Sync {
+    /// Whether a provider is configured (for `authenticate`); the error says what to set.
+    fn check_provider(&self) -> Result<(), FactoryError>;
+    /// The configuration of a new session's agent.
+    fn build(&self, spec: SessionSpec) -> Result<AgentConfig, FactoryError>;
+}
+
+/// Serves ACP on stdin/stdout until the client closes stdin. Logs must go elsewhere.
+pub async fn run(factory: Arc<dyn AgentFactory>) -> anyhow::Result<()> {
+    serve(factory, Stdio::new()).await
+}
+
+/// Serves ACP over any transport (stdio in the binary, an in-memory pipe in tests).
+pub async fn serve(
+    factory: Arc<dyn AgentFactory>,
+    transport: impl ConnectTo<Agent> + 'static,
+) -> anyhow::Result<()> {
+    server::serve(factory, transport)
+        .await
+        .map_err(|e| anyhow::anyhow!("ACP connection failed: {e}"))
+}

@@ -1,0 +1,87 @@
+//! File access for ACP sessions: the editor's buffers through `fs/read_text_file` and
+//! `fs/write_text_file` when the client offers them (so the agent sees unsaved changes and
+//! the editor keeps its undo history), local disk otherwise.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    FileSystemCapabilities, ReadTextFileRequest, SessionId, WriteTextFileRequest,
+};
+use agent_client_protocol::{Client, Error, ErrorCode};
+use corvid_tools::FileSystem;
+use futures::FutureExt;
+use futures::future::BoxFuture;
+
+/// Reads and writes through the client where it advertised support, else through `local`.
+pub struct ClientFs {
+    cx: ConnectionTo<Client>,
+    session_id: SessionId,
+    read: bool,
+    write: bool,
+    local: Arc<dyn FileSystem>,
+}
+
+impl ClientFs {
+    /// The file system for a session: the client's where offered, local disk for the rest.
+    pub fn for_session(
+        cx: ConnectionTo<Client>,
+        session_id: SessionId,
+        caps: &FileSystemCapabilities,
+        local: Arc<dyn FileSystem>,
+    ) -> Arc<dyn FileSystem> {
+        if !caps.read_text_file && !caps.write_text_file {
+            return local;
+        }
+        Arc::new(Self {
+            cx,
+            session_id,
+            read: caps.read_text_file,
+            write: caps.write_text_file,
+            local,
+        })
+    }
+}
+
+impl FileSystem for ClientFs {
+    fn read_text(&self, path: PathBuf) -> BoxFuture<'static, io::Result<String>> {
+        if !self.read {
+            return self.local.read_text(path);
+        }
+        let sent = self
+            .cx
+            .send_request(ReadTextFileRequest::new(self.session_id.clone(), path));
+        async move { sent.block_task().await.map(|r| r.content).map_err(io_error) }.boxed()
+    }
+
+    fn write_text(&self, path: PathBuf, content: String) -> BoxFuture<'static, io::Result<()>> {
+        if !self.write {
+            return self.local.write_text(path, content);
+        }
+        let sent = self.cx.send_request(WriteTextFileRequest::new(
+            self.session_id.clone(),
+            path,
+            content,
+        ));
+        async move { sent.block_task().await.map(|_| ()).map_err(io_error) }.boxed()
+    }
+}
+
+/// Maps a client's error to an I/O error; "not found" must stay recognisable because the
+/// write tools read first to tell a new file from an edit.
+fn io_error(error: Error) -> io::Error {
+    let not_found = error.code == ErrorCode::RESOURCE_NOT_FOUND
+        || error.message.to_lowercase().contains("not found")
+        || error.message.to_lowercase().contains("no such file");
+    let kind = if not_found {
+        io::ErrorKind::NotFound
+    } else {
+        io::ErrorKind::Other
+    };
+    io::Error::new(
+        kind,
+        format!("the editor refused the file operation: {}", error.message),
+    )
+}

@@ -1,0 +1,407 @@
+//! The one translation from core events to ACP frames (SPEC §6).
+//!
+//! Every `session/update` leaves as raw JSON params. The schema crate's typed structs omit
+//! default and empty fields when serialised (`status: pending`, `kind: other`, `content: []`,
+//! `locations: []`), but SPEC §6 requires them on the preparing card, so frames are built from
+//! the typed structs (for field names and enum spellings) and then completed with
+//! [`force_fields`] before they are sent as an untyped `session/update` notification.
+
+use std::path::{Path, PathBuf};
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, ContentChunk, Diff, Meta, PermissionOption, PermissionOptionKind, Plan,
+    PlanEntry, PlanEntryPriority, PlanEntryStatus, RequestPermissionRequest, SessionId,
+    SessionUpdate, StopReason as AcpStopReason, ToolCall, ToolCallContent, ToolCallLocation,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind as AcpToolKind,
+};
+use corvid_protocol::{
+    ApprovalDecision, ApprovalPreview, CoreEvent, FileDiff, Location, Provenance, StopReason, Todo,
+    TodoStatus, ToolDisplay, ToolKind, ToolOutput, ToolStatus, Usage,
+};
+use serde_json::{Value, json};
+
+/// The JSON-RPC method of session updates.
+pub const SESSION_UPDATE_METHOD: &str = "session/update";
+/// The extension notification carrying tool-use summaries (SPEC §6, §7.4).
+pub const TOOL_USE_SUMMARY_METHOD: &str = "_corvid/tool_use_summary";
+
+/// Permission option ids, one per [`ApprovalDecision`] the user can pick.
+const ALLOW_ONCE: &str = "allow_once";
+const ALLOW_ALWAYS: &str = "allow_always";
+const REJECT_ONCE: &str = "reject_once";
+const REJECT_ALWAYS: &str = "reject_always";
+
+/// A notification to send to the client: a method and its JSON params.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    pub method: &'static str,
+    pub params: Value,
+}
+
+/// Translates one session's core events; holds what every frame needs (id, cwd).
+#[derive(Debug, Clone)]
+pub struct Mapper {
+    session_id: SessionId,
+    cwd: PathBuf,
+}
+
+impl Mapper {
+    /// A mapper for this session, resolving relative locations against `cwd`.
+    pub fn new(session_id: SessionId, cwd: PathBuf) -> Self {
+        Self { session_id, cwd }
+    }
+
+    /// The notifications an event becomes. Events that are not frames (task boundaries,
+    /// permissions, usage) are handled by the session and map to nothing here.
+    pub fn frames(&self, event: &CoreEvent) -> Vec<Frame> {
+        let update = match event {
+            CoreEvent::TextDelta { text } => Some(json_of(&SessionUpdate::AgentMessageChunk(
+                ContentChunk::new(ContentBlock::from(text.clone())),
+            ))),
+            CoreEvent::ThoughtDelta { text } => Some(json_of(&SessionUpdate::AgentThoughtChunk(
+                ContentChunk::new(ContentBlock::from(text.clone())),
+            ))),
+            CoreEvent::ToolPreparing {
+                call_id,
+                tool_name,
+                display_name,
+                kind,
+                provenance,
+            } => Some(preparing(
+                call_id,
+                tool_name,
+                display_name,
+                *kind,
+                provenance,
+            )),
+            CoreEvent::ToolStarted {
+                call_id,
+                tool_name,
+                args,
+                display,
+                provenance,
+                was_prepared,
+            } => Some(self.started(call_id, tool_name, args, display, provenance, *was_prepared)),
+            CoreEvent::ToolFinished {
+                call_id,
+                tool_name,
+                status,
+                output,
+                provenance,
+            } => Some(self.finished(call_id, tool_name, *status, output, provenance)),
+            CoreEvent::PreparationDiscarded {
+                call_id,
+                tool_name,
+                provenance,
+                ..
+            } => Some(discarded(call_id, tool_name, provenance)),
+            CoreEvent::Plan { todos } => Some(plan(todos)),
+            CoreEvent::ToolUseSummary {
+                summary,
+                preceding_tool_use_ids,
+            } => {
+                return vec![Frame {
+                    method: TOOL_USE_SUMMARY_METHOD,
+                    params: json!({
+                        "sessionId": self.session_id.0.as_ref(),
+                        "summary": summary,
+                        "precedingToolUseIds": preceding_tool_use_ids,
+                    }),
+                }];
+            }
+            _ => None,
+        };
+        update
+            .map(|update| {
+                vec![Frame {
+                    method: SESSION_UPDATE_METHOD,
+                    params: json!({"sessionId": self.session_id.0.as_ref(), "update": update}),
+                }]
+            })
+            .unwrap_or_default()
+    }
+
+    /// `in_progress`: an update of the preparing card, or a new card when there was none.
+    fn started(
+        &self,
+        call_id: &str,
+        tool_name: &str,
+        args: &Value,
+        display: &ToolDisplay,
+        provenance: &Provenance,
+        was_prepared: bool,
+    ) -> Value {
+        let locations = self.locations(&display.locations);
+        let meta = tool_meta(tool_name, provenance);
+        if was_prepared {
+            let fields = ToolCallUpdateFields::new()
+                .status(ToolCallStatus::InProgress)
+                .title(display.title.clone())
+                .kind(acp_kind(display.kind))
+                .locations(locations)
+                .raw_input(args.clone());
+            let update = ToolCallUpdate::new(call_id.to_owned(), fields).meta(meta);
+            force_fields(
+                json_of(&SessionUpdate::ToolCallUpdate(update)),
+                &[("kind", kind_json(display.kind)), ("locations", json!([]))],
+            )
+        } else {
+            let call = ToolCall::new(call_id.to_owned(), display.title.clone())
+                .kind(acp_kind(display.kind))
+                .status(ToolCallStatus::InProgress)
+                .locations(locations)
+                .raw_input(args.clone())
+                .meta(meta);
+            force_fields(
+                json_of(&SessionUpdate::ToolCall(call)),
+                &[
+                    ("kind", kind_json(display.kind)),
+                    ("content", json!([])),
+                    ("locations", json!([])),
+                ],
+            )
+        }
+    }
+
+    /// `completed` / `failed` with the output as text, edits as diffs, and the raw output.
+    fn finished(
+        &self,
+        call_id: &str,
+        tool_name: &str,
+        status: ToolStatus,
+        output: &ToolOutput,
+        provenance: &Provenance,
+    ) -> Value {
+        let mut content: Vec<ToolCallContent> = output
+            .diffs
+            .iter()
+            .map(|d| diff_content(&self.cwd, d))
+            .collect();
+        if content.is_empty() && !output.text.is_empty() {
+            content.push(text_content(output.text.clone()));
+        }
+        let raw_output = if output.raw.is_null() {
+            json!({ "output": output.text })
+        } else {
+            output.raw.clone()
+        };
+        let status = match status {
+            ToolStatus::Completed => ToolCallStatus::Completed,
+            ToolStatus::Failed => ToolCallStatus::Failed,
+        };
+        let fields = ToolCallUpdateFields::new()
+            .status(status)
+            .content(content)
+            .raw_output(raw_output);
+        let update =
+            ToolCallUpdate::new(call_id.to_owned(), fields).meta(tool_meta(tool_name, provenance));
+        json_of(&SessionUpdate::ToolCallUpdate(update))
+    }
+
+    /// Absolute locations, as ACP clients follow them.
+    fn locations(&self, locations: &[Location]) -> Vec<ToolCallLocation> {
+        locations
+            .iter()
+            .map(|l| ToolCallLocation::new(absolute(&self.cwd, &l.path)).line(l.line))
+            .collect()
+    }
+
+    /// The `session/request_permission` request for a call awaiting approval.
+    pub fn permission_request(
+        &self,
+        call_id: &str,
+        tool_name: &str,
+        display: &ToolDisplay,
+        preview: &ApprovalPreview,
+    ) -> RequestPermissionRequest {
+        let content = match preview {
+            ApprovalPreview::Diff(diff) => vec![diff_content(&self.cwd, diff)],
+            ApprovalPreview::Command { command } => vec![text_content(command.clone())],
+            ApprovalPreview::Text { text } => vec![text_content(text.clone())],
+        };
+        let fields = ToolCallUpdateFields::new()
+            .title(display.title.clone())
+            .kind(acp_kind(display.kind))
+            .locations(self.locations(&display.locations))
+            .content(content);
+        let mut meta = Meta::new();
+        meta.insert("toolName".into(), json!(tool_name));
+        let tool_call = ToolCallUpdate::new(call_id.to_owned(), fields).meta(meta);
+        let options = vec![
+            PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
+            PermissionOption::new(
+                ALLOW_ALWAYS,
+                "Allow always",
+                PermissionOptionKind::AllowAlways,
+            ),
+            PermissionOption::new(REJECT_ONCE, "Reject once", PermissionOptionKind::RejectOnce),
+            PermissionOption::new(
+                REJECT_ALWAYS,
+                "Reject always",
+                PermissionOptionKind::RejectAlways,
+            ),
+        ];
+        RequestPermissionRequest::new(self.session_id.clone(), tool_call, options)
+    }
+}
+
+/// The decision matching a selected permission option; unknown ids are a rejection.
+pub fn decision_for_option(option_id: &str) -> ApprovalDecision {
+    match option_id {
+        ALLOW_ONCE => ApprovalDecision::AllowOnce,
+        ALLOW_ALWAYS => ApprovalDecision::AllowAlways,
+        REJECT_ALWAYS => ApprovalDecision::RejectAlways,
+        _ => ApprovalDecision::RejectOnce,
+    }
+}
+
+/// The prompt's stop reason; `Err` carries the message of a task that failed.
+pub fn stop_reason(reason: StopReason) -> Option<AcpStopReason> {
+    match reason {
+        StopReason::EndTurn => Some(AcpStopReason::EndTurn),
+        StopReason::Cancelled => Some(AcpStopReason::Cancelled),
+        StopReason::MaxTokens => Some(AcpStopReason::MaxTokens),
+        StopReason::Refusal => Some(AcpStopReason::Refusal),
+        StopReason::Error => None,
+    }
+}
+
+/// A task's main-model usage as the prompt response's `_meta.usage` (ACP v1 has no stable
+/// per-turn usage field; `UsageUpdate` describes the context window, whose size we do not know).
+pub fn usage_meta(usage: &Usage) -> Meta {
+    let mut meta = Meta::new();
+    meta.insert(
+        "usage".into(),
+        json!({
+            "inputTokens": usage.input_tokens,
+            "outputTokens": usage.output_tokens,
+            "totalTokens": usage.total_tokens,
+            "cachedReadTokens": usage.cached_input_tokens,
+            "thoughtTokens": usage.reasoning_tokens,
+        }),
+    );
+    meta
+}
+
+/// The transient preparing card: no arguments yet, so nothing but identity.
+fn preparing(
+    call_id: &str,
+    tool_name: &str,
+    display_name: &str,
+    kind: ToolKind,
+    provenance: &Provenance,
+) -> Value {
+    let mut meta = tool_meta(tool_name, provenance);
+    meta.insert("phase".into(), json!("preparing"));
+    let call = ToolCall::new(call_id.to_owned(), display_name.to_owned())
+        .kind(acp_kind(kind))
+        .status(ToolCallStatus::Pending)
+        .raw_input(json!({}))
+        .meta(meta);
+    force_fields(
+        json_of(&SessionUpdate::ToolCall(call)),
+        &[
+            ("status", json!("pending")),
+            ("kind", kind_json(kind)),
+            ("content", json!([])),
+            ("locations", json!([])),
+            ("rawInput", json!({})),
+        ],
+    )
+}
+
+/// "Remove this transient card": failed, no content, marked as a discarded preparation.
+fn discarded(call_id: &str, tool_name: &str, provenance: &Provenance) -> Value {
+    let mut meta = tool_meta(tool_name, provenance);
+    meta.insert("phase".into(), json!("preparing"));
+    meta.insert("preparationDiscarded".into(), json!(true));
+    let fields = ToolCallUpdateFields::new()
+        .status(ToolCallStatus::Failed)
+        .content(Vec::new());
+    let update = ToolCallUpdate::new(call_id.to_owned(), fields).meta(meta);
+    json_of(&SessionUpdate::ToolCallUpdate(update))
+}
+
+/// The whole todo list as an ACP plan (each plan update replaces the previous one).
+fn plan(todos: &[Todo]) -> Value {
+    let entries = todos
+        .iter()
+        .map(|t| {
+            let status = match t.status {
+                TodoStatus::Pending => PlanEntryStatus::Pending,
+                TodoStatus::InProgress => PlanEntryStatus::InProgress,
+                TodoStatus::Completed => PlanEntryStatus::Completed,
+            };
+            PlanEntry::new(t.content.clone(), PlanEntryPriority::Medium, status)
+        })
+        .collect();
+    json_of(&SessionUpdate::Plan(Plan::new(entries)))
+}
+
+/// `_meta {toolName, provenance[, serverId]}` shared by every card frame.
+fn tool_meta(tool_name: &str, provenance: &Provenance) -> Meta {
+    let mut meta = Meta::new();
+    meta.insert("toolName".into(), json!(tool_name));
+    meta.insert("provenance".into(), json!(provenance.as_str()));
+    if let Provenance::Mcp { server_id } = provenance {
+        meta.insert("serverId".into(), json!(server_id));
+    }
+    meta
+}
+
+fn text_content(text: String) -> ToolCallContent {
+    ToolCallContent::from(ContentBlock::from(text))
+}
+
+fn diff_content(cwd: &Path, diff: &FileDiff) -> ToolCallContent {
+    ToolCallContent::Diff(
+        Diff::new(absolute(cwd, &diff.path), diff.new_text.clone()).old_text(diff.old_text.clone()),
+    )
+}
+
+fn absolute(cwd: &Path, path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    }
+}
+
+fn acp_kind(kind: ToolKind) -> AcpToolKind {
+    match kind {
+        ToolKind::Read => AcpToolKind::Read,
+        ToolKind::Edit => AcpToolKind::Edit,
+        ToolKind::Delete => AcpToolKind::Delete,
+        ToolKind::Move => AcpToolKind::Move,
+        ToolKind::Search => AcpToolKind::Search,
+        ToolKind::Execute => AcpToolKind::Execute,
+        ToolKind::Think => AcpToolKind::Think,
+        ToolKind::Fetch => AcpToolKind::Fetch,
+        ToolKind::Other => AcpToolKind::Other,
+    }
+}
+
+fn kind_json(kind: ToolKind) -> Value {
+    json_of(&acp_kind(kind))
+}
+
+/// Serialises a schema value. These types are plain data with string keys, so serde_json
+/// cannot fail on them; `Null` would only show up in a test's frame comparison.
+fn json_of<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// Adds fields the schema crate leaves out when they hold their default value.
+fn force_fields(mut update: Value, fields: &[(&str, Value)]) -> Value {
+    if let Some(object) = update.as_object_mut() {
+        for (key, value) in fields {
+            object
+                .entry((*key).to_owned())
+                .or_insert_with(|| value.clone());
+        }
+    }
+    update
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,228 @@
+use super::*;
+use corvid_protocol::{DiscardReason, ToolDisplay};
+use pretty_assertions::assert_eq;
+
+fn mapper() -> Mapper {
+    Mapper::new(SessionId::new("s1"), PathBuf::from("/work/p"))
+}
+
+fn only_update(event: &CoreEvent) -> Value {
+    let frames = mapper().frames(event);
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert_eq!(frames[0].method, SESSION_UPDATE_METHOD);
+    assert_eq!(frames[0].params["sessionId"], json!("s1"));
+    frames[0].params["update"].clone()
+}
+
+#[test]
+fn a_preparing_card_carries_every_field_spec_requires_even_defaults() {
+    let update = only_update(&CoreEvent::ToolPreparing {
+        call_id: "c1".into(),
+        tool_name: "run_shell_command".into(),
+        display_name: "Shell".into(),
+        kind: ToolKind::Other,
+        provenance: Provenance::Builtin,
+    });
+    assert_eq!(
+        update,
+        json!({
+            "sessionUpdate": "tool_call",
+            "toolCallId": "c1",
+            "status": "pending",
+            "title": "Shell",
+            "kind": "other",
+            "content": [],
+            "locations": [],
+            "rawInput": {},
+            "_meta": {"toolName": "run_shell_command", "provenance": "builtin", "phase": "preparing"},
+        })
+    );
+}
+
+#[test]
+fn a_started_unprepared_call_becomes_a_new_in_progress_card_with_absolute_locations() {
+    let update = only_update(&CoreEvent::ToolStarted {
+        call_id: "c2".into(),
+        tool_name: "read_file".into(),
+        args: json!({"file_path": "src/main.rs"}),
+        display: ToolDisplay {
+            title: "Read src/main.rs".into(),
+            kind: ToolKind::Read,
+            locations: vec![Location {
+                path: "src/main.rs".into(),
+                line: Some(3),
+            }],
+        },
+        provenance: Provenance::Mcp {
+            server_id: "files".into(),
+        },
+        was_prepared: false,
+    });
+    assert_eq!(
+        update,
+        json!({
+            "sessionUpdate": "tool_call",
+            "toolCallId": "c2",
+            "status": "in_progress",
+            "title": "Read src/main.rs",
+            "kind": "read",
+            "content": [],
+            "locations": [{"path": "/work/p/src/main.rs", "line": 3}],
+            "rawInput": {"file_path": "src/main.rs"},
+            "_meta": {"toolName": "read_file", "provenance": "mcp", "serverId": "files"},
+        })
+    );
+}
+
+#[test]
+fn a_finished_edit_shows_its_diff_and_raw_output() {
+    let update = only_update(&CoreEvent::ToolFinished {
+        call_id: "c3".into(),
+        tool_name: "edit".into(),
+        status: ToolStatus::Completed,
+        output: ToolOutput {
+            text: "Edited a.txt".into(),
+            diffs: vec![FileDiff {
+                path: "/work/p/a.txt".into(),
+                old_text: Some("old".into()),
+                new_text: "new".into(),
+            }],
+            raw: json!({"replacements": 1}),
+        },
+        provenance: Provenance::Builtin,
+    });
+    assert_eq!(
+        update,
+        json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "c3",
+            "status": "completed",
+            "content": [{"type": "diff", "path": "/work/p/a.txt", "oldText": "old", "newText": "new"}],
+            "rawOutput": {"replacements": 1},
+            "_meta": {"toolName": "edit", "provenance": "builtin"},
+        })
+    );
+}
+
+#[test]
+fn a_discarded_preparation_is_a_failed_update_marked_for_removal() {
+    let update = only_update(&CoreEvent::PreparationDiscarded {
+        call_id: "c4".into(),
+        tool_name: "write_file".into(),
+        reason: DiscardReason::Retry,
+        provenance: Provenance::Builtin,
+    });
+    assert_eq!(
+        update,
+        json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "c4",
+            "status": "failed",
+            "content": [],
+            "_meta": {
+                "toolName": "write_file",
+                "provenance": "builtin",
+                "phase": "preparing",
+                "preparationDiscarded": true,
+            },
+        })
+    );
+}
+
+#[test]
+fn todos_become_a_plan() {
+    let update = only_update(&CoreEvent::Plan {
+        todos: vec![
+            Todo {
+                id: "1".into(),
+                content: "Write tests".into(),
+                status: TodoStatus::Completed,
+            },
+            Todo {
+                id: "2".into(),
+                content: "Ship".into(),
+                status: TodoStatus::InProgress,
+            },
+        ],
+    });
+    assert_eq!(
+        update,
+        json!({
+            "sessionUpdate": "plan",
+            "entries": [
+                {"content": "Write tests", "priority": "medium", "status": "completed"},
+                {"content": "Ship", "priority": "medium", "status": "in_progress"},
+            ],
+        })
+    );
+}
+
+#[test]
+fn a_summary_is_an_extension_notification() {
+    let frames = mapper().frames(&CoreEvent::ToolUseSummary {
+        summary: "Read config.json".into(),
+        preceding_tool_use_ids: vec!["a".into(), "b".into()],
+    });
+    assert_eq!(
+        frames,
+        vec![Frame {
+            method: TOOL_USE_SUMMARY_METHOD,
+            params: json!({
+                "sessionId": "s1",
+                "summary": "Read config.json",
+                "precedingToolUseIds": ["a", "b"],
+            }),
+        }]
+    );
+}
+
+#[test]
+fn a_permission_request_offers_the_four_options_and_maps_them_back() {
+    let request = mapper().permission_request(
+        "c5",
+        "run_shell_command",
+        &ToolDisplay {
+            title: "Run cargo test".into(),
+            kind: ToolKind::Execute,
+            locations: vec![],
+        },
+        &ApprovalPreview::Command {
+            command: "cargo test".into(),
+        },
+    );
+    let wire = serde_json::to_value(&request).unwrap_or_default();
+    assert_eq!(
+        wire,
+        json!({
+            "sessionId": "s1",
+            "toolCall": {
+                "toolCallId": "c5",
+                "title": "Run cargo test",
+                "kind": "execute",
+                "locations": [],
+                "content": [{"type": "content", "content": {"type": "text", "text": "cargo test"}}],
+                "_meta": {"toolName": "run_shell_command"},
+            },
+            "options": [
+                {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+                {"optionId": "allow_always", "name": "Allow always", "kind": "allow_always"},
+                {"optionId": "reject_once", "name": "Reject once", "kind": "reject_once"},
+                {"optionId": "reject_always", "name": "Reject always", "kind": "reject_always"},
+            ],
+        })
+    );
+    let decisions: Vec<_> = request
+        .options
+        .iter()
+        .map(|o| decision_for_option(&o.option_id.0))
+        .collect();
+    assert_eq!(
+        decisions,
+        vec![
+            ApprovalDecision::AllowOnce,
+            ApprovalDecision::AllowAlways,
+            ApprovalDecision::RejectOnce,
+            ApprovalDecision::RejectAlways,
+        ]
+    );
+}
