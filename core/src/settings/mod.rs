@@ -1,1 +1,323 @@
 //! Settings: defaults, user and project files, environment, flags (SPEC §1.2).
+//!
+//! Sources, lowest to highest precedence: built-in defaults, `$CORVID_HOME/settings.json`
+//! (default `~/.corvid/settings.json`), `<project>/.corvid/settings.json`, environment
+//! variables, command-line flags. The environment is always passed in as a lookup function so
+//! callers (and tests) decide where it comes from.
+
+mod file;
+mod provider;
+
+use std::path::{Path, PathBuf};
+
+use corvid_protocol::ApprovalMode;
+
+pub use provider::{
+    DEMO_FAST_MODEL, DEMO_MODEL, ResolvedModel, Secret, resolve_fast_model, resolve_provider,
+};
+
+/// Env var naming corvid's home directory (settings, sessions).
+pub const CORVID_HOME_ENV: &str = "CORVID_HOME";
+
+/// Which model API a model is reached through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions (and compatible servers).
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+    /// The built-in offline scripted model.
+    Demo,
+}
+
+impl ProviderKind {
+    /// The settings and flag name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Openai => "openai",
+            Self::Anthropic => "anthropic",
+            Self::Demo => "demo",
+        }
+    }
+
+    /// Parses a settings value.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "openai" => Some(Self::Openai),
+            "anthropic" => Some(Self::Anthropic),
+            "demo" => Some(Self::Demo),
+            _ => None,
+        }
+    }
+}
+
+/// The effective settings after all sources were applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub model: ModelSettings,
+    pub fast_model: Option<FastModelSetting>,
+    pub ui: UiSettings,
+    pub experimental: ExperimentalSettings,
+    pub tools: ToolSettings,
+    pub retry: RetrySettings,
+}
+
+/// `model.*`: the main model. Unset values are filled in by [`resolve_provider`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelSettings {
+    /// Explicit, or inferred from which API key is present (Anthropic first).
+    pub provider: Option<ProviderKind>,
+    pub name: Option<String>,
+    pub base_url: Option<String>,
+    /// Name of the env var holding the key (default `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`).
+    pub api_key_env: Option<String>,
+    /// Model tried when the main model keeps failing (SPEC §3.4).
+    pub fallback: Option<String>,
+    pub max_output_tokens: Option<u32>,
+}
+
+/// `fastModel`: the model writing tool-use summaries.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FastModelSetting {
+    /// A model name on the main model's provider.
+    Name(String),
+    /// A model on a provider of its own.
+    Model(FastModelSpec),
+}
+
+/// The object form of `fastModel`; unset fields default to the main provider's values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FastModelSpec {
+    pub provider: Option<ProviderKind>,
+    pub name: String,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+}
+
+/// `ui.*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UiSettings {
+    pub compact_mode: bool,
+}
+
+/// `experimental.*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExperimentalSettings {
+    /// The setting layer of the summary gate (SPEC §7.1); env switches are read by the gate.
+    pub emit_tool_use_summaries: bool,
+}
+
+/// `tools.*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSettings {
+    pub approval_mode: ApprovalMode,
+    pub shell_timeout_ms: u64,
+}
+
+/// `retry.*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetrySettings {
+    pub max_attempts: u32,
+    pub initial_delay_ms: u64,
+    pub max_delay_ms: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            model: ModelSettings::default(),
+            fast_model: None,
+            ui: UiSettings {
+                compact_mode: false,
+            },
+            experimental: ExperimentalSettings {
+                emit_tool_use_summaries: true,
+            },
+            tools: ToolSettings {
+                approval_mode: ApprovalMode::Default,
+                shell_timeout_ms: 120_000,
+            },
+            retry: RetrySettings {
+                max_attempts: 5,
+                initial_delay_ms: 1_000,
+                max_delay_ms: 30_000,
+            },
+        }
+    }
+}
+
+/// Command-line flags, the highest-precedence source. `None` leaves lower sources in charge.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    pub provider: Option<ProviderKind>,
+    pub model: Option<String>,
+    /// `--fast-model NAME`: a name on the main provider.
+    pub fast_model: Option<String>,
+    pub approval_mode: Option<ApprovalMode>,
+    pub compact_mode: Option<bool>,
+}
+
+/// Where the settings files are; missing files are simply skipped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettingsFiles {
+    pub user: Option<PathBuf>,
+    pub project: Option<PathBuf>,
+}
+
+impl SettingsFiles {
+    /// The standard locations for a session working in `project_dir`.
+    pub fn discover(project_dir: &Path, env: impl Fn(&str) -> Option<String>) -> Self {
+        Self {
+            user: corvid_home(env).map(|home| home.join("settings.json")),
+            project: Some(project_dir.join(".corvid").join("settings.json")),
+        }
+    }
+}
+
+/// `$CORVID_HOME`, else `~/.corvid`; `None` only when there is no home directory at all.
+pub fn corvid_home(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    match env(CORVID_HOME_ENV).filter(|v| !v.is_empty()) {
+        Some(home) => Some(PathBuf::from(home)),
+        None => dirs::home_dir().map(|home| home.join(".corvid")),
+    }
+}
+
+/// The process environment as a lookup function; empty values count as unset.
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// Loaded settings plus the warnings (unknown keys) the user must see.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub settings: Settings,
+    pub warnings: Vec<String>,
+}
+
+/// Why settings could not be loaded or a provider could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// The file exists but could not be read.
+    #[error("cannot read settings file {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The file is not valid JSON (with comments). Line and column are 1-based.
+    #[error("{}:{line}:{column}: invalid settings file: {message}", path.display())]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    /// A key holds a value of the wrong JSON type.
+    #[error("{}: settings key `{key}` must be {expected}, found {found}", path.display())]
+    WrongType {
+        path: PathBuf,
+        key: String,
+        expected: String,
+        found: String,
+    },
+    /// A key holds a value of the right type but not an allowed one.
+    #[error("{origin}: settings key `{key}` {message}")]
+    InvalidValue {
+        origin: String,
+        key: String,
+        message: String,
+    },
+    /// Nothing says which model to use.
+    #[error(
+        "no model provider is configured. Set ANTHROPIC_API_KEY or OPENAI_API_KEY (with \
+         OPENAI_BASE_URL for an OpenAI-compatible server), or set `model.provider` in {settings_hint}; \
+         or run `corvid --demo` to try the built-in offline demo model"
+    )]
+    NoProvider { settings_hint: String },
+    /// A provider was chosen but its key is missing.
+    #[error(
+        "the {provider} provider needs an API key: set {env_var}{alternative}, \
+         or run `corvid --demo` to try the built-in offline demo model"
+    )]
+    MissingKey {
+        provider: &'static str,
+        env_var: String,
+        alternative: String,
+    },
+}
+
+/// Loads settings from the standard files for `project_dir`, the environment and flags.
+pub fn load(
+    project_dir: &Path,
+    env: impl Fn(&str) -> Option<String>,
+    overrides: &Overrides,
+) -> Result<Loaded, SettingsError> {
+    let files = SettingsFiles::discover(project_dir, &env);
+    load_from(&files, env, overrides)
+}
+
+/// Loads settings from explicit files (lowest to highest: user, project), env and flags.
+pub fn load_from(
+    files: &SettingsFiles,
+    env: impl Fn(&str) -> Option<String>,
+    overrides: &Overrides,
+) -> Result<Loaded, SettingsError> {
+    let mut warnings = Vec::new();
+    let mut layer = file::Partial::default();
+    let mut seen: Vec<&PathBuf> = Vec::new();
+    for path in [&files.user, &files.project].into_iter().flatten() {
+        // Working in the home directory makes both locations the same file.
+        if seen.contains(&path) {
+            continue;
+        }
+        seen.push(path);
+        if let Some(from_file) = file::read(path, &mut warnings)? {
+            layer.merge(from_file);
+        }
+    }
+
+    // The provider decides which env vars apply, so settle it before the env layer.
+    let provider = overrides
+        .provider
+        .or(layer.provider)
+        .or_else(|| infer_provider(&env));
+    layer.merge(env_layer(provider, &env));
+    layer.merge(file::Partial {
+        provider: overrides.provider,
+        name: overrides.model.clone(),
+        fast_model: overrides.fast_model.clone().map(FastModelSetting::Name),
+        approval_mode: overrides.approval_mode,
+        compact_mode: overrides.compact_mode,
+        ..file::Partial::default()
+    });
+    let mut settings = layer.into_settings();
+    settings.model.provider = provider;
+    Ok(Loaded { settings, warnings })
+}
+
+/// With no provider set anywhere: Anthropic if its key is present, else OpenAI if its key is.
+fn infer_provider(env: impl Fn(&str) -> Option<String>) -> Option<ProviderKind> {
+    if env(provider::ANTHROPIC_KEY).is_some() {
+        Some(ProviderKind::Anthropic)
+    } else if env(provider::OPENAI_KEY).is_some() {
+        Some(ProviderKind::Openai)
+    } else {
+        None
+    }
+}
+
+/// `OPENAI_MODEL`/`OPENAI_BASE_URL` or the Anthropic pair, for the provider in use only.
+fn env_layer(
+    provider: Option<ProviderKind>,
+    env: impl Fn(&str) -> Option<String>,
+) -> file::Partial {
+    let (model_var, url_var) = match provider {
+        Some(ProviderKind::Openai) => ("OPENAI_MODEL", provider::OPENAI_URL),
+        Some(ProviderKind::Anthropic) => ("ANTHROPIC_MODEL", provider::ANTHROPIC_URL),
+        Some(ProviderKind::Demo) | None => return file::Partial::default(),
+    };
+    file::Partial {
+        name: env(model_var),
+        base_url: env(url_var),
+        ..file::Partial::default()
+    }
+}

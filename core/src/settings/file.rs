@@ -1,0 +1,365 @@
+//! One settings file: JSON with comments, validated key by key so every problem names its
+//! file and key (wrong types are errors, unknown keys are warnings).
+
+use std::path::Path;
+
+use corvid_protocol::ApprovalMode;
+use serde_json::{Map, Value};
+
+use super::{FastModelSetting, FastModelSpec, ProviderKind, Settings, SettingsError};
+
+/// The values one source sets; `None` leaves lower sources in charge.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Partial {
+    pub provider: Option<ProviderKind>,
+    pub name: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub fallback: Option<String>,
+    pub max_output_tokens: Option<u32>,
+    pub fast_model: Option<FastModelSetting>,
+    pub compact_mode: Option<bool>,
+    pub emit_tool_use_summaries: Option<bool>,
+    pub approval_mode: Option<ApprovalMode>,
+    pub shell_timeout_ms: Option<u64>,
+    pub max_attempts: Option<u32>,
+    pub initial_delay_ms: Option<u64>,
+    pub max_delay_ms: Option<u64>,
+}
+
+impl Partial {
+    /// Lets every value `higher` sets win over this one.
+    pub fn merge(&mut self, higher: Partial) {
+        fn over<T>(slot: &mut Option<T>, value: Option<T>) {
+            if value.is_some() {
+                *slot = value;
+            }
+        }
+        over(&mut self.provider, higher.provider);
+        over(&mut self.name, higher.name);
+        over(&mut self.base_url, higher.base_url);
+        over(&mut self.api_key_env, higher.api_key_env);
+        over(&mut self.fallback, higher.fallback);
+        over(&mut self.max_output_tokens, higher.max_output_tokens);
+        over(&mut self.fast_model, higher.fast_model);
+        over(&mut self.compact_mode, higher.compact_mode);
+        over(
+            &mut self.emit_tool_use_summaries,
+            higher.emit_tool_use_summaries,
+        );
+        over(&mut self.approval_mode, higher.approval_mode);
+        over(&mut self.shell_timeout_ms, higher.shell_timeout_ms);
+        over(&mut self.max_attempts, higher.max_attempts);
+        over(&mut self.initial_delay_ms, higher.initial_delay_ms);
+        over(&mut self.max_delay_ms, higher.max_delay_ms);
+    }
+
+    /// The defaults with every set value applied.
+    pub fn into_settings(self) -> Settings {
+        let mut s = Settings::default();
+        s.model.provider = self.provider;
+        s.model.name = self.name;
+        s.model.base_url = self.base_url;
+        s.model.api_key_env = self.api_key_env;
+        s.model.fallback = self.fallback;
+        s.model.max_output_tokens = self.max_output_tokens;
+        s.fast_model = self.fast_model;
+        if let Some(v) = self.compact_mode {
+            s.ui.compact_mode = v;
+        }
+        if let Some(v) = self.emit_tool_use_summaries {
+            s.experimental.emit_tool_use_summaries = v;
+        }
+        if let Some(v) = self.approval_mode {
+            s.tools.approval_mode = v;
+        }
+        if let Some(v) = self.shell_timeout_ms {
+            s.tools.shell_timeout_ms = v;
+        }
+        if let Some(v) = self.max_attempts {
+            s.retry.max_attempts = v;
+        }
+        if let Some(v) = self.initial_delay_ms {
+            s.retry.initial_delay_ms = v;
+        }
+        if let Some(v) = self.max_delay_ms {
+            s.retry.max_delay_ms = v;
+        }
+        s
+    }
+}
+
+/// Reads and validates one file; `Ok(None)` when it does not exist.
+pub(super) fn read(
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Partial>, SettingsError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(SettingsError::Read {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    };
+    parse(path, &text, warnings).map(Some)
+}
+
+/// Parses a file's text (JSON with `//` and `/* */` comments).
+pub(super) fn parse(
+    path: &Path,
+    text: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Partial, SettingsError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.trim().is_empty() {
+        return Ok(Partial::default());
+    }
+    let root: Value = json5::from_str(text).map_err(|e| syntax_error(path, text, &e))?;
+    let mut v = Validator {
+        path,
+        warnings,
+        out: Partial::default(),
+    };
+    let Value::Object(root) = root else {
+        return Err(v.wrong_type("(top level)", "an object", &root));
+    };
+    v.root(&root)?;
+    Ok(v.out)
+}
+
+/// The json5 error with a 1-based position; errors without one happened at the end of input.
+fn syntax_error(path: &Path, text: &str, e: &json5::Error) -> SettingsError {
+    let pos = e
+        .position()
+        .unwrap_or_else(|| json5::Position::from_offset(text.len(), text));
+    let message = match e.code() {
+        Some(code) => code.to_string(),
+        None => e.to_string(),
+    };
+    SettingsError::Syntax {
+        path: path.to_owned(),
+        line: pos.line + 1,
+        column: pos.column + 1,
+        message,
+    }
+}
+
+/// Walks one file's object, filling a [`Partial`].
+struct Validator<'a> {
+    path: &'a Path,
+    warnings: &'a mut Vec<String>,
+    out: Partial,
+}
+
+impl Validator<'_> {
+    fn root(&mut self, root: &Map<String, Value>) -> Result<(), SettingsError> {
+        for (key, value) in root {
+            match key.as_str() {
+                "model" => self.model(value)?,
+                "fastModel" => self.out.fast_model = self.fast_model(value)?,
+                "ui" => {
+                    for (k, v) in self.section("ui", value)? {
+                        match k.as_str() {
+                            "compactMode" => {
+                                self.out.compact_mode = self.boolean("ui.compactMode", v)?
+                            }
+                            _ => self.unknown(&format!("ui.{k}")),
+                        }
+                    }
+                }
+                "experimental" => {
+                    for (k, v) in self.section("experimental", value)? {
+                        match k.as_str() {
+                            "emitToolUseSummaries" => {
+                                self.out.emit_tool_use_summaries =
+                                    self.boolean("experimental.emitToolUseSummaries", v)?;
+                            }
+                            _ => self.unknown(&format!("experimental.{k}")),
+                        }
+                    }
+                }
+                "tools" => self.tools(value)?,
+                "retry" => self.retry(value)?,
+                // Editors add a schema reference; it configures nothing.
+                "$schema" => {}
+                _ => self.unknown(key),
+            }
+        }
+        Ok(())
+    }
+
+    fn model(&mut self, value: &Value) -> Result<(), SettingsError> {
+        for (k, v) in self.section("model", value)? {
+            let key = format!("model.{k}");
+            match k.as_str() {
+                "provider" => self.out.provider = self.provider(&key, v)?,
+                "name" => self.out.name = self.string(&key, v)?,
+                "baseUrl" => self.out.base_url = self.string(&key, v)?,
+                "apiKeyEnv" => self.out.api_key_env = self.string(&key, v)?,
+                "fallback" => self.out.fallback = self.string(&key, v)?,
+                "maxOutputTokens" => self.out.max_output_tokens = self.number(&key, v)?,
+                _ => self.unknown(&key),
+            }
+        }
+        Ok(())
+    }
+
+    fn fast_model(&mut self, value: &Value) -> Result<Option<FastModelSetting>, SettingsError> {
+        let obj = match value {
+            Value::Null => return Ok(None),
+            Value::String(name) => return Ok(Some(FastModelSetting::Name(name.clone()))),
+            Value::Object(obj) => obj,
+            other => {
+                return Err(self.wrong_type("fastModel", "a model name or an object", other));
+            }
+        };
+        let mut spec = FastModelSpec {
+            provider: None,
+            name: String::new(),
+            base_url: None,
+            api_key_env: None,
+        };
+        for (k, v) in obj {
+            let key = format!("fastModel.{k}");
+            match k.as_str() {
+                "provider" => spec.provider = self.provider(&key, v)?,
+                "name" => spec.name = self.string(&key, v)?.unwrap_or_default(),
+                "baseUrl" => spec.base_url = self.string(&key, v)?,
+                "apiKeyEnv" => spec.api_key_env = self.string(&key, v)?,
+                _ => self.unknown(&key),
+            }
+        }
+        if spec.name.is_empty() {
+            return Err(SettingsError::InvalidValue {
+                origin: self.path.display().to_string(),
+                key: "fastModel.name".into(),
+                message: "is required when `fastModel` is an object".into(),
+            });
+        }
+        Ok(Some(FastModelSetting::Model(spec)))
+    }
+
+    fn tools(&mut self, value: &Value) -> Result<(), SettingsError> {
+        for (k, v) in self.section("tools", value)? {
+            let key = format!("tools.{k}");
+            match k.as_str() {
+                "approvalMode" => {
+                    self.out.approval_mode = match self.string(&key, v)? {
+                        None => None,
+                        Some(s) => Some(ApprovalMode::parse(&s).ok_or_else(|| {
+                            self.invalid(&key, &s, "`default`, `auto-edit` or `yolo`")
+                        })?),
+                    };
+                }
+                "shellTimeoutMs" => self.out.shell_timeout_ms = self.number(&key, v)?,
+                _ => self.unknown(&key),
+            }
+        }
+        Ok(())
+    }
+
+    fn retry(&mut self, value: &Value) -> Result<(), SettingsError> {
+        for (k, v) in self.section("retry", value)? {
+            let key = format!("retry.{k}");
+            match k.as_str() {
+                "maxAttempts" => self.out.max_attempts = self.number(&key, v)?,
+                "initialDelayMs" => self.out.initial_delay_ms = self.number(&key, v)?,
+                "maxDelayMs" => self.out.max_delay_ms = self.number(&key, v)?,
+                _ => self.unknown(&key),
+            }
+        }
+        Ok(())
+    }
+
+    fn section<'v>(
+        &self,
+        name: &str,
+        value: &'v Value,
+    ) -> Result<Vec<(&'v String, &'v Value)>, SettingsError> {
+        match value {
+            Value::Object(obj) => Ok(obj.iter().collect()),
+            Value::Null => Ok(Vec::new()),
+            other => Err(self.wrong_type(name, "an object", other)),
+        }
+    }
+
+    fn unknown(&mut self, key: &str) {
+        self.warnings.push(format!(
+            "{}: unknown settings key `{key}` (ignored)",
+            self.path.display()
+        ));
+    }
+
+    fn string(&self, key: &str, value: &Value) -> Result<Option<String>, SettingsError> {
+        match value {
+            Value::Null => Ok(None),
+            Value::String(s) => Ok(Some(s.clone())),
+            other => Err(self.wrong_type(key, "a string", other)),
+        }
+    }
+
+    fn boolean(&self, key: &str, value: &Value) -> Result<Option<bool>, SettingsError> {
+        match value {
+            Value::Null => Ok(None),
+            Value::Bool(b) => Ok(Some(*b)),
+            other => Err(self.wrong_type(key, "true or false", other)),
+        }
+    }
+
+    fn number<T: TryFrom<u64>>(
+        &self,
+        key: &str,
+        value: &Value,
+    ) -> Result<Option<T>, SettingsError> {
+        match value {
+            Value::Null => Ok(None),
+            Value::Number(n) => n
+                .as_u64()
+                .and_then(|n| T::try_from(n).ok())
+                .map(Some)
+                .ok_or_else(|| self.invalid(key, &n.to_string(), "a whole number in range")),
+            other => Err(self.wrong_type(key, "a whole number", other)),
+        }
+    }
+
+    fn provider(&self, key: &str, value: &Value) -> Result<Option<ProviderKind>, SettingsError> {
+        match self.string(key, value)? {
+            None => Ok(None),
+            Some(s) => ProviderKind::parse(&s)
+                .map(Some)
+                .ok_or_else(|| self.invalid(key, &s, "`openai`, `anthropic` or `demo`")),
+        }
+    }
+
+    fn wrong_type(&self, key: &str, expected: &str, found: &Value) -> SettingsError {
+        SettingsError::WrongType {
+            path: self.path.to_owned(),
+            key: key.to_owned(),
+            expected: expected.to_owned(),
+            found: describe(found),
+        }
+    }
+
+    fn invalid(&self, key: &str, got: &str, allowed: &str) -> SettingsError {
+        SettingsError::InvalidValue {
+            origin: self.path.display().to_string(),
+            key: key.to_owned(),
+            message: format!("is `{got}`; expected {allowed}"),
+        }
+    }
+}
+
+/// A short description of a JSON value for error messages.
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}

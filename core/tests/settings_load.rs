@@ -1,0 +1,391 @@
+//! Settings loading: precedence, file errors, unknown keys, value forms (SPEC §1.2).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use corvid_core::settings::{
+    FastModelSetting, FastModelSpec, Overrides, ProviderKind, SettingsError, SettingsFiles, load,
+    load_from,
+};
+use corvid_protocol::ApprovalMode;
+use pretty_assertions::assert_eq;
+
+/// A user and a project settings file in a temp dir, plus an env map.
+struct Fixture {
+    _dir: tempfile::TempDir,
+    files: SettingsFiles,
+    env: HashMap<String, String>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let files = SettingsFiles {
+            user: Some(dir.path().join("home").join("settings.json")),
+            project: Some(
+                dir.path()
+                    .join("project")
+                    .join(".corvid")
+                    .join("settings.json"),
+            ),
+        };
+        Self {
+            _dir: dir,
+            files,
+            env: HashMap::new(),
+        }
+    }
+
+    fn user(&self, text: &str) -> &Self {
+        write(self.files.user.as_ref().unwrap(), text);
+        self
+    }
+
+    fn project(&self, text: &str) -> &Self {
+        write(self.files.project.as_ref().unwrap(), text);
+        self
+    }
+
+    fn env(&mut self, name: &str, value: &str) -> &mut Self {
+        self.env.insert(name.into(), value.into());
+        self
+    }
+
+    fn load(&self, overrides: &Overrides) -> Result<corvid_core::settings::Loaded, SettingsError> {
+        load_from(&self.files, |k| self.env.get(k).cloned(), overrides)
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn flags_model(name: &str) -> Overrides {
+    Overrides {
+        model: Some(name.into()),
+        ..Overrides::default()
+    }
+}
+
+#[test]
+fn each_source_overrides_the_ones_below_it_for_the_model_name() {
+    // (user file, project file, env OPENAI_MODEL, flag) -> expected model.name
+    let cases: Vec<(
+        Option<&str>,
+        Option<&str>,
+        Option<&str>,
+        Option<&str>,
+        Option<&str>,
+    )> = vec![
+        (None, None, None, None, None),
+        (Some("u"), None, None, None, Some("u")),
+        (Some("u"), Some("p"), None, None, Some("p")),
+        (Some("u"), Some("p"), Some("e"), None, Some("e")),
+        (Some("u"), Some("p"), Some("e"), Some("f"), Some("f")),
+        (None, None, Some("e"), None, Some("e")),
+        (None, Some("p"), None, Some("f"), Some("f")),
+    ];
+    for (user, project, env, flag, expected) in cases {
+        let mut fx = Fixture::new();
+        fx.env("OPENAI_API_KEY", "sk-test");
+        if let Some(u) = user {
+            fx.user(&format!(r#"{{"model": {{"name": "{u}"}}}}"#));
+        }
+        if let Some(p) = project {
+            fx.project(&format!(r#"{{"model": {{"name": "{p}"}}}}"#));
+        }
+        if let Some(e) = env {
+            fx.env("OPENAI_MODEL", e);
+        }
+        let overrides = flag.map(flags_model).unwrap_or_default();
+        let loaded = fx.load(&overrides).unwrap();
+        assert_eq!(
+            loaded.settings.model.name.as_deref(),
+            expected,
+            "user={user:?} project={project:?} env={env:?} flag={flag:?}"
+        );
+    }
+}
+
+#[test]
+fn each_source_overrides_the_ones_below_it_for_the_base_url() {
+    let mut fx = Fixture::new();
+    fx.env("OPENAI_API_KEY", "sk-test");
+    fx.user(r#"{"model": {"baseUrl": "http://user"}}"#);
+    assert_eq!(
+        fx.load(&Overrides::default())
+            .unwrap()
+            .settings
+            .model
+            .base_url
+            .as_deref(),
+        Some("http://user")
+    );
+    fx.project(r#"{"model": {"baseUrl": "http://project"}}"#);
+    assert_eq!(
+        fx.load(&Overrides::default())
+            .unwrap()
+            .settings
+            .model
+            .base_url
+            .as_deref(),
+        Some("http://project")
+    );
+    fx.env("OPENAI_BASE_URL", "http://env");
+    assert_eq!(
+        fx.load(&Overrides::default())
+            .unwrap()
+            .settings
+            .model
+            .base_url
+            .as_deref(),
+        Some("http://env")
+    );
+}
+
+#[test]
+fn approval_mode_and_compact_mode_follow_defaults_files_then_flags() {
+    let fx = Fixture::new();
+    let s = fx.load(&Overrides::default()).unwrap().settings;
+    assert_eq!(
+        (s.tools.approval_mode, s.ui.compact_mode),
+        (ApprovalMode::Default, false)
+    );
+
+    fx.user(r#"{"tools": {"approvalMode": "auto-edit"}, "ui": {"compactMode": true}}"#);
+    let s = fx.load(&Overrides::default()).unwrap().settings;
+    assert_eq!(
+        (s.tools.approval_mode, s.ui.compact_mode),
+        (ApprovalMode::AutoEdit, true)
+    );
+
+    fx.project(r#"{"tools": {"approvalMode": "default"}}"#);
+    let s = fx.load(&Overrides::default()).unwrap().settings;
+    assert_eq!(
+        (s.tools.approval_mode, s.ui.compact_mode),
+        (ApprovalMode::Default, true)
+    );
+
+    let flags = Overrides {
+        approval_mode: Some(ApprovalMode::Yolo),
+        compact_mode: Some(false),
+        ..Overrides::default()
+    };
+    let s = fx.load(&flags).unwrap().settings;
+    assert_eq!(
+        (s.tools.approval_mode, s.ui.compact_mode),
+        (ApprovalMode::Yolo, false)
+    );
+}
+
+#[test]
+fn defaults_match_the_spec() {
+    let fx = Fixture::new();
+    let s = fx.load(&Overrides::default()).unwrap().settings;
+    assert_eq!(s, corvid_core::settings::Settings::default());
+    assert_eq!(s.tools.shell_timeout_ms, 120_000);
+    assert_eq!(
+        (
+            s.retry.max_attempts,
+            s.retry.initial_delay_ms,
+            s.retry.max_delay_ms
+        ),
+        (5, 1_000, 30_000)
+    );
+    assert!(s.experimental.emit_tool_use_summaries);
+    assert_eq!(s.model.provider, None);
+}
+
+#[test]
+fn every_documented_key_is_read_from_a_file_with_comments() {
+    let fx = Fixture::new();
+    fx.project(
+        r#"// project settings
+        {
+          /* the main model */
+          "model": {
+            "provider": "anthropic",
+            "name": "claude-x",
+            "baseUrl": "http://localhost:9",
+            "apiKeyEnv": "MY_KEY",
+            "fallback": "claude-y",
+            "maxOutputTokens": 4096, // trailing comma below is fine
+          },
+          "fastModel": "claude-fast",
+          "ui": { "compactMode": true },
+          "experimental": { "emitToolUseSummaries": false },
+          "tools": { "approvalMode": "yolo", "shellTimeoutMs": 5000 },
+          "retry": { "maxAttempts": 2, "initialDelayMs": 10, "maxDelayMs": 20 }
+        }"#,
+    );
+    let loaded = fx.load(&Overrides::default()).unwrap();
+    assert_eq!(loaded.warnings, Vec::<String>::new());
+    let s = loaded.settings;
+    assert_eq!(s.model.provider, Some(ProviderKind::Anthropic));
+    assert_eq!(s.model.name.as_deref(), Some("claude-x"));
+    assert_eq!(s.model.base_url.as_deref(), Some("http://localhost:9"));
+    assert_eq!(s.model.api_key_env.as_deref(), Some("MY_KEY"));
+    assert_eq!(s.model.fallback.as_deref(), Some("claude-y"));
+    assert_eq!(s.model.max_output_tokens, Some(4096));
+    assert_eq!(
+        s.fast_model,
+        Some(FastModelSetting::Name("claude-fast".into()))
+    );
+    assert!(s.ui.compact_mode);
+    assert!(!s.experimental.emit_tool_use_summaries);
+    assert_eq!(s.tools.approval_mode, ApprovalMode::Yolo);
+    assert_eq!(s.tools.shell_timeout_ms, 5000);
+    assert_eq!(
+        (
+            s.retry.max_attempts,
+            s.retry.initial_delay_ms,
+            s.retry.max_delay_ms
+        ),
+        (2, 10, 20)
+    );
+}
+
+#[test]
+fn fast_model_may_be_an_object_on_another_provider() {
+    let fx = Fixture::new();
+    fx.user(
+        r#"{"fastModel": {"provider": "openai", "name": "gpt-mini", "baseUrl": "http://fast", "apiKeyEnv": "FAST_KEY"}}"#,
+    );
+    let s = fx.load(&Overrides::default()).unwrap().settings;
+    assert_eq!(
+        s.fast_model,
+        Some(FastModelSetting::Model(FastModelSpec {
+            provider: Some(ProviderKind::Openai),
+            name: "gpt-mini".into(),
+            base_url: Some("http://fast".into()),
+            api_key_env: Some("FAST_KEY".into()),
+        }))
+    );
+}
+
+#[test]
+fn the_fast_model_flag_replaces_an_object_from_a_file() {
+    let fx = Fixture::new();
+    fx.user(r#"{"fastModel": {"provider": "openai", "name": "gpt-mini"}}"#);
+    let flags = Overrides {
+        fast_model: Some("other".into()),
+        ..Overrides::default()
+    };
+    let s = fx.load(&flags).unwrap().settings;
+    assert_eq!(s.fast_model, Some(FastModelSetting::Name("other".into())));
+}
+
+#[test]
+fn a_malformed_file_is_an_error_naming_file_line_and_column() {
+    let fx = Fixture::new();
+    fx.project("{\n  \"model\": {\n    \"name\": \"x\"\n    \"provider\": \"openai\"\n  }\n}\n");
+    let err = fx.load(&Overrides::default()).unwrap_err();
+    let path = fx.files.project.as_ref().unwrap().display().to_string();
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with(&format!("{path}:4:5: ")),
+        "message should start with {path}:4:5, got: {msg}"
+    );
+}
+
+#[test]
+fn a_file_cut_short_reports_the_position_of_its_end() {
+    let fx = Fixture::new();
+    fx.user("{\n  \"model\": {");
+    let err = fx.load(&Overrides::default()).unwrap_err();
+    let SettingsError::Syntax {
+        path, line, column, ..
+    } = err
+    else {
+        panic!("expected a syntax error, got {err:?}");
+    };
+    assert_eq!((path, line), (fx.files.user.clone().unwrap(), 2));
+    assert!(column >= 11, "column {column}");
+}
+
+#[test]
+fn an_unknown_key_is_a_warning_naming_key_and_file() {
+    let fx = Fixture::new();
+    fx.user(r#"{"modle": {}, "model": {"nmae": "x"}, "ui": {"compactMode": true}}"#);
+    let loaded = fx.load(&Overrides::default()).unwrap();
+    let path = fx.files.user.as_ref().unwrap().display().to_string();
+    let mut warnings = loaded.warnings.clone();
+    warnings.sort();
+    assert_eq!(
+        warnings,
+        vec![
+            format!("{path}: unknown settings key `model.nmae` (ignored)"),
+            format!("{path}: unknown settings key `modle` (ignored)"),
+        ]
+    );
+    assert!(loaded.settings.ui.compact_mode);
+}
+
+#[test]
+fn a_value_of_the_wrong_type_is_an_error_naming_the_key() {
+    let fx = Fixture::new();
+    fx.project(r#"{"tools": {"shellTimeoutMs": "soon"}}"#);
+    let err = fx.load(&Overrides::default()).unwrap_err();
+    let path = fx.files.project.as_ref().unwrap().display().to_string();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{path}: settings key `tools.shellTimeoutMs` must be a whole number, found the string \"soon\""
+        )
+    );
+}
+
+#[test]
+fn a_section_that_is_not_an_object_is_an_error_naming_it() {
+    let fx = Fixture::new();
+    fx.user(r#"{"ui": true}"#);
+    let err = fx.load(&Overrides::default()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("settings key `ui` must be an object, found the boolean true"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unknown_provider_or_approval_mode_is_an_error_listing_the_choices() {
+    let fx = Fixture::new();
+    fx.user(r#"{"model": {"provider": "gemini"}}"#);
+    let msg = fx.load(&Overrides::default()).unwrap_err().to_string();
+    assert!(
+        msg.contains("`model.provider` is `gemini`; expected `openai`, `anthropic` or `demo`"),
+        "{msg}"
+    );
+
+    fx.user(r#"{"tools": {"approvalMode": "always"}}"#);
+    let msg = fx.load(&Overrides::default()).unwrap_err().to_string();
+    assert!(msg.contains("`tools.approvalMode` is `always`"), "{msg}");
+}
+
+#[test]
+fn missing_and_empty_files_are_fine() {
+    let fx = Fixture::new();
+    fx.project("  \n");
+    let loaded = fx.load(&Overrides::default()).unwrap();
+    assert_eq!(loaded.warnings, Vec::<String>::new());
+}
+
+#[test]
+fn corvid_home_locates_the_user_file_and_the_project_file_is_under_the_working_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let home: PathBuf = dir.path().join("corvid-home");
+    let project = dir.path().join("proj");
+    write(
+        &home.join("settings.json"),
+        r#"{"model": {"name": "from-home"}}"#,
+    );
+    write(
+        &project.join(".corvid").join("settings.json"),
+        r#"{"tools": {"approvalMode": "yolo"}}"#,
+    );
+    let env = |k: &str| (k == "CORVID_HOME").then(|| home.display().to_string());
+    let s = load(&project, env, &Overrides::default()).unwrap().settings;
+    assert_eq!(s.model.name.as_deref(), Some("from-home"));
+    assert_eq!(s.tools.approval_mode, ApprovalMode::Yolo);
+}

@@ -1,1 +1,0 @@
-//! The built-in scripted demo model (`--demo`): no key, no network.
