@@ -1,1 +1,23 @@
 //! corvid's terminal UI: append-only transcript above an inline live area.
+//!
+//! Finished items ([`cells::HistoryCell`]) are printed once into the terminal's scrollback;
+//! only the live area (streaming text, running tools, composer) is redrawn. The state
+//! ([`app::App`], [`chat::ChatState`]) is a pure function of core events and key presses, so
+//! it is tested without an agent or a terminal.
+
+pub mod app;
+pub mod backend;
+pub mod cells;
+pub mod chat;
+pub mod composer;
+mod highlight;
+pub mod live;
+pub mod markdown;
+mod run;
+pub mod screen;
+mod stats;
+pub mod tools;
+pub mod wrap;
+
+pub use app::TuiOptions;
+pub use run::run;

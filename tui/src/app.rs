@@ -1,0 +1,289 @@
+//! The application state: transcript, composer, key handling and slash commands.
+//! Pure: input and core events in, [`Action`]s out; the run loop performs them.
+
+use std::time::{Duration, Instant};
+
+use corvid_protocol::{ApprovalDecision, ApprovalMode, CoreEvent, Op};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use crate::cells::{HistoryCell, NoticeKind};
+use crate::chat::ChatState;
+use crate::composer::Composer;
+use crate::live::{APPROVAL_CHOICES, LiveView, StatusInfo};
+use corvid_core::usage::UsageStats;
+
+/// How long a first Ctrl+C on an idle prompt waits for the second one.
+const EXIT_WINDOW: Duration = Duration::from_secs(2);
+
+const HELP: &str = "Commands
+/help           this list
+/stats          token usage per prompt id, turns and tool calls
+/compact        toggle compact tool groups (also ctrl+o)
+/model NAME     use another model for later turns
+/clear          clear the screen and the transcript
+/quit           exit
+Keys: enter send · shift+enter or ctrl+j newline · up/down history · esc or ctrl+c cancel · ctrl+c twice exit";
+
+/// How the UI starts (from flags and settings).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TuiOptions {
+    /// Start in compact mode (`--compact`, `ui.compactMode`).
+    pub compact: bool,
+    /// The main model's name, for the status line.
+    pub model: String,
+    pub approval_mode: ApprovalMode,
+    /// Plain output (`NO_COLOR` set).
+    pub no_color: bool,
+}
+
+/// Something the run loop must do after input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Send this operation to the agent.
+    Submit(Op),
+    /// Clear the screen and scrollback (`/clear`).
+    ClearScreen,
+    Quit,
+}
+
+/// The whole UI state.
+pub struct App {
+    pub chat: ChatState,
+    pub composer: Composer,
+    pub status: StatusInfo,
+    pub stats: UsageStats,
+    approval_choice: usize,
+    ctrl_c_at: Option<Instant>,
+    frame: usize,
+}
+
+impl App {
+    /// A fresh UI.
+    pub fn new(options: &TuiOptions) -> Self {
+        Self {
+            chat: ChatState::new(options.compact),
+            composer: Composer::new(),
+            status: StatusInfo {
+                model: options.model.clone(),
+                approval_mode: options.approval_mode,
+                hint: None,
+            },
+            stats: UsageStats::default(),
+            approval_choice: 0,
+            ctrl_c_at: None,
+            frame: 0,
+        }
+    }
+
+    /// Applies a core event.
+    pub fn on_core_event(&mut self, ev: &CoreEvent) {
+        self.stats.observe(ev);
+        match ev {
+            CoreEvent::TurnStarted { model, .. } => self.status.model = model.clone(),
+            CoreEvent::ModelFellBack { to, .. } => self.status.model = to.clone(),
+            CoreEvent::PermissionRequested { .. } => self.approval_choice = 0,
+            _ => {}
+        }
+        self.chat.on_event(ev);
+    }
+
+    /// Advances spinners.
+    pub fn tick(&mut self, now: Instant) {
+        self.frame = self.frame.wrapping_add(1);
+        if self
+            .ctrl_c_at
+            .is_some_and(|t| now.duration_since(t) > EXIT_WINDOW)
+        {
+            self.ctrl_c_at = None;
+            self.status.hint = None;
+        }
+    }
+
+    /// Whether something animates (the run loop ticks faster then).
+    pub fn animating(&self) -> bool {
+        self.chat.is_running() || self.chat.group.is_some() || self.ctrl_c_at.is_some()
+    }
+
+    /// The live area as of `now`.
+    pub fn view(&self, now: Instant) -> LiveView<'_> {
+        LiveView {
+            chat: &self.chat,
+            composer: &self.composer,
+            status: &self.status,
+            approval_choice: self.approval_choice,
+            frame: self.frame,
+            now,
+        }
+    }
+
+    /// Pasted text goes into the composer as typed.
+    pub fn on_paste(&mut self, text: &str) {
+        self.composer.insert_str(text);
+    }
+
+    /// Handles one key press.
+    pub fn on_key(&mut self, key: KeyEvent, now: Instant) -> Vec<Action> {
+        if key.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && key.code == KeyCode::Char('c') {
+            return self.on_ctrl_c(now);
+        }
+        self.ctrl_c_at = None;
+        self.status.hint = None;
+        if ctrl && key.code == KeyCode::Char('o') {
+            self.chat.toggle_compact();
+            return Vec::new();
+        }
+        if key.code == KeyCode::Esc {
+            return self.cancel_if_running();
+        }
+        if let Some(a) = self.chat.approval.clone() {
+            return self.on_approval_key(key, &a.call_id);
+        }
+        match key.code {
+            KeyCode::Enter
+                if key
+                    .modifiers
+                    .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) =>
+            {
+                self.composer.insert_char('\n')
+            }
+            KeyCode::Char('j') if ctrl => self.composer.insert_char('\n'),
+            KeyCode::Enter => return self.on_enter(),
+            KeyCode::Char('a') if ctrl => self.composer.home(),
+            KeyCode::Char('e') if ctrl => self.composer.end(),
+            KeyCode::Char('u') if ctrl => self.composer.clear(),
+            KeyCode::Char(c) if !ctrl => self.composer.insert_char(c),
+            KeyCode::Backspace => self.composer.backspace(),
+            KeyCode::Delete => self.composer.delete(),
+            KeyCode::Left => self.composer.left(),
+            KeyCode::Right => self.composer.right(),
+            KeyCode::Home => self.composer.home(),
+            KeyCode::End => self.composer.end(),
+            KeyCode::Up => self.composer.up(),
+            KeyCode::Down => self.composer.down(),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn on_ctrl_c(&mut self, now: Instant) -> Vec<Action> {
+        if self.chat.is_running() {
+            return self.cancel_if_running();
+        }
+        if !self.composer.is_empty() {
+            self.composer.clear();
+            return Vec::new();
+        }
+        if self
+            .ctrl_c_at
+            .is_some_and(|t| now.duration_since(t) <= EXIT_WINDOW)
+        {
+            return vec![Action::Quit];
+        }
+        self.ctrl_c_at = Some(now);
+        self.status.hint = Some("press ctrl+c again to exit".into());
+        Vec::new()
+    }
+
+    fn cancel_if_running(&mut self) -> Vec<Action> {
+        if self.chat.is_running() {
+            vec![Action::Submit(Op::Cancel)]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn on_approval_key(&mut self, key: KeyEvent, call_id: &str) -> Vec<Action> {
+        let decision = match key.code {
+            KeyCode::Char('y') => Some(ApprovalDecision::AllowOnce),
+            KeyCode::Char('a') => Some(ApprovalDecision::AllowAlways),
+            KeyCode::Char('n') => Some(ApprovalDecision::RejectOnce),
+            KeyCode::Left | KeyCode::Up | KeyCode::BackTab => {
+                self.approval_choice =
+                    (self.approval_choice + APPROVAL_CHOICES.len() - 1) % APPROVAL_CHOICES.len();
+                None
+            }
+            KeyCode::Right | KeyCode::Down | KeyCode::Tab => {
+                self.approval_choice = (self.approval_choice + 1) % APPROVAL_CHOICES.len();
+                None
+            }
+            KeyCode::Enter => Some(
+                [
+                    ApprovalDecision::AllowOnce,
+                    ApprovalDecision::AllowAlways,
+                    ApprovalDecision::RejectOnce,
+                ][self.approval_choice % APPROVAL_CHOICES.len()],
+            ),
+            _ => None,
+        };
+        decision
+            .map(|decision| {
+                vec![Action::Submit(Op::Approval {
+                    call_id: call_id.to_string(),
+                    decision,
+                })]
+            })
+            .unwrap_or_default()
+    }
+
+    fn on_enter(&mut self) -> Vec<Action> {
+        let text = self.composer.text().trim().to_string();
+        if text.is_empty() {
+            return Vec::new();
+        }
+        if text.starts_with('/') {
+            self.composer.submit();
+            return self.command(&text);
+        }
+        if self.chat.is_running() {
+            self.status.hint = Some("a task is running · esc to cancel".into());
+            return Vec::new();
+        }
+        let prompt = self.composer.submit();
+        vec![Action::Submit(Op::UserTurn { prompt })]
+    }
+
+    /// Runs a slash command.
+    pub fn command(&mut self, line: &str) -> Vec<Action> {
+        let mut parts = line.splitn(2, char::is_whitespace);
+        let name = parts.next().unwrap_or_default();
+        let arg = parts.next().unwrap_or_default().trim();
+        let info = |app: &mut Self, text: String| {
+            app.chat.commit(HistoryCell::Notice(NoticeKind::Info, text));
+        };
+        match name {
+            "/help" => info(self, HELP.to_string()),
+            "/stats" => info(self, crate::stats::report(&self.stats)),
+            "/compact" => {
+                self.chat.toggle_compact();
+                let mode = if self.chat.compact { "on" } else { "off" };
+                info(self, format!("Compact mode {mode}"));
+            }
+            "/model" if arg.is_empty() => info(self, format!("Model: {}", self.status.model)),
+            "/model" => {
+                self.status.model = arg.to_string();
+                info(self, format!("Model set to {arg} for later turns"));
+                return vec![Action::Submit(Op::SetModel {
+                    model: arg.to_string(),
+                })];
+            }
+            "/clear" => {
+                self.chat.clear_transcript();
+                return vec![Action::ClearScreen];
+            }
+            "/quit" | "/exit" => return vec![Action::Quit],
+            "/resume" => info(
+                self,
+                "Resuming from inside the UI is not available yet: restart with `corvid --resume [ID]` or `corvid --continue`".into(),
+            ),
+            _ => self.chat.commit(HistoryCell::Notice(
+                NoticeKind::Warning,
+                format!("Unknown command {name} · /help lists the commands"),
+            )),
+        }
+        Vec::new()
+    }
+}

@@ -1,0 +1,182 @@
+//! A ratatui backend that keeps the terminal's scrollback intact (see the scrollback notes, P1/P2/P5).
+//!
+//! Stock `insert_before` scrolls a partial region with `CSI S`; xterm.js (VS Code) and Windows
+//! Terminal delete rows scrolled out of a partial region, and a 1-row region is invalid. This
+//! wrapper turns every top-anchored region scroll into full-screen line feeds, which every
+//! terminal moves into its scrollback, and answers cursor queries from a cache because a real
+//! query freezes while crossterm's `EventStream` holds the input lock.
+
+use std::io::{self, Write};
+use std::ops::Range;
+
+use ratatui::backend::{Backend, ClearType, CrosstermBackend, WindowSize};
+use ratatui::buffer::Cell;
+use ratatui::layout::{Position, Size};
+
+/// How to learn the size and cursor of the terminal the UI writes to.
+///
+/// Production uses [`TtyProbe`]; tests use an in-memory terminal emulator.
+pub trait Probe {
+    /// The terminal's size in cells.
+    fn size(&self) -> io::Result<Size>;
+    /// Asks the terminal where its cursor is (a DSR round trip on a real tty).
+    fn query_cursor(&mut self) -> io::Result<Position>;
+}
+
+/// The process's controlling terminal.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TtyProbe;
+
+impl Probe for TtyProbe {
+    fn size(&self) -> io::Result<Size> {
+        let (width, height) = crossterm::terminal::size()?;
+        Ok(Size { width, height })
+    }
+    fn query_cursor(&mut self) -> io::Result<Position> {
+        let (x, y) = crossterm::cursor::position()?;
+        Ok(Position { x, y })
+    }
+}
+
+/// The scrollback-safe backend: crossterm output, with region scrolls and cursor queries fixed.
+pub struct SafeScroll<W: Write, P: Probe> {
+    inner: CrosstermBackend<W>,
+    probe: P,
+    cursor: Option<Position>,
+    query_allowed: bool,
+}
+
+impl<W: Write, P: Probe> SafeScroll<W, P> {
+    /// Wraps `writer`. `cursor` seeds the cache (None: the first query asks the terminal).
+    pub fn new(writer: W, probe: P, cursor: Option<Position>) -> Self {
+        Self {
+            inner: CrosstermBackend::new(writer),
+            probe,
+            cursor,
+            query_allowed: false,
+        }
+    }
+
+    /// Allows real cursor queries (only when no input reader holds the tty, e.g. right after
+    /// the event stream yielded an event).
+    pub fn allow_cursor_query(&mut self, allowed: bool) {
+        self.query_allowed = allowed;
+    }
+
+    /// The cached cursor position, for handing over to a replacement backend.
+    pub fn cached_cursor(&self) -> Option<Position> {
+        self.cursor
+    }
+
+    fn clamp(&self, p: Position) -> io::Result<Position> {
+        let size = self.probe.size()?;
+        Ok(Position {
+            x: p.x.min(size.width.saturating_sub(1)),
+            y: p.y.min(size.height.saturating_sub(1)),
+        })
+    }
+}
+
+impl<W: Write, P: Probe> Write for SafeScroll<W, P> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Write::flush(&mut self.inner)
+    }
+}
+
+impl<W: Write, P: Probe> Backend for SafeScroll<W, P> {
+    type Error = io::Error;
+
+    fn draw<'a, I>(&mut self, content: I) -> io::Result<()>
+    where
+        I: Iterator<Item = (u16, u16, &'a Cell)>,
+    {
+        self.inner.draw(content)
+    }
+
+    fn append_lines(&mut self, n: u16) -> io::Result<()> {
+        self.inner.append_lines(n)?;
+        if let Some(c) = self.cursor {
+            let moved = Position {
+                x: c.x,
+                y: c.y.saturating_add(n),
+            };
+            self.cursor = Some(self.clamp(moved)?);
+        }
+        Ok(())
+    }
+
+    fn hide_cursor(&mut self) -> io::Result<()> {
+        self.inner.hide_cursor()
+    }
+
+    fn show_cursor(&mut self) -> io::Result<()> {
+        self.inner.show_cursor()
+    }
+
+    fn get_cursor_position(&mut self) -> io::Result<Position> {
+        match self.cursor {
+            Some(c) if !self.query_allowed => self.clamp(c),
+            _ => {
+                let c = self.probe.query_cursor()?;
+                self.cursor = Some(c);
+                Ok(c)
+            }
+        }
+    }
+
+    fn set_cursor_position<Q: Into<Position>>(&mut self, position: Q) -> io::Result<()> {
+        let p = position.into();
+        self.cursor = Some(p);
+        self.inner.set_cursor_position(p)
+    }
+
+    fn clear(&mut self) -> io::Result<()> {
+        self.inner.clear()
+    }
+
+    fn clear_region(&mut self, clear_type: ClearType) -> io::Result<()> {
+        self.inner.clear_region(clear_type)
+    }
+
+    fn size(&self) -> io::Result<Size> {
+        self.probe.size()
+    }
+
+    fn window_size(&mut self) -> io::Result<WindowSize> {
+        let columns_rows = self.probe.size()?;
+        Ok(WindowSize {
+            columns_rows,
+            pixels: Size::default(),
+        })
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Backend::flush(&mut self.inner)
+    }
+
+    fn scroll_region_up(&mut self, region: Range<u16>, n: u16) -> io::Result<()> {
+        if region.start != 0 || n == 0 {
+            return self.inner.scroll_region_up(region, n);
+        }
+        let rows = self.probe.size()?.height;
+        let k = region.end.min(rows);
+        let n = n.min(k);
+        // Full-screen margins, bottom row, then real line feeds: every terminal keeps those.
+        write!(self.inner, "\x1b[r\x1b[{rows};1H")?;
+        for _ in 0..n {
+            self.inner.write_all(b"\n")?;
+        }
+        if k < rows {
+            // The rows below the region (the live area) moved up too: scroll them back down.
+            write!(self.inner, "\x1b[{};{}r\x1b[{}T\x1b[r", k - n + 1, rows, n)?;
+        }
+        Backend::flush(&mut self.inner)
+    }
+
+    fn scroll_region_down(&mut self, region: Range<u16>, n: u16) -> io::Result<()> {
+        self.inner.scroll_region_down(region, n)
+    }
+}

@@ -1,0 +1,476 @@
+//! The transcript state: a pure function of core events. Finished items become committed
+//! [`HistoryCell`]s (printed once into scrollback); everything still changing is live state.
+
+use std::time::{Duration, Instant};
+
+use corvid_protocol::{
+    ApprovalPreview, CoreEvent, MAIN_PROMPT_ID, StopReason, ToolDisplay, ToolStatus,
+};
+
+use crate::cells::{HistoryCell, NoticeKind};
+use crate::markdown::finished_prefix_len;
+use crate::tools::{Batch, CallRow, CallState, ToolGroup};
+
+/// An approval the user still has to answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingApproval {
+    pub call_id: String,
+    pub title: String,
+    pub preview: ApprovalPreview,
+}
+
+/// The running task, for the live status row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskProgress {
+    pub started: Instant,
+    /// Output tokens of the main model so far in this task.
+    pub tokens: u64,
+}
+
+/// What the most recently committed tool group showed, to place a late label.
+#[derive(Debug, Clone, PartialEq)]
+struct CommittedGroup {
+    batch_ids: Vec<Vec<String>>,
+    compact: bool,
+    labelled: bool,
+}
+
+/// Everything the transcript shows, driven by [`ChatState::on_event`].
+#[derive(Debug, Clone)]
+pub struct ChatState {
+    /// Compact mode (SPEC §7.4): merged tool groups, no standalone label lines.
+    pub compact: bool,
+    transcript: Vec<HistoryCell>,
+    /// Assistant text not yet committed (the unfinished block).
+    pub stream: String,
+    /// Reasoning not yet committed.
+    pub thought: String,
+    /// The tool group still in the live area.
+    pub group: Option<ToolGroup>,
+    pub approval: Option<PendingApproval>,
+    pub task: Option<TaskProgress>,
+    /// Summaries still expected after the task finished; the compact group waits for them.
+    awaiting_summaries: u32,
+    last_completed: Vec<String>,
+    last_committed_group: Option<CommittedGroup>,
+}
+
+impl ChatState {
+    /// An empty transcript.
+    pub fn new(compact: bool) -> Self {
+        Self {
+            compact,
+            transcript: Vec::new(),
+            stream: String::new(),
+            thought: String::new(),
+            group: None,
+            approval: None,
+            task: None,
+            awaiting_summaries: 0,
+            last_completed: Vec::new(),
+            last_committed_group: None,
+        }
+    }
+
+    /// Every committed cell, oldest first (kept to replay the transcript at a new width).
+    pub fn transcript(&self) -> &[HistoryCell] {
+        &self.transcript
+    }
+
+    /// Forgets the transcript (`/clear`).
+    pub fn clear_transcript(&mut self) {
+        self.transcript.clear();
+        self.last_committed_group = None;
+    }
+
+    /// Appends a finished cell (also used for command output such as `/help`).
+    pub fn commit(&mut self, cell: HistoryCell) {
+        self.transcript.push(cell);
+    }
+
+    /// Whether a task is running.
+    pub fn is_running(&self) -> bool {
+        self.task.is_some()
+    }
+
+    /// Toggles compact mode; a finished live group is committed in the mode it was shown in.
+    pub fn toggle_compact(&mut self) {
+        if self
+            .group
+            .as_ref()
+            .is_some_and(|g| g.batches.iter().all(|b| b.completed))
+        {
+            self.commit_group();
+        }
+        self.compact = !self.compact;
+        if let Some(g) = self.group.as_mut() {
+            g.compact = self.compact;
+        }
+    }
+
+    /// Applies one core event.
+    pub fn on_event(&mut self, ev: &CoreEvent) {
+        self.on_event_at(ev, Instant::now());
+    }
+
+    /// Applies one core event that happened at `now` (tests pin the clock).
+    pub fn on_event_at(&mut self, ev: &CoreEvent, now: Instant) {
+        match ev {
+            CoreEvent::TaskStarted { prompt, .. } => {
+                self.end_live_items();
+                self.commit(HistoryCell::UserPrompt(prompt.clone()));
+                self.task = Some(TaskProgress {
+                    started: now,
+                    tokens: 0,
+                });
+                self.awaiting_summaries = 0;
+            }
+            CoreEvent::TurnStarted { .. } | CoreEvent::SummaryDropped { .. } => {
+                if matches!(ev, CoreEvent::SummaryDropped { .. }) {
+                    self.summary_settled();
+                }
+            }
+            CoreEvent::TextDelta { text } => self.on_text(text),
+            CoreEvent::ThoughtDelta { text } => {
+                if !self.stream.trim().is_empty() {
+                    self.flush_stream();
+                }
+                self.thought.push_str(text);
+            }
+            CoreEvent::ToolPreparing {
+                call_id,
+                display_name,
+                tool_name,
+                kind,
+                ..
+            } => {
+                let row = CallRow {
+                    call_id: call_id.clone(),
+                    tool_name: tool_name.clone(),
+                    title: display_name.clone(),
+                    kind: *kind,
+                    state: CallState::Preparing,
+                };
+                self.upsert_call(row);
+            }
+            CoreEvent::ToolStarted {
+                call_id,
+                tool_name,
+                display,
+                ..
+            } => self.on_started(call_id, tool_name, display),
+            CoreEvent::PermissionRequested {
+                call_id,
+                tool_name,
+                display,
+                preview,
+            } => {
+                self.on_started(call_id, tool_name, display);
+                if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id)) {
+                    c.state = CallState::AwaitingApproval;
+                }
+                self.mark_attention();
+                self.approval = Some(PendingApproval {
+                    call_id: call_id.clone(),
+                    title: display.title.clone(),
+                    preview: preview.clone(),
+                });
+            }
+            CoreEvent::PermissionResolved { call_id, .. } => {
+                if self
+                    .approval
+                    .as_ref()
+                    .is_some_and(|a| &a.call_id == call_id)
+                {
+                    self.approval = None;
+                }
+                if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id))
+                    && c.state == CallState::AwaitingApproval
+                {
+                    c.state = CallState::Running;
+                }
+            }
+            CoreEvent::ToolFinished {
+                call_id,
+                status,
+                output,
+                ..
+            } => {
+                let failed = *status == ToolStatus::Failed;
+                if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id)) {
+                    c.state = if failed {
+                        CallState::Failed(output.clone())
+                    } else {
+                        CallState::Completed(output.clone())
+                    };
+                }
+                if failed {
+                    self.mark_attention();
+                }
+            }
+            CoreEvent::PreparationDiscarded { call_id, .. } => self.discard(call_id),
+            CoreEvent::BatchCompleted { call_ids } => self.on_batch_completed(call_ids),
+            CoreEvent::ToolUseSummary {
+                summary,
+                preceding_tool_use_ids,
+            } => {
+                self.on_summary(summary, preceding_tool_use_ids);
+                self.summary_settled();
+            }
+            CoreEvent::Plan { todos } => self.commit(HistoryCell::Plan(todos.clone())),
+            CoreEvent::AttemptRetried {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error,
+            } => {
+                self.flush_stream();
+                let secs = Duration::from_millis(*delay_ms).as_secs_f32();
+                self.commit(HistoryCell::Notice(
+                    NoticeKind::Retry,
+                    format!("Retrying in {secs:.1}s (attempt {attempt}/{max_attempts}): {error}"),
+                ));
+            }
+            CoreEvent::ModelFellBack { from, to, error } => {
+                self.flush_stream();
+                self.commit(HistoryCell::Notice(
+                    NoticeKind::Retry,
+                    format!("Switched from {from} to fallback model {to}: {error}"),
+                ));
+            }
+            CoreEvent::Usage { prompt_id, usage } => {
+                if let Some(t) = self.task.as_mut()
+                    && prompt_id == MAIN_PROMPT_ID
+                {
+                    t.tokens += usage.output_tokens;
+                }
+            }
+            CoreEvent::Warning { message } => {
+                self.flush_stream();
+                self.commit(HistoryCell::Notice(NoticeKind::Warning, message.clone()));
+            }
+            CoreEvent::TaskFinished {
+                stop_reason,
+                error,
+                pending_summaries,
+                ..
+            } => self.on_task_finished(*stop_reason, error.as_ref(), *pending_summaries),
+        }
+    }
+
+    fn on_text(&mut self, text: &str) {
+        if !text.trim().is_empty() {
+            // A non-tool item follows: the live group (compact mode) and thought are done.
+            self.commit_group();
+            self.flush_thought();
+        }
+        self.stream.push_str(text);
+        let done = finished_prefix_len(&self.stream);
+        if done > 0 {
+            let finished: String = self.stream.drain(..done).collect();
+            if !finished.trim().is_empty() {
+                self.commit(HistoryCell::Assistant(finished.trim_end().to_string()));
+            }
+        }
+    }
+
+    fn on_started(&mut self, call_id: &str, tool_name: &str, display: &ToolDisplay) {
+        let row = CallRow {
+            call_id: call_id.to_string(),
+            tool_name: tool_name.to_string(),
+            title: display.title.clone(),
+            kind: display.kind,
+            state: CallState::Running,
+        };
+        self.upsert_call(row);
+    }
+
+    /// Adds a call to the current batch (opening a batch or group as needed), or updates it.
+    fn upsert_call(&mut self, row: CallRow) {
+        if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(&row.call_id)) {
+            let keep_approval = c.state == CallState::AwaitingApproval;
+            c.title = row.title;
+            c.kind = row.kind;
+            if !keep_approval {
+                c.state = row.state;
+            }
+            return;
+        }
+        self.flush_stream();
+        self.flush_thought();
+        let batch_open = self
+            .group
+            .as_ref()
+            .and_then(|g| g.batches.last())
+            .is_some_and(|b| !b.completed);
+        if !batch_open {
+            let mergeable = self.compact
+                && self.awaiting_summaries == 0
+                && self.group.as_ref().is_some_and(|g| !g.needs_attention());
+            if !mergeable {
+                self.commit_group();
+            }
+            let compact = self.compact;
+            self.group
+                .get_or_insert_with(|| ToolGroup {
+                    batches: Vec::new(),
+                    compact,
+                })
+                .batches
+                .push(Batch::default());
+        }
+        if let Some(b) = self.group.as_mut().and_then(|g| g.batches.last_mut()) {
+            b.calls.push(row);
+        }
+    }
+
+    /// The current batch needs attention: it must not be merged with earlier batches.
+    fn mark_attention(&mut self) {
+        let Some(g) = self.group.as_mut() else { return };
+        if let Some(b) = g.batches.last_mut() {
+            b.attention = true;
+        }
+        if g.batches.len() > 1 {
+            let current = g.batches.pop();
+            self.commit_group();
+            self.group = Some(ToolGroup {
+                batches: current.into_iter().collect(),
+                compact: self.compact,
+            });
+        }
+    }
+
+    fn discard(&mut self, call_id: &str) {
+        let Some(g) = self.group.as_mut() else { return };
+        for b in &mut g.batches {
+            b.calls.retain(|c| c.call_id != call_id);
+        }
+        g.batches.retain(|b| !b.calls.is_empty());
+        if g.batches.is_empty() {
+            self.group = None;
+        }
+    }
+
+    fn on_batch_completed(&mut self, call_ids: &[String]) {
+        self.last_completed = call_ids.to_vec();
+        let Some(g) = self.group.as_mut() else { return };
+        if let Some(b) = g.batches.iter_mut().rev().find(|b| !b.completed) {
+            b.completed = true;
+        }
+        if !self.compact {
+            self.commit_group();
+        }
+    }
+
+    fn on_summary(&mut self, summary: &str, ids: &[String]) {
+        if ids != self.last_completed.as_slice() {
+            return; // stale: a later batch already completed
+        }
+        if let Some(b) = self
+            .group
+            .as_mut()
+            .and_then(|g| g.batches.iter_mut().find(|b| b.ids() == ids))
+            && self.compact
+        {
+            // Compact: the header of the live group changes in place; no standalone line.
+            b.label = Some(summary.to_string());
+            return;
+        }
+        let hidden = self
+            .last_committed_group
+            .as_ref()
+            .is_some_and(|c| c.compact && c.labelled && c.batch_ids.iter().any(|b| b == ids));
+        if !hidden {
+            self.commit(HistoryCell::Summary(summary.to_string()));
+        }
+    }
+
+    fn summary_settled(&mut self) {
+        if self.awaiting_summaries > 0 {
+            self.awaiting_summaries -= 1;
+            if self.awaiting_summaries == 0 && self.task.is_none() {
+                self.commit_group();
+            }
+        }
+    }
+
+    fn on_task_finished(
+        &mut self,
+        stop: StopReason,
+        error: Option<&corvid_protocol::ErrorInfo>,
+        pending: u32,
+    ) {
+        self.flush_stream();
+        self.flush_thought();
+        self.approval = None;
+        self.task = None;
+        self.awaiting_summaries = pending;
+        let keep_live = self.compact
+            && pending > 0
+            && self
+                .group
+                .as_ref()
+                .is_some_and(|g| g.batches.iter().all(|b| b.completed));
+        if !keep_live {
+            self.commit_group();
+        }
+        match (stop, error) {
+            (_, Some(e)) => self.commit(HistoryCell::Notice(NoticeKind::Error, e.to_string())),
+            (StopReason::Cancelled, None) => self.commit(HistoryCell::Notice(
+                NoticeKind::Cancelled,
+                "Cancelled".into(),
+            )),
+            (StopReason::MaxTokens, None) => self.commit(HistoryCell::Notice(
+                NoticeKind::Warning,
+                "The answer hit the output token limit".into(),
+            )),
+            (StopReason::Refusal, None) => self.commit(HistoryCell::Notice(
+                NoticeKind::Warning,
+                "The model refused to answer".into(),
+            )),
+            (StopReason::Error, None) => self.commit(HistoryCell::Notice(
+                NoticeKind::Error,
+                "The task failed".into(),
+            )),
+            (StopReason::EndTurn, None) => {}
+        }
+    }
+
+    /// Commits every live item (a new prompt starts).
+    fn end_live_items(&mut self) {
+        self.flush_stream();
+        self.flush_thought();
+        self.commit_group();
+        self.awaiting_summaries = 0;
+    }
+
+    fn flush_stream(&mut self) {
+        let text = std::mem::take(&mut self.stream);
+        if !text.trim().is_empty() {
+            self.commit(HistoryCell::Assistant(text.trim_end().to_string()));
+        }
+    }
+
+    fn flush_thought(&mut self) {
+        let text = std::mem::take(&mut self.thought);
+        if !text.trim().is_empty() {
+            self.commit(HistoryCell::Thought(text));
+        }
+    }
+
+    fn commit_group(&mut self) {
+        let Some(mut g) = self.group.take() else {
+            return;
+        };
+        g.batches.retain(|b| !b.calls.is_empty());
+        if g.batches.is_empty() {
+            return;
+        }
+        self.last_committed_group = Some(CommittedGroup {
+            batch_ids: g.batches.iter().map(Batch::ids).collect(),
+            compact: g.compact,
+            labelled: g.label().is_some(),
+        });
+        self.commit(HistoryCell::Tools(g));
+    }
+}

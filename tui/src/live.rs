@@ -1,0 +1,222 @@
+//! The live area under the transcript: streaming text, the running tool group, task progress,
+//! the approval dialog, the composer and a status line. Redrawn every frame; its cost does not
+//! depend on the transcript's length.
+
+use std::time::Instant;
+
+use corvid_protocol::{ApprovalMode, ApprovalPreview};
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Position, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget};
+
+use crate::chat::{ChatState, PendingApproval};
+use crate::composer::Composer;
+use crate::markdown::render_wrapped;
+use crate::tools::{render_diff, spinner};
+use crate::wrap::{truncate, wrap_line};
+
+/// Rows of the unfinished assistant block shown (its tail) while it streams.
+const STREAM_ROWS: usize = 12;
+/// Rows of an approval preview (diff or command).
+const PREVIEW_ROWS: usize = 12;
+
+/// The approval choices, in the order the dialog lists them.
+pub const APPROVAL_CHOICES: [&str; 3] = ["Allow once", "Allow always", "Reject"];
+
+/// What the status line shows.
+#[derive(Debug, Clone)]
+pub struct StatusInfo {
+    pub model: String,
+    pub approval_mode: ApprovalMode,
+    /// A transient hint replacing the key help (e.g. "press Ctrl+C again to exit").
+    pub hint: Option<String>,
+}
+
+/// Everything the live area is drawn from.
+pub struct LiveView<'a> {
+    pub chat: &'a ChatState,
+    pub composer: &'a Composer,
+    pub status: &'a StatusInfo,
+    /// Highlighted entry of [`APPROVAL_CHOICES`].
+    pub approval_choice: usize,
+    /// Spinner animation frame.
+    pub frame: usize,
+    pub now: Instant,
+}
+
+impl LiveView<'_> {
+    /// All rows of the live area at `width`, top to bottom, and the composer cursor's position.
+    pub fn lines(&self, width: u16) -> (Vec<Line<'static>>, Position) {
+        let mut out: Vec<Line<'static>> = Vec::new();
+        let dim = Style::new().fg(Color::DarkGray);
+        let chat = self.chat;
+        if !chat.thought.trim().is_empty() {
+            let last = chat
+                .thought
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            let text = truncate(last.trim(), usize::from(width).saturating_sub(2));
+            out.push(Line::from(Span::styled(
+                format!("∴ {text}"),
+                dim.add_modifier(Modifier::ITALIC),
+            )));
+        }
+        if !chat.stream.trim().is_empty() {
+            let rows = render_wrapped(&chat.stream, width);
+            let skip = rows.len().saturating_sub(STREAM_ROWS);
+            out.extend(rows.into_iter().skip(skip));
+        }
+        if let Some(g) = &chat.group {
+            if !out.is_empty() {
+                out.push(Line::default());
+            }
+            out.extend(g.render(width, self.frame));
+        }
+        if let Some(t) = &chat.task {
+            let secs = self.now.saturating_duration_since(t.started).as_secs();
+            let what = if chat.approval.is_some() {
+                "Waiting for approval"
+            } else {
+                "Working"
+            };
+            out.push(Line::default());
+            out.push(Line::from(vec![
+                Span::styled(
+                    format!("{} ", spinner(self.frame)),
+                    Style::new().fg(Color::Cyan),
+                ),
+                Span::styled(what.to_string(), Style::new().add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    format!(
+                        " · {} · {} tokens · esc to cancel",
+                        elapsed(secs),
+                        tokens(t.tokens)
+                    ),
+                    dim,
+                ),
+            ]));
+        }
+        if let Some(a) = &chat.approval {
+            out.push(Line::default());
+            out.extend(approval_lines(a, self.approval_choice, width));
+        }
+        out.push(Line::from(Span::styled(
+            "─".repeat(usize::from(width)),
+            dim,
+        )));
+        let placeholder = if chat.is_running() {
+            "esc to cancel"
+        } else {
+            "Ask corvid · /help for commands"
+        };
+        let (composer, cursor) = self.composer.render(width, placeholder);
+        let cursor_row = out.len() + usize::from(cursor.1);
+        out.extend(composer);
+        out.push(self.status_line(width));
+        let y = u16::try_from(cursor_row).unwrap_or(u16::MAX);
+        (out, Position::new(cursor.0, y))
+    }
+
+    fn status_line(&self, width: u16) -> Line<'static> {
+        let dim = Style::new().fg(Color::DarkGray);
+        let mode = if self.chat.compact { "compact" } else { "full" };
+        let left = format!(
+            "{} · {} · {mode}",
+            self.status.model,
+            self.status.approval_mode.as_str()
+        );
+        let right = self
+            .status
+            .hint
+            .clone()
+            .unwrap_or_else(|| "ctrl+o compact · /help".to_string());
+        let gap = usize::from(width).saturating_sub(left.chars().count() + right.chars().count());
+        if gap < 2 {
+            return Line::from(Span::styled(truncate(&left, usize::from(width)), dim));
+        }
+        let hint_style = if self.status.hint.is_some() {
+            Style::new().fg(Color::Yellow)
+        } else {
+            dim
+        };
+        Line::from(vec![
+            Span::styled(left, dim),
+            Span::raw(" ".repeat(gap)),
+            Span::styled(right, hint_style),
+        ])
+    }
+
+    /// Draws into `area` (bottom rows win when it is too short); returns the cursor position.
+    pub fn render(&self, area: Rect, buf: &mut Buffer) -> Position {
+        let (lines, cursor) = self.lines(area.width);
+        let skip = lines.len().saturating_sub(usize::from(area.height));
+        let skip16 = u16::try_from(skip).unwrap_or(u16::MAX);
+        let shown: Vec<Line<'static>> = lines.into_iter().skip(skip).collect();
+        Paragraph::new(shown).render(area, buf);
+        Position::new(
+            area.x + cursor.x.min(area.width.saturating_sub(1)),
+            area.y
+                + cursor
+                    .y
+                    .saturating_sub(skip16)
+                    .min(area.height.saturating_sub(1)),
+        )
+    }
+}
+
+fn approval_lines(a: &PendingApproval, choice: usize, width: u16) -> Vec<Line<'static>> {
+    let mut out = wrap_line(
+        &Line::from(Span::styled(
+            format!("Allow {}?", a.title),
+            Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+        )),
+        width,
+        2,
+    );
+    let mut preview = match &a.preview {
+        ApprovalPreview::Diff(d) => render_diff(d, width, PREVIEW_ROWS),
+        ApprovalPreview::Command { command } => command
+            .lines()
+            .flat_map(|l| wrap_line(&Line::from(format!("  $ {l}")), width, 4))
+            .collect(),
+        ApprovalPreview::Text { text } => text
+            .lines()
+            .flat_map(|l| wrap_line(&Line::from(format!("  {l}")), width, 2))
+            .collect(),
+    };
+    preview.truncate(PREVIEW_ROWS + 2);
+    out.extend(preview);
+    let mut spans = vec![Span::raw("  ")];
+    for (i, label) in APPROVAL_CHOICES.iter().enumerate() {
+        let key = ["y", "a", "n"][i];
+        let style = if i == choice {
+            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
+        } else {
+            Style::new()
+        };
+        spans.push(Span::styled(format!(" {key} {label} "), style));
+        spans.push(Span::raw(" "));
+    }
+    out.extend(wrap_line(&Line::from(spans), width, 2));
+    out
+}
+
+fn elapsed(secs: u64) -> String {
+    if secs < 60 {
+        format!("{secs}s")
+    } else {
+        format!("{}m {:02}s", secs / 60, secs % 60)
+    }
+}
+
+fn tokens(n: u64) -> String {
+    if n < 1000 {
+        n.to_string()
+    } else {
+        format!("{:.1}k", n as f64 / 1000.0)
+    }
+}

@@ -1,0 +1,317 @@
+//! Markdown (assistant text) to styled lines, and where a streaming text's finished blocks end.
+
+use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use crate::highlight::highlight_code;
+use crate::wrap::{str_width, wrap_line};
+
+/// One logical output line and the indent its wrapped continuation rows get.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MdLine {
+    pub line: Line<'static>,
+    pub indent: u16,
+}
+
+/// Renders markdown and wraps it at `width`.
+pub fn render_wrapped(src: &str, width: u16) -> Vec<Line<'static>> {
+    render(src)
+        .iter()
+        .flat_map(|l| wrap_line(&l.line, width, l.indent))
+        .collect()
+}
+
+/// Renders markdown into logical lines (not yet wrapped).
+pub fn render(src: &str) -> Vec<MdLine> {
+    let mut r = Renderer::default();
+    let opts = Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    for ev in Parser::new_ext(src, opts) {
+        r.event(ev);
+    }
+    r.flush();
+    while r.out.last().is_some_and(|l| l.line.spans.is_empty()) {
+        r.out.pop();
+    }
+    r.out
+}
+
+/// The byte length of the prefix of `buf` made of finished blocks: everything up to the last
+/// blank line outside a code fence, or up to a closing fence. The rest may still change.
+pub fn finished_prefix_len(buf: &str) -> usize {
+    let mut fence: Option<(char, usize)> = None;
+    let mut end = 0;
+    let mut pos = 0;
+    for line in buf.split_inclusive('\n') {
+        let line_end = pos + line.len();
+        if !line.ends_with('\n') {
+            break;
+        }
+        let trimmed = line.trim_start_matches(' ');
+        let lead = line.len() - trimmed.len();
+        let marker = trimmed.chars().next().filter(|c| *c == '`' || *c == '~');
+        let run = marker.map_or(0, |m| trimmed.chars().take_while(|c| *c == m).count());
+        match (fence, marker) {
+            (None, Some(m)) if lead <= 3 && run >= 3 => fence = Some((m, run)),
+            (Some((fm, frun)), Some(m))
+                if m == fm && run >= frun && trimmed[run..].trim().is_empty() =>
+            {
+                fence = None;
+                end = line_end;
+            }
+            (None, _) if line.trim().is_empty() => end = line_end,
+            _ => {}
+        }
+        pos = line_end;
+    }
+    end
+}
+
+#[derive(Default)]
+struct Renderer {
+    out: Vec<MdLine>,
+    spans: Vec<Span<'static>>,
+    styles: Vec<Style>,
+    lists: Vec<Option<u64>>,
+    item_marker: Option<String>,
+    quote: usize,
+    code: Option<(String, String)>,
+    link: Option<String>,
+    blank_before_next: bool,
+}
+
+impl Renderer {
+    fn style(&self) -> Style {
+        self.styles.iter().fold(Style::new(), |a, s| a.patch(*s))
+    }
+
+    fn push_style(&mut self, s: Style) {
+        self.styles.push(s);
+    }
+
+    fn event(&mut self, ev: Event<'_>) {
+        match ev {
+            Event::Start(tag) => self.start(tag),
+            Event::End(tag) => self.end(tag),
+            Event::Text(t) => {
+                if let Some((_, code)) = self.code.as_mut() {
+                    code.push_str(&t);
+                } else {
+                    let s = self.style();
+                    self.spans.push(Span::styled(t.into_string(), s));
+                }
+            }
+            Event::Code(t) => {
+                let s = self.style().fg(Color::Cyan);
+                self.spans.push(Span::styled(t.into_string(), s));
+            }
+            Event::SoftBreak => self.spans.push(Span::styled(" ", self.style())),
+            Event::HardBreak => self.flush(),
+            Event::Rule => {
+                self.block_start();
+                self.spans
+                    .push(Span::styled("───", Style::new().fg(Color::DarkGray)));
+                self.flush();
+                self.blank_before_next = true;
+            }
+            Event::TaskListMarker(done) => {
+                let mark = if done { "[x] " } else { "[ ] " };
+                self.spans.push(Span::raw(mark));
+            }
+            Event::Html(t) | Event::InlineHtml(t) => {
+                let s = self.style();
+                self.spans
+                    .push(Span::styled(t.trim_end_matches('\n').to_string(), s));
+            }
+            _ => {}
+        }
+    }
+
+    fn start(&mut self, tag: Tag<'_>) {
+        match tag {
+            Tag::Paragraph => self.block_start(),
+            Tag::Heading { level, .. } => {
+                self.block_start();
+                let mut s = Style::new().add_modifier(Modifier::BOLD);
+                if level == HeadingLevel::H1 {
+                    s = s.add_modifier(Modifier::UNDERLINED);
+                }
+                let hashes = "#".repeat(level as usize);
+                self.spans.push(Span::styled(format!("{hashes} "), s));
+                self.push_style(s);
+            }
+            Tag::BlockQuote(_) => {
+                self.block_start();
+                self.quote += 1;
+            }
+            Tag::CodeBlock(kind) => {
+                self.block_start();
+                let lang = match kind {
+                    CodeBlockKind::Fenced(l) => l.into_string(),
+                    CodeBlockKind::Indented => String::new(),
+                };
+                self.code = Some((lang, String::new()));
+            }
+            Tag::List(start) => {
+                if self.lists.is_empty() {
+                    self.block_start();
+                } else {
+                    self.flush();
+                }
+                self.lists.push(start);
+            }
+            Tag::Item => {
+                self.flush();
+                let marker = match self.lists.last_mut() {
+                    Some(Some(n)) => {
+                        let m = format!("{n}. ");
+                        *n += 1;
+                        m
+                    }
+                    _ => "- ".to_string(),
+                };
+                self.item_marker = Some(marker);
+            }
+            Tag::Emphasis => self.push_style(Style::new().add_modifier(Modifier::ITALIC)),
+            Tag::Strong => self.push_style(Style::new().add_modifier(Modifier::BOLD)),
+            Tag::Strikethrough => self.push_style(Style::new().add_modifier(Modifier::CROSSED_OUT)),
+            Tag::Link { dest_url, .. } => {
+                self.link = Some(dest_url.into_string());
+                self.push_style(Style::new().add_modifier(Modifier::UNDERLINED));
+            }
+            _ => self.push_style(Style::new()),
+        }
+    }
+
+    fn end(&mut self, tag: TagEnd) {
+        match tag {
+            TagEnd::Paragraph => {
+                self.flush();
+                self.blank_before_next = true;
+            }
+            TagEnd::Heading(_) => {
+                self.styles.pop();
+                self.flush();
+                self.blank_before_next = true;
+            }
+            TagEnd::BlockQuote(_) => {
+                self.flush();
+                self.quote = self.quote.saturating_sub(1);
+                self.blank_before_next = true;
+            }
+            TagEnd::CodeBlock => {
+                if let Some((lang, code)) = self.code.take() {
+                    for line in highlight_code(&code, &lang) {
+                        self.spans.push(Span::raw("  "));
+                        self.spans.extend(line.spans);
+                        self.flush();
+                    }
+                }
+                self.blank_before_next = true;
+            }
+            TagEnd::List(_) => {
+                self.flush();
+                self.lists.pop();
+                self.blank_before_next = true;
+            }
+            TagEnd::Item => self.flush(),
+            TagEnd::Link => {
+                self.styles.pop();
+                if let Some(url) = self.link.take() {
+                    let text: String = self.spans.iter().map(|s| s.content.as_ref()).collect();
+                    if !text.ends_with(&url) {
+                        let s = Style::new().fg(Color::DarkGray);
+                        self.spans.push(Span::styled(format!(" ({url})"), s));
+                    }
+                }
+            }
+            _ => {
+                self.styles.pop();
+            }
+        }
+    }
+
+    /// A new block begins: separate it from the previous one by one blank line.
+    fn block_start(&mut self) {
+        self.flush();
+        if self.blank_before_next && !self.out.is_empty() && self.lists.is_empty() {
+            self.out.push(MdLine {
+                line: Line::default(),
+                indent: 0,
+            });
+        }
+        self.blank_before_next = false;
+    }
+
+    fn flush(&mut self) {
+        if self.spans.is_empty() && self.item_marker.is_none() {
+            return;
+        }
+        let depth = self.lists.len().saturating_sub(1);
+        let mut prefix = "▌ ".repeat(self.quote);
+        let mut prefix_spans = Vec::new();
+        if !self.lists.is_empty() {
+            prefix.push_str(&"  ".repeat(depth));
+            // Continuation paragraphs of an item line up under its text.
+            let marker = self.item_marker.take().unwrap_or_else(|| "  ".to_string());
+            if !prefix.is_empty() {
+                prefix_spans.push(Span::styled(
+                    prefix.clone(),
+                    Style::new().fg(Color::DarkGray),
+                ));
+            }
+            prefix.push_str(&marker);
+            prefix_spans.push(Span::styled(marker, Style::new().fg(Color::Blue)));
+        } else if !prefix.is_empty() {
+            prefix_spans.push(Span::styled(
+                prefix.clone(),
+                Style::new().fg(Color::DarkGray),
+            ));
+        }
+        let indent = u16::try_from(str_width(&prefix)).unwrap_or(0);
+        let mut spans = prefix_spans;
+        spans.append(&mut self.spans);
+        self.out.push(MdLine {
+            line: Line::from(spans),
+            indent,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn text(src: &str) -> Vec<String> {
+        render(src).iter().map(|l| l.line.to_string()).collect()
+    }
+
+    #[test]
+    fn headings_lists_and_code_render_as_plain_text_rows() {
+        let src = "# Title\n\nSome `code` here.\n\n- one\n- two\n  1. nested\n\n```rust\nfn main() {}\n```\n";
+        assert_eq!(
+            text(src),
+            vec![
+                "# Title",
+                "",
+                "Some code here.",
+                "",
+                "- one",
+                "- two",
+                "  1. nested",
+                "",
+                "  fn main() {}",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_finished_block_ends_at_a_blank_line_outside_fences() {
+        let buf = "para one\n\n```\ncode\n\nmore\n";
+        assert_eq!(finished_prefix_len(buf), "para one\n\n".len());
+        let closed = "para one\n\n```\ncode\n\nmore\n```\nnext";
+        assert_eq!(finished_prefix_len(closed), closed.len() - "next".len());
+        assert_eq!(finished_prefix_len("no newline yet"), 0);
+    }
+}

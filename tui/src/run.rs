@@ -1,0 +1,189 @@
+//! The interactive loop: terminal input, core events and a spinner tick into the [`App`],
+//! one synchronized frame after each batch of changes.
+
+use std::io::{self, Write};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use corvid_core::agent::{AgentHandle, EventReceiver, OpSender};
+use corvid_protocol::Op;
+use crossterm::event::{
+    DisableBracketedPaste, EnableBracketedPaste, Event, EventStream, KeyboardEnhancementFlags,
+    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+};
+use crossterm::terminal::{EndSynchronizedUpdate, disable_raw_mode, enable_raw_mode};
+use crossterm::{cursor, execute, queue};
+use futures::{FutureExt, StreamExt};
+
+use crate::app::{Action, App, TuiOptions};
+use crate::backend::{SafeScroll, TtyProbe};
+use crate::cells::{HistoryCell, NoticeKind};
+use crate::screen::{Screen, VIEWPORT_TOP};
+
+/// Spinner frame interval while something animates.
+const TICK: Duration = Duration::from_millis(80);
+/// A width change is replayed once resizing has paused this long.
+const RESIZE_DEBOUNCE: Duration = Duration::from_millis(250);
+/// Core events applied before a frame is drawn (bounds latency under a flood of deltas).
+const EVENTS_PER_FRAME: usize = 512;
+
+/// Runs the terminal UI on an agent until the user quits.
+pub async fn run(handle: AgentHandle, options: TuiOptions) -> anyhow::Result<()> {
+    let (sender, mut receiver) = handle.split();
+    run_with(&sender, &mut receiver, options).await
+}
+
+/// Raw mode and terminal modes for the session; dropping it restores the terminal.
+struct TerminalModes {
+    keyboard_enhanced: bool,
+}
+
+impl TerminalModes {
+    fn enter() -> io::Result<Self> {
+        // Ask before raw mode and before the event stream exists (the reply would be stolen).
+        let keyboard_enhanced =
+            crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false);
+        enable_raw_mode()?;
+        let mut out = io::stdout();
+        execute!(out, EnableBracketedPaste)?;
+        if keyboard_enhanced {
+            // Lets Shift+Enter arrive as itself instead of a plain Enter.
+            execute!(
+                out,
+                PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+            )?;
+        }
+        Ok(Self { keyboard_enhanced })
+    }
+}
+
+impl Drop for TerminalModes {
+    fn drop(&mut self) {
+        let mut out = io::stdout();
+        if self.keyboard_enhanced {
+            let _ = queue!(out, PopKeyboardEnhancementFlags);
+        }
+        let _ = queue!(out, DisableBracketedPaste, cursor::Show);
+        let _ = out.flush();
+        let _ = disable_raw_mode();
+    }
+}
+
+/// On panic: put the terminal back first, so the message prints in cooked mode.
+fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let mut out = io::stdout();
+        let top = VIEWPORT_TOP.load(Ordering::Relaxed);
+        let _ = queue!(
+            out,
+            EndSynchronizedUpdate,
+            PopKeyboardEnhancementFlags,
+            DisableBracketedPaste,
+            cursor::MoveTo(0, top),
+            crossterm::terminal::Clear(crossterm::terminal::ClearType::FromCursorDown),
+            cursor::Show
+        );
+        let _ = out.flush();
+        let _ = disable_raw_mode();
+        previous(info);
+    }));
+}
+
+/// The loop proper, over any source of core events.
+async fn run_with(
+    sender: &OpSender,
+    events: &mut EventReceiver,
+    options: TuiOptions,
+) -> anyhow::Result<()> {
+    let _modes = TerminalModes::enter()?;
+    install_panic_hook();
+    let mut screen = Screen::new(
+        Box::new(|cursor| SafeScroll::new(io::stdout(), TtyProbe, cursor)),
+        options.no_color,
+    )?;
+    let mut app = App::new(&options);
+    let mut input = EventStream::new();
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut width = crossterm::terminal::size()?.0;
+    let mut replay_at: Option<tokio::time::Instant> = None;
+    let mut agent_open = true;
+    screen.frame(&app, Instant::now())?;
+
+    'outer: loop {
+        let mut redraw = true;
+        tokio::select! {
+            ev = input.next() => match ev {
+                Some(Ok(Event::Key(key))) => {
+                    for action in app.on_key(key, Instant::now()) {
+                        match action {
+                            Action::Submit(op) => {
+                                if sender.submit(op).is_err() {
+                                    agent_open = false;
+                                }
+                            }
+                            Action::ClearScreen => screen.reset()?,
+                            Action::Quit => break 'outer,
+                        }
+                    }
+                }
+                Some(Ok(Event::Paste(text))) => app.on_paste(&text),
+                Some(Ok(Event::Resize(w, h))) => {
+                    screen.on_resize(w, h)?;
+                    if w != width {
+                        replay_at = Some(tokio::time::Instant::now() + RESIZE_DEBOUNCE);
+                    }
+                }
+                Some(Ok(_)) => redraw = false,
+                Some(Err(e)) => return Err(e.into()),
+                None => break,
+            },
+            // `recv` is cancel-safe, so polling it from select! loses nothing.
+            ev = events.next_event(), if agent_open => match ev {
+                Ok(ev) => {
+                    app.on_core_event(&ev);
+                    for _ in 0..EVENTS_PER_FRAME {
+                        match events.next_event().now_or_never() {
+                            Some(Ok(ev)) => app.on_core_event(&ev),
+                            Some(Err(_)) => { agent_open = false; break; }
+                            None => break,
+                        }
+                    }
+                }
+                Err(_) => agent_open = false,
+            },
+            _ = tick.tick() => {
+                app.tick(Instant::now());
+                redraw = app.animating();
+            }
+            _ = sleep_until(replay_at), if replay_at.is_some() => {
+                replay_at = None;
+                width = crossterm::terminal::size()?.0;
+                screen.reset()?;
+            }
+        }
+        if !agent_open && app.chat.is_running() {
+            app.chat.commit(HistoryCell::Notice(
+                NoticeKind::Error,
+                "The agent stopped unexpectedly".into(),
+            ));
+            screen.frame(&app, Instant::now())?;
+            break;
+        }
+        if redraw {
+            screen.frame(&app, Instant::now())?;
+        }
+    }
+    if app.chat.is_running() {
+        let _ = sender.submit(Op::Cancel);
+    }
+    screen.restore()?;
+    Ok(())
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(at).await;
+    }
+}

@@ -1,0 +1,315 @@
+//! Tool groups: one row per call, grouped by batch; full and compact renderings.
+
+use corvid_protocol::{FileDiff, ToolKind, ToolOutput};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use similar::{ChangeTag, TextDiff};
+
+use crate::wrap::{truncate, wrap_line};
+
+/// Braille spinner frames for preparing and running calls.
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+/// Diff lines shown per file before the rest is summarised.
+const MAX_DIFF_LINES: usize = 24;
+/// Shell output lines shown (the tail).
+const SHELL_TAIL: usize = 5;
+
+/// The spinner glyph for an animation frame.
+pub fn spinner(frame: usize) -> &'static str {
+    SPINNER[frame % SPINNER.len()]
+}
+
+/// Where one call is in its lifecycle, as far as the UI cares.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallState {
+    /// The model named the tool; arguments still streaming.
+    Preparing,
+    /// Executing with complete arguments.
+    Running,
+    /// Waiting for the user's approval.
+    AwaitingApproval,
+    Completed(ToolOutput),
+    Failed(ToolOutput),
+}
+
+/// One row of a tool group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallRow {
+    pub call_id: String,
+    pub tool_name: String,
+    pub title: String,
+    pub kind: ToolKind,
+    pub state: CallState,
+}
+
+impl CallRow {
+    fn is_active(&self) -> bool {
+        matches!(
+            self.state,
+            CallState::Preparing | CallState::Running | CallState::AwaitingApproval
+        )
+    }
+}
+
+/// The calls of one model turn, and the label the fast model gave them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Batch {
+    pub calls: Vec<CallRow>,
+    pub completed: bool,
+    pub label: Option<String>,
+    /// Asked for approval or had a failure: such a batch is never merged (SPEC §7.4).
+    pub attention: bool,
+}
+
+impl Batch {
+    /// The call ids in order, as `BatchCompleted` and summaries list them.
+    pub fn ids(&self) -> Vec<String> {
+        self.calls.iter().map(|c| c.call_id.clone()).collect()
+    }
+}
+
+/// One or more batches shown as one group (several only when merged in compact mode).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolGroup {
+    pub batches: Vec<Batch>,
+    pub compact: bool,
+}
+
+impl ToolGroup {
+    /// All calls of all batches, in order.
+    pub fn calls(&self) -> impl Iterator<Item = &CallRow> {
+        self.batches.iter().flat_map(|b| b.calls.iter())
+    }
+
+    /// The call with this id, for state updates.
+    pub fn call_mut(&mut self, id: &str) -> Option<&mut CallRow> {
+        self.batches
+            .iter_mut()
+            .flat_map(|b| b.calls.iter_mut())
+            .find(|c| c.call_id == id)
+    }
+
+    /// Whether any batch of the group asked for approval or failed.
+    pub fn needs_attention(&self) -> bool {
+        self.batches.iter().any(|b| b.attention)
+    }
+
+    /// The compact header's label: the first contributing batch that has one.
+    pub fn label(&self) -> Option<&str> {
+        self.batches.iter().find_map(|b| b.label.as_deref())
+    }
+
+    /// Renders the group at `width`; `frame` animates spinners.
+    pub fn render(&self, width: u16, frame: usize) -> Vec<Line<'static>> {
+        if self.compact {
+            self.render_compact(width, frame)
+        } else {
+            self.render_full(width, frame)
+        }
+    }
+
+    fn render_full(&self, width: u16, frame: usize) -> Vec<Line<'static>> {
+        let mut out = Vec::new();
+        for call in self.calls() {
+            render_call(call, width, frame, true, &mut out);
+        }
+        out
+    }
+
+    fn render_compact(&self, width: u16, frame: usize) -> Vec<Line<'static>> {
+        let n = self.calls().count();
+        let running = self.calls().any(CallRow::is_active);
+        let failed = self
+            .calls()
+            .any(|c| matches!(c.state, CallState::Failed(_)));
+        let (icon, icon_style) = if running {
+            (spinner(frame), Style::new().fg(Color::Cyan))
+        } else if failed {
+            ("✗", Style::new().fg(Color::Red))
+        } else {
+            ("✓", Style::new().fg(Color::Green))
+        };
+        let header = match self.label() {
+            Some(label) => format!("{label} · {n} tool{}", if n == 1 { "" } else { "s" }),
+            None => format!("Tool × {n}"),
+        };
+        let head = Line::from(vec![
+            Span::styled(format!("{icon} "), icon_style),
+            Span::styled(header, Style::new().add_modifier(Modifier::BOLD)),
+        ]);
+        let mut out = wrap_line(&head, width, 2);
+        for call in self.calls() {
+            // Finished calls fold into the header; what is running or went wrong stays visible.
+            if call.is_active() || matches!(call.state, CallState::Failed(_)) {
+                render_call(call, width, frame, false, &mut out);
+            }
+        }
+        out
+    }
+}
+
+fn render_call(
+    call: &CallRow,
+    width: u16,
+    frame: usize,
+    details: bool,
+    out: &mut Vec<Line<'static>>,
+) {
+    let (icon, style) = match &call.state {
+        CallState::Preparing => (spinner(frame), Style::new().fg(Color::DarkGray)),
+        CallState::Running => (spinner(frame), Style::new().fg(Color::Cyan)),
+        CallState::AwaitingApproval => ("•", Style::new().fg(Color::Yellow)),
+        CallState::Completed(_) => ("✓", Style::new().fg(Color::Green)),
+        CallState::Failed(_) => ("✗", Style::new().fg(Color::Red)),
+    };
+    let title_style = match call.state {
+        CallState::Preparing => Style::new().fg(Color::DarkGray),
+        _ => Style::new().add_modifier(Modifier::BOLD),
+    };
+    let mut spans = vec![
+        Span::raw("  "),
+        Span::styled(format!("{icon} "), style),
+        Span::styled(call.title.clone(), title_style),
+    ];
+    match &call.state {
+        CallState::Preparing => spans.push(Span::styled(" …", Style::new().fg(Color::DarkGray))),
+        CallState::AwaitingApproval => spans.push(Span::styled(
+            " · awaiting approval",
+            Style::new().fg(Color::Yellow),
+        )),
+        CallState::Completed(o) | CallState::Failed(o) => {
+            let failed = matches!(call.state, CallState::Failed(_));
+            if let Some(s) = short_result(call.kind, o, failed) {
+                let st = if failed {
+                    Style::new().fg(Color::Red)
+                } else {
+                    Style::new().fg(Color::DarkGray)
+                };
+                let room = usize::from(width)
+                    .saturating_sub(call.title.chars().count() + 8)
+                    .max(20);
+                spans.push(Span::styled(format!(" · {}", truncate(&s, room)), st));
+            }
+        }
+        CallState::Running => {}
+    }
+    out.extend(wrap_line(&Line::from(spans), width, 4));
+    if !details {
+        return;
+    }
+    if let CallState::Completed(o) | CallState::Failed(o) = &call.state {
+        for d in &o.diffs {
+            out.extend(render_diff(d, width, MAX_DIFF_LINES));
+        }
+        if call.kind == ToolKind::Execute && o.diffs.is_empty() {
+            out.extend(shell_tail(&o.text, width));
+        }
+    }
+}
+
+/// A one-line result: the first line for failures, a line count or the only line otherwise.
+fn short_result(kind: ToolKind, o: &ToolOutput, failed: bool) -> Option<String> {
+    let text = o.text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())?
+        .trim()
+        .to_string();
+    let count = text.lines().count();
+    if failed || count == 1 {
+        return Some(first);
+    }
+    match kind {
+        ToolKind::Execute => None,
+        ToolKind::Edit if !o.diffs.is_empty() => None,
+        _ => Some(format!("{count} lines")),
+    }
+}
+
+fn shell_tail(text: &str, width: u16) -> Vec<Line<'static>> {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let skip = lines.len().saturating_sub(SHELL_TAIL);
+    let dim = Style::new().fg(Color::DarkGray);
+    let mut out = Vec::new();
+    if skip > 0 {
+        out.push(Line::from(Span::styled(
+            format!("    … {skip} earlier lines"),
+            dim,
+        )));
+    }
+    for l in &lines[skip..] {
+        let line = Line::from(vec![
+            Span::styled("    │ ", dim),
+            Span::styled(l.to_string(), dim),
+        ]);
+        out.extend(wrap_line(&line, width, 6));
+    }
+    out
+}
+
+/// A coloured unified diff of one file, at most `max` changed/context lines.
+pub fn render_diff(d: &FileDiff, width: u16, max: usize) -> Vec<Line<'static>> {
+    let old = d.old_text.as_deref().unwrap_or("");
+    let diff = TextDiff::from_lines(old, d.new_text.as_str());
+    let (mut added, mut removed) = (0usize, 0usize);
+    let mut body = Vec::new();
+    for (i, group) in diff.grouped_ops(2).iter().enumerate() {
+        if i > 0 {
+            body.push(Line::from(Span::styled(
+                "    ⋮",
+                Style::new().fg(Color::DarkGray),
+            )));
+        }
+        for op in group {
+            for change in diff.iter_changes(op) {
+                let (sign, style) = match change.tag() {
+                    ChangeTag::Delete => {
+                        removed += 1;
+                        ("-", Style::new().fg(Color::Red))
+                    }
+                    ChangeTag::Insert => {
+                        added += 1;
+                        ("+", Style::new().fg(Color::Green))
+                    }
+                    ChangeTag::Equal => (" ", Style::new().fg(Color::DarkGray)),
+                };
+                let lineno = change
+                    .new_index()
+                    .or(change.old_index())
+                    .map_or(0, |n| n + 1);
+                let text = change.value().trim_end_matches(['\n', '\r']).to_string();
+                body.push(Line::from(vec![
+                    Span::styled(
+                        format!("    {lineno:>4} "),
+                        Style::new().fg(Color::DarkGray),
+                    ),
+                    Span::styled(format!("{sign} {text}"), style),
+                ]));
+            }
+        }
+    }
+    let verb = if d.old_text.is_none() {
+        "Created"
+    } else {
+        "Changed"
+    };
+    let head = Line::from(Span::styled(
+        format!("    {verb} {} (+{added} -{removed})", d.path.display()),
+        Style::new().fg(Color::DarkGray),
+    ));
+    let mut out = wrap_line(&head, width, 6);
+    let hidden = body.len().saturating_sub(max);
+    for l in body.into_iter().take(max) {
+        out.extend(wrap_line(&l, width, 11));
+    }
+    if hidden > 0 {
+        out.push(Line::from(Span::styled(
+            format!("    … {hidden} more diff lines"),
+            Style::new().fg(Color::DarkGray),
+        )));
+    }
+    out
+}
