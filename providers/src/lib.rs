@@ -27,3 +27,17 @@ pub trait Provider: Send + Sync {
     /// A non-streaming request, assembled into one completion.
     fn complete(&self, request: ModelRequest) -> BoxFuture<'static, Result<Completion, ErrorInfo>>;
 }
+
+pub mod anthropic;
+pub mod error;
+mod history;
+pub mod http;
+pub mod openai_chat;
+pub mod sse;
+pub mod wire;
+
+pub use anthropic::AnthropicProvider;
+pub use error::{classify_http_error, classify_reqwest_error, classify_stream_error};
+pub use http::{ApiKey, ConfigError, ProviderConfig};
+pub use openai_chat::OpenAiChatProvider;
+pub use wire::{decode_body, Emitted, StreamDecoder, WireProtocol};

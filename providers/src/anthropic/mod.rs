@@ -1,0 +1,63 @@
+//! Anthropic Messages (`POST {baseUrl}/v1/messages`).
+
+mod parser;
+mod request;
+
+use std::sync::Arc;
+
+use corvid_protocol::{Completion, ErrorInfo, ModelRequest};
+use futures::future::BoxFuture;
+use reqwest::header::HeaderName;
+
+pub use parser::AnthropicParser;
+pub use request::DEFAULT_MAX_TOKENS;
+
+use crate::http::{ConfigError, Endpoint, ProviderConfig};
+use crate::wire::WireProtocol;
+use crate::{EventStream, Provider};
+
+/// The API version corvid's parser is written against.
+const API_VERSION: &str = "2023-06-01";
+
+/// A Messages API provider; cheap to clone, one connection pool per instance.
+#[derive(Debug, Clone)]
+pub struct AnthropicProvider {
+    endpoint: Arc<Endpoint>,
+}
+
+impl AnthropicProvider {
+    /// A provider for `config` (`base_url` is the host, e.g. `https://api.anthropic.com`).
+    pub fn new(config: &ProviderConfig) -> Result<Self, ConfigError> {
+        let mut headers = vec![(
+            HeaderName::from_static("anthropic-version"),
+            API_VERSION.to_owned(),
+        )];
+        if !config.api_key.is_empty() {
+            headers.push((
+                HeaderName::from_static("x-api-key"),
+                config.api_key.expose_secret().to_owned(),
+            ));
+        }
+        let endpoint = Endpoint::new(config, "v1/messages", headers)?;
+        Ok(Self {
+            endpoint: Arc::new(endpoint),
+        })
+    }
+}
+
+impl Provider for AnthropicProvider {
+    fn name(&self) -> &str {
+        "anthropic"
+    }
+
+    fn stream(&self, request: ModelRequest) -> EventStream {
+        let body = request::build_body(&request, true);
+        Endpoint::clone(&self.endpoint).stream(body, WireProtocol::AnthropicMessages)
+    }
+
+    fn complete(&self, request: ModelRequest) -> BoxFuture<'static, Result<Completion, ErrorInfo>> {
+        let body = request::build_body(&request, false);
+        let endpoint = Endpoint::clone(&self.endpoint);
+        Box::pin(endpoint.complete(body, parser::decode_message))
+    }
+}

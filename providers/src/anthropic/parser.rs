@@ -1,0 +1,359 @@
+//! Messages API events → stream events (SPEC §2.3).
+
+use std::collections::HashSet;
+
+use corvid_protocol::{
+    Completion, ErrorInfo, ErrorKind, FinishReason, StreamEvent, ToolCall, Usage,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::classify_stream_error;
+use crate::sse::{BodyEnd, SseEvent};
+use crate::wire::{
+    Emitted, Str, WireParser, collect_completion, lenient_u64, parse_args, truncated,
+};
+
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default)]
+    message: Option<MessageStart>,
+    #[serde(borrow, default)]
+    content_block: Option<Block<'a>>,
+    #[serde(borrow, default)]
+    delta: Option<Delta<'a>>,
+    #[serde(default)]
+    usage: Option<RawUsage>,
+}
+
+#[derive(Deserialize)]
+struct MessageStart {
+    #[serde(default)]
+    usage: Option<RawUsage>,
+}
+
+/// A content block, as opened by `content_block_start` or listed in a whole message.
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow, default)]
+    id: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    name: Option<Str<'a>>,
+    #[serde(default)]
+    input: Option<Value>,
+    #[serde(borrow, default)]
+    text: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    thinking: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    signature: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    text: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    partial_json: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    thinking: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    signature: Option<Str<'a>>,
+    #[serde(borrow, default)]
+    stop_reason: Option<Str<'a>>,
+}
+
+#[derive(Debug, Deserialize, Default, Clone, Copy)]
+struct RawUsage {
+    #[serde(default, deserialize_with = "lenient_u64")]
+    input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    output_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+impl RawUsage {
+    /// Later (cumulative) values supersede earlier ones field by field.
+    fn merge(&mut self, newer: &RawUsage) {
+        self.input_tokens = newer.input_tokens.or(self.input_tokens);
+        self.output_tokens = newer.output_tokens.or(self.output_tokens);
+        self.cache_read_input_tokens = newer
+            .cache_read_input_tokens
+            .or(self.cache_read_input_tokens);
+        self.cache_creation_input_tokens = newer
+            .cache_creation_input_tokens
+            .or(self.cache_creation_input_tokens);
+    }
+
+    /// Anthropic's `input_tokens` excludes cached tokens; corvid's counts the whole prompt.
+    fn normalise(&self) -> Usage {
+        let cached = self.cache_read_input_tokens.unwrap_or(0);
+        let input =
+            self.input_tokens.unwrap_or(0) + cached + self.cache_creation_input_tokens.unwrap_or(0);
+        let output = self.output_tokens.unwrap_or(0);
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            total_tokens: input + output,
+            cached_input_tokens: cached,
+            reasoning_tokens: 0,
+        }
+    }
+}
+
+/// An open `tool_use` block.
+#[derive(Debug)]
+struct OpenTool {
+    index: usize,
+    id: String,
+    name: String,
+    json: String,
+    /// The `input` given at `content_block_start` (Kimi-compatible servers put it all there).
+    start_input: Option<Value>,
+}
+
+/// Assembles one Messages response.
+#[derive(Debug, Default)]
+pub struct AnthropicParser {
+    open_tools: Vec<OpenTool>,
+    calls: Vec<ToolCall>,
+    announced_ids: HashSet<String>,
+    usage: RawUsage,
+    stop_reason: Option<String>,
+}
+
+impl WireParser for AnthropicParser {
+    fn on_event(&mut self, event: &SseEvent<'_>, out: &mut Vec<Emitted>) -> bool {
+        let at = Some(event.index);
+        let value: Event<'_> = match serde_json::from_str(event.data) {
+            Ok(value) => value,
+            Err(e) => {
+                tracing::warn!(at = event.index, error = %e, "skipping a data event that is not a JSON event");
+                return false;
+            }
+        };
+        match value.kind.as_str() {
+            "message_start" => {
+                if let Some(usage) = value.message.and_then(|m| m.usage) {
+                    self.add_usage(&usage, at, out);
+                }
+            }
+            "content_block_start" => {
+                if let Some(block) = value.content_block {
+                    self.start_block(value.index.unwrap_or(0), block, at, out);
+                }
+            }
+            "content_block_delta" => {
+                if let Some(delta) = value.delta {
+                    self.apply_delta(value.index.unwrap_or(0), delta, at, out);
+                }
+            }
+            "content_block_stop" => self.stop_block(value.index.unwrap_or(0)),
+            "message_delta" => {
+                if let Some(reason) = value.delta.and_then(|d| d.stop_reason) {
+                    self.stop_reason = Some(reason.0.into_owned());
+                }
+                if let Some(usage) = value.usage {
+                    self.add_usage(&usage, at, out);
+                }
+            }
+            "message_stop" => {
+                self.finish(at, out);
+                return true;
+            }
+            "error" => {
+                // Reparse as a plain value: error payloads are rare and their shape varies.
+                let payload = serde_json::from_str(event.data).unwrap_or(Value::Null);
+                out.push(Emitted::err(at, classify_stream_error(&payload)));
+                return true;
+            }
+            _ => {} // `ping` and types added later
+        }
+        false
+    }
+
+    fn on_end(&mut self, end: BodyEnd, out: &mut Vec<Emitted>) {
+        let message = match end {
+            BodyEnd::MidEvent => {
+                "the connection closed in the middle of an event, before message_stop"
+            }
+            BodyEnd::Clean => "the response ended before message_stop",
+        };
+        out.push(Emitted::err(None, truncated(message)));
+    }
+}
+
+impl AnthropicParser {
+    fn add_usage(&mut self, usage: &RawUsage, at: Option<usize>, out: &mut Vec<Emitted>) {
+        self.usage.merge(usage);
+        out.push(Emitted::ok(at, StreamEvent::Usage(self.usage.normalise())));
+    }
+
+    fn start_block(
+        &mut self,
+        index: usize,
+        block: Block<'_>,
+        at: Option<usize>,
+        out: &mut Vec<Emitted>,
+    ) {
+        match block.kind.as_str() {
+            "text" => push_text(block.text, at, out, |text| StreamEvent::Text { text }),
+            "thinking" => {
+                push_text(block.thinking, at, out, |text| StreamEvent::Thought {
+                    text,
+                });
+                push_text(block.signature, at, out, |signature| {
+                    StreamEvent::ThoughtSignature { signature }
+                });
+            }
+            "tool_use" | "server_tool_use" => {
+                let id = block.id.map(|s| s.0.into_owned()).unwrap_or_default();
+                let name = block.name.map(|s| s.0.into_owned()).unwrap_or_default();
+                if !id.is_empty() && !name.is_empty() && self.announced_ids.insert(id.clone()) {
+                    let event = StreamEvent::ToolPreparing {
+                        call_id: id.clone(),
+                        tool_name: name.clone(),
+                    };
+                    out.push(Emitted::ok(at, event));
+                }
+                self.open_tools.push(OpenTool {
+                    index,
+                    id,
+                    name,
+                    json: String::new(),
+                    start_input: block.input,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn apply_delta(
+        &mut self,
+        index: usize,
+        delta: Delta<'_>,
+        at: Option<usize>,
+        out: &mut Vec<Emitted>,
+    ) {
+        match delta.kind.as_ref().map(Str::as_str) {
+            Some("text_delta") => push_text(delta.text, at, out, |text| StreamEvent::Text { text }),
+            Some("thinking_delta") => push_text(delta.thinking, at, out, |text| {
+                StreamEvent::Thought { text }
+            }),
+            Some("signature_delta") => push_text(delta.signature, at, out, |signature| {
+                StreamEvent::ThoughtSignature { signature }
+            }),
+            Some("input_json_delta") => {
+                if let (Some(tool), Some(part)) = (
+                    self.open_tools.iter_mut().rfind(|t| t.index == index),
+                    delta.partial_json,
+                ) {
+                    tool.json.push_str(part.as_str());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn stop_block(&mut self, index: usize) {
+        if let Some(pos) = self.open_tools.iter().rposition(|t| t.index == index) {
+            let tool = self.open_tools.remove(pos);
+            self.calls.push(close_tool(tool));
+        }
+    }
+
+    /// Releases the complete calls, the usage of a whole message, and the finish reason.
+    fn finish(&mut self, at: Option<usize>, out: &mut Vec<Emitted>) {
+        // A block never closed before message_stop still ends with the message.
+        for tool in std::mem::take(&mut self.open_tools) {
+            self.calls.push(close_tool(tool));
+        }
+        let calls = std::mem::take(&mut self.calls);
+        let reason = normalise_stop(self.stop_reason.as_deref(), !calls.is_empty());
+        for call in calls {
+            out.push(Emitted::ok(at, StreamEvent::ToolCall(call)));
+        }
+        out.push(Emitted::ok(at, StreamEvent::Finished { reason }));
+    }
+}
+
+fn close_tool(tool: OpenTool) -> ToolCall {
+    let args = if tool.json.trim().is_empty() {
+        match tool.start_input {
+            Some(input @ Value::Object(_)) => input,
+            _ => Value::Object(Default::default()),
+        }
+    } else {
+        parse_args(&tool.json)
+    };
+    ToolCall {
+        call_id: tool.id,
+        name: tool.name,
+        args,
+    }
+}
+
+fn push_text(
+    text: Option<Str<'_>>,
+    at: Option<usize>,
+    out: &mut Vec<Emitted>,
+    make: impl FnOnce(String) -> StreamEvent,
+) {
+    if let Some(text) = text.filter(|t| !t.as_str().is_empty()) {
+        out.push(Emitted::ok(at, make(text.0.into_owned())));
+    }
+}
+
+fn normalise_stop(raw: Option<&str>, has_calls: bool) -> FinishReason {
+    match raw {
+        Some("max_tokens") | Some("model_context_window_exceeded") => FinishReason::MaxTokens,
+        Some("refusal") => FinishReason::Refusal,
+        _ if has_calls => FinishReason::ToolCalls,
+        None | Some("end_turn") | Some("stop_sequence") => FinishReason::Stop,
+        Some("tool_use") => FinishReason::ToolCalls,
+        Some(other) => FinishReason::Other(other.to_owned()),
+    }
+}
+
+#[derive(Deserialize)]
+struct WholeMessage<'a> {
+    #[serde(borrow, default)]
+    content: Vec<Block<'a>>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<RawUsage>,
+}
+
+/// Converts a non-streaming Messages response through the same assembly as the stream.
+pub(crate) fn decode_message(body: &[u8]) -> Result<Completion, ErrorInfo> {
+    let message: WholeMessage<'_> = serde_json::from_slice(body).map_err(|e| {
+        ErrorInfo::new(
+            ErrorKind::Server,
+            format!("the provider's response is not a Messages object: {e}"),
+        )
+    })?;
+    let mut parser = AnthropicParser::default();
+    let mut out = Vec::new();
+    for (index, block) in message.content.into_iter().enumerate() {
+        parser.start_block(index, block, None, &mut out);
+        parser.stop_block(index);
+    }
+    parser.stop_reason = message.stop_reason;
+    if let Some(usage) = message.usage {
+        parser.add_usage(&usage, None, &mut out);
+    }
+    parser.finish(None, &mut out);
+    collect_completion(out.into_iter().map(|e| e.item))
+}

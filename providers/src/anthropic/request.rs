@@ -1,0 +1,91 @@
+//! `ModelRequest` → Messages API request body.
+
+use corvid_protocol::{Message, ModelRequest, Part, Role};
+use serde_json::{Map, Value, json};
+
+use crate::history::paired;
+
+/// The Messages API requires a limit; this one fits every current model.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// Builds the JSON body of `POST /v1/messages`.
+pub(crate) fn build_body(request: &ModelRequest, stream: bool) -> Value {
+    let mut messages: Vec<(Role, Vec<Value>)> = Vec::with_capacity(request.messages.len());
+    for message in paired(&request.messages) {
+        let blocks = blocks(&message);
+        if blocks.is_empty() {
+            continue;
+        }
+        match messages.last_mut() {
+            // Dropping an empty message can leave two of one role next to each other.
+            Some((role, existing)) if *role == message.role => existing.extend(blocks),
+            _ => messages.push((message.role, blocks)),
+        }
+    }
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|(role, mut blocks)| {
+            // tool_result blocks must open a user message.
+            blocks.sort_by_key(|b| b["type"] != "tool_result");
+            let role = match role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            };
+            json!({"role": role, "content": blocks})
+        })
+        .collect();
+    let mut body = Map::new();
+    body.insert("model".into(), json!(request.model));
+    body.insert(
+        "max_tokens".into(),
+        json!(request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+    );
+    if !request.system.is_empty() {
+        body.insert("system".into(), json!(request.system));
+    }
+    body.insert("messages".into(), Value::Array(messages));
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(temperature) = request.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    body.insert("stream".into(), json!(stream));
+    Value::Object(body)
+}
+
+fn blocks(message: &Message) -> Vec<Value> {
+    message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            // The API rejects empty text blocks.
+            Part::Text { text } if text.is_empty() => None,
+            Part::Text { text } => Some(json!({"type": "text", "text": text})),
+            // Only signed thinking can be sent back; an unsigned one would be rejected.
+            Part::Thought { text, signature: Some(signature) } if message.role == Role::Assistant => {
+                Some(json!({"type": "thinking", "thinking": text, "signature": signature}))
+            }
+            Part::Thought { .. } => None,
+            Part::ToolCall(call) => {
+                // Arguments that never parsed into an object cannot be a tool_use input.
+                let input = if call.args.is_object() { call.args.clone() } else { json!({}) };
+                Some(json!({"type": "tool_use", "id": call.call_id, "name": call.name, "input": input}))
+            }
+            Part::ToolResult(result) => {
+                let mut block = json!({
+                    "type": "tool_result", "tool_use_id": result.call_id, "content": result.output,
+                });
+                if result.is_error {
+                    block["is_error"] = json!(true);
+                }
+                Some(block)
+            }
+        })
+        .collect()
+}

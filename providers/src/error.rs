@@ -1,0 +1,277 @@
+//! One classification of every failure (SPEC §2.4): HTTP status, headers and body, in-stream
+//! error objects, and transport errors.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use corvid_protocol::{ErrorInfo, ErrorKind};
+use serde_json::Value;
+
+/// Response headers, as classification reads them (re-exported so callers need no reqwest).
+pub use reqwest::header::HeaderMap;
+
+/// Longest slice of a non-JSON error body kept as the message.
+const MAX_RAW_MESSAGE: usize = 500;
+
+/// Classifies a non-success HTTP response from its status, headers and body.
+pub fn classify_http_error(status: u16, headers: &HeaderMap, body: &[u8]) -> ErrorInfo {
+    classify_http_error_at(status, headers, body, SystemTime::now())
+}
+
+/// [`classify_http_error`] with the clock passed in, so HTTP-date `retry-after` is testable.
+pub fn classify_http_error_at(
+    status: u16,
+    headers: &HeaderMap,
+    body: &[u8],
+    now: SystemTime,
+) -> ErrorInfo {
+    let json: Option<Value> = serde_json::from_slice(body).ok();
+    let details = json
+        .as_ref()
+        .map(ErrorDetails::from_body)
+        .unwrap_or_default();
+    let message = details
+        .message
+        .clone()
+        .unwrap_or_else(|| raw_message(status, body));
+    let kind = classify(Some(status), &details, &message);
+    let request_id = header(headers, "x-request-id")
+        .or_else(|| header(headers, "request-id"))
+        .or(details.request_id);
+    ErrorInfo {
+        kind,
+        message,
+        status: Some(status),
+        request_id,
+        retry_after_ms: retry_after_ms(headers, now),
+    }
+}
+
+/// Classifies an error object found inside a stream (OpenAI `error`, Anthropic `event: error`).
+pub fn classify_stream_error(payload: &Value) -> ErrorInfo {
+    let details = ErrorDetails::from_body(payload);
+    let message = details
+        .message
+        .clone()
+        .unwrap_or_else(|| format!("the provider sent an error in the stream: {payload}"));
+    let status = details.status;
+    let kind = classify(status, &details, &message);
+    ErrorInfo {
+        kind,
+        message,
+        status,
+        request_id: details.request_id,
+        retry_after_ms: None,
+    }
+}
+
+/// Classifies a transport failure; `started` says whether response bytes were already read
+/// (a broken body then means a truncated stream rather than a failed connection).
+pub fn classify_reqwest_error(error: &reqwest::Error, started: bool) -> ErrorInfo {
+    // Never print the URL: it is harmless today, but a base URL may carry credentials.
+    let mut detail = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        detail.push_str(": ");
+        detail.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    if let Some(url) = error.url() {
+        detail = detail.replace(url.as_str(), "<url>");
+    }
+    let (kind, what) = if started {
+        (ErrorKind::StreamTruncated, "the response stream broke")
+    } else if error.is_timeout() {
+        (ErrorKind::Network, "the request timed out")
+    } else if error.is_connect() {
+        (ErrorKind::Network, "could not connect to the provider")
+    } else if error.is_builder() {
+        (ErrorKind::BadRequest, "could not build the request")
+    } else {
+        (ErrorKind::Network, "the request failed")
+    };
+    ErrorInfo::new(
+        kind,
+        format!("{what} ({detail}); check the network and the base URL"),
+    )
+}
+
+#[derive(Debug, Default)]
+struct ErrorDetails {
+    message: Option<String>,
+    /// `error.type` (OpenAI, Anthropic) and `error.code` (OpenAI), lowercased.
+    type_and_code: String,
+    status: Option<u16>,
+    request_id: Option<String>,
+}
+
+impl ErrorDetails {
+    fn from_body(body: &Value) -> Self {
+        let error = body.get("error").unwrap_or(body);
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+        let message = match error {
+            Value::String(s) => Some(s.clone()),
+            _ => text(error.get("message")).or_else(|| text(body.get("message"))),
+        };
+        let mut type_and_code = String::new();
+        for key in ["type", "code", "status"] {
+            if let Some(s) = error.get(key).and_then(Value::as_str) {
+                type_and_code.push_str(&s.to_ascii_lowercase());
+                type_and_code.push(' ');
+            }
+        }
+        // OpenRouter and others put the upstream HTTP status in a numeric `code`.
+        let status = ["code", "status"]
+            .iter()
+            .find_map(|k| error.get(*k).and_then(Value::as_u64))
+            .and_then(|n| u16::try_from(n).ok())
+            .filter(|n| (100..600).contains(n));
+        Self {
+            message,
+            type_and_code,
+            status,
+            request_id: text(body.get("request_id")).or_else(|| text(error.get("request_id"))),
+        }
+    }
+}
+
+fn classify(status: Option<u16>, details: &ErrorDetails, message: &str) -> ErrorKind {
+    let words = format!("{} {}", details.type_and_code, message.to_ascii_lowercase());
+    let overloaded = words.contains("overload");
+    let server_side = matches!(status, Some(429) | Some(500..=599));
+    if !server_side && is_context_wording(&words) {
+        return ErrorKind::ContextTooLong;
+    }
+    match status {
+        Some(429) if overloaded => ErrorKind::Overloaded,
+        Some(429) => ErrorKind::RateLimited,
+        Some(503 | 529) => ErrorKind::Overloaded,
+        Some(500..=599) if overloaded => ErrorKind::Overloaded,
+        Some(500..=599) => ErrorKind::Server,
+        Some(401 | 403) => ErrorKind::Auth,
+        Some(408) => ErrorKind::Network,
+        Some(400..=499) => ErrorKind::BadRequest,
+        Some(_) => ErrorKind::Server,
+        None => classify_by_words(&words, overloaded),
+    }
+}
+
+/// In-stream errors carry no status: the error type and code decide.
+fn classify_by_words(words: &str, overloaded: bool) -> ErrorKind {
+    if overloaded {
+        ErrorKind::Overloaded
+    } else if words.contains("rate_limit")
+        || words.contains("rate limit")
+        || words.contains("quota")
+    {
+        ErrorKind::RateLimited
+    } else if words.contains("authentication")
+        || words.contains("permission")
+        || words.contains("api key")
+    {
+        ErrorKind::Auth
+    } else if words.contains("invalid_request")
+        || words.contains("not_found")
+        || words.contains("request_too_large")
+    {
+        ErrorKind::BadRequest
+    } else {
+        ErrorKind::Server
+    }
+}
+
+fn is_context_wording(words: &str) -> bool {
+    [
+        "context_length",
+        "context length",
+        "context window",
+        "maximum context",
+        "prompt is too long",
+        "prompt too long",
+        "input is too long",
+        "too many input tokens",
+    ]
+    .iter()
+    .any(|w| words.contains(w))
+}
+
+fn raw_message(status: u16, body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        return format!("HTTP {status} with an empty body");
+    }
+    let mut end = text.len().min(MAX_RAW_MESSAGE);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+fn header(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+}
+
+/// `retry-after-ms` (OpenAI, fractional) wins over `retry-after` (seconds or an HTTP date).
+fn retry_after_ms(headers: &HeaderMap, now: SystemTime) -> Option<u64> {
+    let ms = header(headers, "retry-after-ms").and_then(|v| v.parse::<f64>().ok());
+    if let Some(ms) = ms.filter(|ms| ms.is_finite() && *ms >= 0.0) {
+        return Some(ms.round() as u64);
+    }
+    let value = header(headers, "retry-after")?;
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| (secs * 1000.0).round() as u64);
+    }
+    let at = parse_http_date(&value)?;
+    let wait = at.duration_since(now).unwrap_or(Duration::ZERO);
+    Some(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Parses the IMF-fixdate form of an HTTP date (`Wed, 21 Oct 2015 07:28:00 GMT`), the only
+/// form servers are allowed to send.
+fn parse_http_date(value: &str) -> Option<SystemTime> {
+    let mut parts = value.split_ascii_whitespace();
+    let _weekday = parts.next()?;
+    let day: u64 = parts.next()?.parse().ok()?;
+    let month = match parts.next()? {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
+        _ => return None,
+    };
+    let year: i64 = parts.next()?.parse().ok()?;
+    let mut hms = parts.next()?.split(':').map(|p| p.parse::<u64>().ok());
+    let (h, m, s) = (hms.next()??, hms.next()??, hms.next()??);
+    if parts.next()? != "GMT" || day == 0 || day > 31 || h > 23 || m > 59 || s > 60 {
+        return None;
+    }
+    let days = u64::try_from(days_from_civil(year, month, day as i64)).ok()?;
+    Some(UNIX_EPOCH + Duration::from_secs(days * 86_400 + h * 3600 + m * 60 + s))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {}

@@ -1,0 +1,72 @@
+//! OpenAI Chat Completions (`POST {baseUrl}/chat/completions`) and compatible servers.
+
+mod parser;
+mod request;
+
+use std::sync::Arc;
+
+use corvid_protocol::{Completion, ErrorInfo, ModelRequest};
+use futures::future::BoxFuture;
+use reqwest::header::AUTHORIZATION;
+
+pub use parser::OpenAiChatParser;
+pub use request::MaxTokensField;
+
+use crate::http::{ConfigError, Endpoint, ProviderConfig};
+use crate::wire::WireProtocol;
+use crate::{EventStream, Provider};
+use request::{Delivery, build_body};
+
+/// A Chat Completions provider; cheap to clone, one connection pool per instance.
+#[derive(Debug, Clone)]
+pub struct OpenAiChatProvider {
+    endpoint: Arc<Endpoint>,
+    max_tokens_field: MaxTokensField,
+}
+
+impl OpenAiChatProvider {
+    /// A provider for `config`. The token-limit field defaults to `max_completion_tokens` on
+    /// api.openai.com (its reasoning models reject `max_tokens`) and `max_tokens` elsewhere.
+    pub fn new(config: &ProviderConfig) -> Result<Self, ConfigError> {
+        let mut auth = Vec::new();
+        if !config.api_key.is_empty() {
+            auth.push((
+                AUTHORIZATION,
+                format!("Bearer {}", config.api_key.expose_secret()),
+            ));
+        }
+        let endpoint = Endpoint::new(config, "chat/completions", auth)?;
+        let max_tokens_field = if endpoint.host() == Some("api.openai.com") {
+            MaxTokensField::MaxCompletionTokens
+        } else {
+            MaxTokensField::MaxTokens
+        };
+        Ok(Self {
+            endpoint: Arc::new(endpoint),
+            max_tokens_field,
+        })
+    }
+
+    /// Overrides which field carries `max_output_tokens`.
+    pub fn with_max_tokens_field(mut self, field: MaxTokensField) -> Self {
+        self.max_tokens_field = field;
+        self
+    }
+}
+
+impl Provider for OpenAiChatProvider {
+    fn name(&self) -> &str {
+        "openai"
+    }
+
+    fn stream(&self, request: ModelRequest) -> EventStream {
+        let body = build_body(&request, Delivery::Stream, self.max_tokens_field);
+        Endpoint::clone(&self.endpoint).stream(body, WireProtocol::OpenAiChat)
+    }
+
+    fn complete(&self, request: ModelRequest) -> BoxFuture<'static, Result<Completion, ErrorInfo>> {
+        let body = build_body(&request, Delivery::Whole, self.max_tokens_field);
+        let endpoint = Endpoint::clone(&self.endpoint);
+        Box::pin(endpoint.complete(body, parser::decode_response))
+    }
+}

@@ -1,0 +1,137 @@
+//! `ModelRequest` → Chat Completions request body.
+
+use corvid_protocol::{Message, ModelRequest, Part, Role};
+use serde_json::{Map, Value, json};
+
+use crate::history::paired;
+
+/// Which field carries the output-token limit: OpenAI's reasoning models reject `max_tokens`,
+/// while many compatible servers only know `max_tokens`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxTokensField {
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+/// Whether the request asks for a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    Stream,
+    Whole,
+}
+
+/// Builds the JSON body of `POST /chat/completions`.
+pub(crate) fn build_body(
+    request: &ModelRequest,
+    delivery: Delivery,
+    max_field: MaxTokensField,
+) -> Value {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    for message in paired(&request.messages) {
+        push_message(&message, &mut messages);
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(request.model));
+    body.insert("messages".into(), Value::Array(messages));
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters,
+                }})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(max) = request.max_output_tokens {
+        let key = match max_field {
+            MaxTokensField::MaxTokens => "max_tokens",
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+        };
+        body.insert(key.into(), json!(max));
+    }
+    if let Some(temperature) = request.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    match delivery {
+        Delivery::Stream => {
+            body.insert("stream".into(), json!(true));
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        Delivery::Whole => {
+            body.insert("stream".into(), json!(false));
+        }
+    }
+    Value::Object(body)
+}
+
+fn push_message(message: &Message, out: &mut Vec<Value>) {
+    let text: Vec<&str> = message
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } if !text.is_empty() => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    match message.role {
+        Role::Assistant => {
+            let calls: Vec<Value> = message
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::ToolCall(c) => Some(json!({
+                        "id": c.call_id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": arguments_text(&c.args)},
+                    })),
+                    _ => None,
+                })
+                .collect();
+            if text.is_empty() && calls.is_empty() {
+                return; // only reasoning: Chat Completions has no place to send it back
+            }
+            let mut m = Map::new();
+            m.insert("role".into(), json!("assistant"));
+            m.insert(
+                "content".into(),
+                if text.is_empty() {
+                    Value::Null
+                } else {
+                    json!(text.concat())
+                },
+            );
+            if !calls.is_empty() {
+                m.insert("tool_calls".into(), Value::Array(calls));
+            }
+            out.push(Value::Object(m));
+        }
+        Role::User => {
+            // Tool results must directly follow the assistant message that made the calls.
+            for part in &message.parts {
+                if let Part::ToolResult(r) = part {
+                    out.push(
+                        json!({"role": "tool", "tool_call_id": r.call_id, "content": r.output}),
+                    );
+                }
+            }
+            if !text.is_empty() {
+                out.push(json!({"role": "user", "content": text.join("\n\n")}));
+            }
+        }
+    }
+}
+
+/// Arguments go back exactly as the model wrote them: objects re-serialised, and text that
+/// did not parse (kept as a JSON string, see `parse_args`) verbatim.
+fn arguments_text(args: &Value) -> String {
+    match args {
+        Value::String(raw) => raw.clone(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,231 @@
+//! What the live HTTP path and `corvid debug replay-sse` share: SSE framing feeding one wire
+//! parser, producing [`StreamItem`]s tagged with the data event that produced them.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use corvid_protocol::{Completion, ErrorInfo, ErrorKind, StreamEvent, StreamItem};
+use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
+use serde_json::Value;
+
+use crate::anthropic::AnthropicParser;
+use crate::openai_chat::OpenAiChatParser;
+use crate::sse::{BodyEnd, SseDecoder, SseEvent};
+
+/// A decoded item and the 0-based data event that produced it (`None`: the end of the body).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Emitted {
+    pub at: Option<usize>,
+    pub item: StreamItem,
+}
+
+impl Emitted {
+    pub(crate) fn ok(at: Option<usize>, event: StreamEvent) -> Self {
+        Self {
+            at,
+            item: Ok(event),
+        }
+    }
+
+    pub(crate) fn err(at: Option<usize>, error: ErrorInfo) -> Self {
+        Self {
+            at,
+            item: Err(error),
+        }
+    }
+}
+
+/// The wire protocols corvid speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WireProtocol {
+    /// OpenAI Chat Completions and the many servers compatible with it.
+    OpenAiChat,
+    /// Anthropic Messages.
+    AnthropicMessages,
+}
+
+/// A wire parser: turns dispatched SSE events into stream items.
+pub(crate) trait WireParser {
+    /// Handles one data event; returns `true` once the stream is over (finished or failed).
+    fn on_event(&mut self, event: &SseEvent<'_>, out: &mut Vec<Emitted>) -> bool;
+    /// Handles the end of the body when no event ended the stream.
+    fn on_end(&mut self, end: BodyEnd, out: &mut Vec<Emitted>);
+}
+
+enum Parser {
+    OpenAi(OpenAiChatParser),
+    Anthropic(AnthropicParser),
+}
+
+/// SSE framing plus the protocol's parser: push body bytes in, get stream items out.
+///
+/// The stream is over after the first `Finished` or `Err`; later bytes are ignored.
+pub struct StreamDecoder {
+    sse: SseDecoder,
+    parser: Parser,
+    done: bool,
+}
+
+impl fmt::Debug for StreamDecoder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamDecoder")
+            .field("data_events", &self.sse.data_events())
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StreamDecoder {
+    /// A decoder for one response body of `protocol`.
+    pub fn new(protocol: WireProtocol) -> Self {
+        let parser = match protocol {
+            WireProtocol::OpenAiChat => Parser::OpenAi(OpenAiChatParser::default()),
+            WireProtocol::AnthropicMessages => Parser::Anthropic(AnthropicParser::default()),
+        };
+        Self {
+            sse: SseDecoder::new(),
+            parser,
+            done: false,
+        }
+    }
+
+    /// Whether the stream already ended (finished or failed).
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Feeds body bytes; every item they complete is appended to `out` at once.
+    pub fn push(&mut self, bytes: &[u8], out: &mut Vec<Emitted>) {
+        if self.done {
+            return;
+        }
+        let Self { sse, parser, done } = self;
+        sse.push(bytes, |event| {
+            if *done {
+                return;
+            }
+            *done = match parser {
+                Parser::OpenAi(p) => p.on_event(&event, out),
+                Parser::Anthropic(p) => p.on_event(&event, out),
+            };
+        });
+    }
+
+    /// Ends the body: a stream that did not finish becomes a `stream_truncated` error.
+    pub fn finish(&mut self, out: &mut Vec<Emitted>) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        let end = self.sse.finish();
+        match &mut self.parser {
+            Parser::OpenAi(p) => p.on_end(end, out),
+            Parser::Anthropic(p) => p.on_end(end, out),
+        }
+    }
+}
+
+/// Decodes a whole captured body at once (what `debug replay-sse` and tests use).
+pub fn decode_body(protocol: WireProtocol, body: &[u8]) -> Vec<Emitted> {
+    let mut decoder = StreamDecoder::new(protocol);
+    let mut out = Vec::new();
+    decoder.push(body, &mut out);
+    decoder.finish(&mut out);
+    out
+}
+
+/// Folds a finished stream's items into one [`Completion`] (the non-streaming result).
+pub fn collect_completion(
+    items: impl IntoIterator<Item = StreamItem>,
+) -> Result<Completion, ErrorInfo> {
+    let mut completion = Completion::default();
+    let mut finished = false;
+    for item in items {
+        match item? {
+            StreamEvent::Text { text } => completion.text.push_str(&text),
+            StreamEvent::ToolCall(call) => completion.tool_calls.push(call),
+            StreamEvent::Usage(usage) => completion.usage = Some(usage),
+            StreamEvent::Finished { reason } => {
+                completion.finish_reason = Some(reason);
+                finished = true;
+            }
+            StreamEvent::Thought { .. }
+            | StreamEvent::ThoughtSignature { .. }
+            | StreamEvent::ToolPreparing { .. } => {}
+        }
+    }
+    if finished {
+        Ok(completion)
+    } else {
+        Err(truncated("the response ended before it finished"))
+    }
+}
+
+/// The error for a body that ended before the response finished.
+pub(crate) fn truncated(message: &str) -> ErrorInfo {
+    ErrorInfo::new(ErrorKind::StreamTruncated, message)
+}
+
+/// Turns assembled argument text into the call's `args`.
+///
+/// Empty means `{}`. Text that is not a JSON object is kept verbatim as a JSON string value,
+/// so the core can answer the model with a tool error naming the problem (SPEC §2.2 rule 9)
+/// and the same text can be sent back in the history.
+pub(crate) fn parse_args(text: &str) -> Value {
+    if text.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(value @ Value::Object(_)) => value,
+        _ => Value::String(text.to_owned()),
+    }
+}
+
+/// A JSON string borrowed from the input when it has no escapes (keeps decoding lean).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Str<'a>(pub Cow<'a, str>);
+
+impl Str<'_> {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Str<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+            // Some servers send an already-parsed arguments object instead of a string.
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                let value = Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Str(Cow::Owned(value.to_string())))
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
+}
+
+/// A token count that tolerates floats and nulls (seen in compatible servers' usage objects).
+pub(crate) fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let value = Option::<Value>::deserialize(d)?;
+    Ok(value.and_then(|v| match v {
+        Value::Number(n) => n
+            .as_u64()
+            .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)),
+        _ => None,
+    }))
+}
