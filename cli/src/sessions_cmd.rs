@@ -1,0 +1,606 @@
+//! `corvid sessions list` and `corvid sessions show ID` (SPEC §1.1, §9): recorded sessions of
+//! this project as plain text, so people can find the one to resume and read what happened.
+//!
+//! Both commands write to any `Write`, so they are tested by comparing the whole rendered text.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::Path;
+
+use corvid_core::session::{Record, SessionStore, SessionSummary};
+use corvid_protocol::{Message, Part, Role, ToolCall, ToolResult, Usage};
+
+/// Longest first prompt shown in a listing row.
+const PROMPT_WIDTH: usize = 60;
+/// Longest single line of a transcript detail (tool arguments, result line, thought).
+const DETAIL_WIDTH: usize = 80;
+/// What a call recorded without a result (a crash mid-batch) shows; the same words as the replay.
+const INTERRUPTED: &str = "interrupted: the session ended before this call finished";
+
+/// Prints this project's recorded sessions, newest first: id, start time (UTC), model and the
+/// first prompt on one line; a friendly line when there are none.
+pub fn list_sessions(store: &SessionStore, cwd: &Path, out: &mut impl Write) -> anyhow::Result<()> {
+    let sessions = store.list(cwd)?;
+    if sessions.is_empty() {
+        writeln!(
+            out,
+            "No recorded sessions for {} yet; sessions are recorded as you work.",
+            cwd.display()
+        )?;
+        return Ok(());
+    }
+    let rows: Vec<[String; 4]> = sessions.iter().map(list_row).collect();
+    let header = [
+        "ID".to_owned(),
+        "STARTED (UTC)".to_owned(),
+        "MODEL".to_owned(),
+        "FIRST PROMPT".to_owned(),
+    ];
+    let widths: Vec<usize> = (0..3)
+        .map(|col| {
+            std::iter::once(&header)
+                .chain(&rows)
+                .map(|row| row[col].chars().count())
+                .max()
+                .unwrap_or_default()
+        })
+        .collect();
+    for row in std::iter::once(&header).chain(&rows) {
+        let line = format!(
+            "{:<w0$}  {:<w1$}  {:<w2$}  {}",
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+        );
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+fn list_row(session: &SessionSummary) -> [String; 4] {
+    let prompt = if session.first_prompt.trim().is_empty() {
+        "(no prompt)".to_owned()
+    } else {
+        one_line(&session.first_prompt, PROMPT_WIDTH)
+    };
+    [
+        session.id.clone(),
+        utc_minutes(session.started_at_ms),
+        one_line(&session.model, DETAIL_WIDTH),
+        prompt,
+    ]
+}
+
+/// Prints one session (by id or unique id prefix) as a readable transcript: a header line, then
+/// prompts (`> `), assistant text, thoughts, tool calls with their outcome and first output line,
+/// tool-use summaries (`● `), model changes and total usage; load warnings come last.
+pub fn show_session(
+    store: &SessionStore,
+    cwd: &Path,
+    id: &str,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let session = store.load(cwd, id)?;
+    let header = &session.header;
+    writeln!(
+        out,
+        "Session {} · {} · started {} UTC · {}",
+        header.session_id,
+        one_line(&header.model, DETAIL_WIDTH),
+        utc_minutes(header.started_at_ms),
+        header.cwd.display()
+    )?;
+
+    // Results arrive in the message after their calls; each call line shows its outcome.
+    let results: HashMap<&str, &ToolResult> = session
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Message { message } => Some(message),
+            _ => None,
+        })
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| match p {
+            Part::ToolResult(result) => Some((result.call_id.as_str(), result)),
+            _ => None,
+        })
+        .collect();
+    let mut called = HashSet::new();
+    let mut usage = Usage::default();
+    let mut saw_usage = false;
+    for record in &session.records {
+        match record {
+            Record::Message { message } => {
+                write_message(out, message, &results, &mut called)?;
+            }
+            Record::ToolUseSummary { summary, .. } => {
+                writeln!(out, "● {}", one_line(summary, usize::MAX))?;
+            }
+            Record::ModelChange { from, to } => {
+                writeln!(
+                    out,
+                    "(model changed: {} → {})",
+                    one_line(from, DETAIL_WIDTH),
+                    one_line(to, DETAIL_WIDTH)
+                )?;
+            }
+            Record::Usage { usage: u, .. } => {
+                usage.add(u);
+                saw_usage = true;
+            }
+            Record::Header(_) => {}
+        }
+    }
+    if saw_usage {
+        writeln!(
+            out,
+            "\nTokens: {} in ({} cached) · {} out",
+            usage.input_tokens, usage.cached_input_tokens, usage.output_tokens
+        )?;
+    }
+    for warning in &session.warnings {
+        writeln!(out, "warning: {}", one_line(warning, usize::MAX))?;
+    }
+    Ok(())
+}
+
+fn write_message<'a>(
+    out: &mut impl Write,
+    message: &'a Message,
+    results: &HashMap<&str, &ToolResult>,
+    called: &mut HashSet<&'a str>,
+) -> std::io::Result<()> {
+    let is_prompt =
+        message.role == Role::User && message.parts.iter().any(|p| matches!(p, Part::Text { .. }));
+    if is_prompt {
+        writeln!(out)?;
+    }
+    for part in &message.parts {
+        match part {
+            Part::Text { text } if message.role == Role::User => {
+                for line in clean_block(text).lines() {
+                    writeln!(out, "> {line}")?;
+                }
+            }
+            Part::Text { text } => {
+                let text = clean_block(text);
+                if !text.trim().is_empty() {
+                    writeln!(out, "{}", text.trim_end())?;
+                }
+            }
+            Part::Thought { text, .. } => {
+                if !text.trim().is_empty() {
+                    writeln!(out, "(thinking) {}", one_line(text, DETAIL_WIDTH))?;
+                }
+            }
+            Part::ToolCall(call) => {
+                called.insert(call.call_id.as_str());
+                write_call(out, call, results.get(call.call_id.as_str()).copied())?;
+            }
+            // A result whose call was not recorded still shows, in its own place.
+            Part::ToolResult(result) if !called.contains(result.call_id.as_str()) => {
+                write_outcome(out, &result.name, None, result.is_error, &result.output)?;
+            }
+            Part::ToolResult(_) => {}
+        }
+    }
+    Ok(())
+}
+
+fn write_call(
+    out: &mut impl Write,
+    call: &ToolCall,
+    result: Option<&ToolResult>,
+) -> std::io::Result<()> {
+    let args = serde_json::to_string(&call.args).unwrap_or_default();
+    let (is_error, output) = match result {
+        Some(r) => (r.is_error, r.output.as_str()),
+        None => (true, INTERRUPTED),
+    };
+    write_outcome(out, &call.name, Some(&args), is_error, output)
+}
+
+/// `  ✓ name args` and, below it, the first line of the output and how many lines were left out.
+fn write_outcome(
+    out: &mut impl Write,
+    name: &str,
+    args: Option<&str>,
+    is_error: bool,
+    output: &str,
+) -> std::io::Result<()> {
+    let mark = if is_error { '✗' } else { '✓' };
+    let head = match args {
+        Some(args) => format!("{name} {args}"),
+        None => name.to_owned(),
+    };
+    writeln!(out, "  {mark} {}", one_line(&head, DETAIL_WIDTH))?;
+    let mut lines = output.lines().filter(|l| !l.trim().is_empty());
+    match lines.next() {
+        None => writeln!(out, "    (no output)"),
+        Some(first) => {
+            let rest = lines.count();
+            let more = match rest {
+                0 => String::new(),
+                1 => " (+1 line)".to_owned(),
+                n => format!(" (+{n} lines)"),
+            };
+            writeln!(out, "    {}{more}", one_line(first, DETAIL_WIDTH))
+        }
+    }
+}
+
+/// Text squeezed onto one line and cut to `max` characters (with `…`), with control
+/// characters removed so recorded content cannot drive the terminal.
+fn one_line(text: &str, max: usize) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let joined: String = words
+        .join(" ")
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    if joined.chars().count() <= max {
+        return joined;
+    }
+    let mut cut: String = joined.chars().take(max.saturating_sub(1)).collect();
+    cut.truncate(cut.trim_end().len());
+    cut.push('…');
+    cut
+}
+
+/// Multi-line text with control characters other than newlines and tabs removed.
+fn clean_block(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .collect()
+}
+
+/// `YYYY-MM-DD HH:MM` in UTC for milliseconds since the Unix epoch.
+fn utc_minutes(epoch_ms: u64) -> String {
+    let minutes = epoch_ms / 60_000;
+    let (hour, minute) = ((minutes / 60) % 24, minutes % 60);
+    let (year, month, day) = civil_from_days(minutes / (60 * 24));
+    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}")
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`), so dates need no time crate.
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::path::PathBuf;
+
+    use corvid_core::session::{RECORD_VERSION, RecordHeader};
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    /// A store in a temporary home and a project directory for it.
+    struct Fixture {
+        _home: tempfile::TempDir,
+        store: SessionStore,
+        cwd: PathBuf,
+    }
+
+    fn fixture() -> Fixture {
+        let home = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(home.path());
+        Fixture {
+            cwd: PathBuf::from("/work/project"),
+            _home: home,
+            store,
+        }
+    }
+
+    /// Writes a session file with a chosen start time (the recorder always stamps "now").
+    fn write_session(f: &Fixture, id: &str, started_at_ms: u64, model: &str, records: &[Record]) {
+        let dir = f.store.project_dir(&f.cwd);
+        fs::create_dir_all(&dir).unwrap();
+        let header = Record::Header(RecordHeader {
+            version: RECORD_VERSION,
+            session_id: id.to_owned(),
+            cwd: f.cwd.clone(),
+            model: model.to_owned(),
+            started_at_ms,
+        });
+        let mut text = String::new();
+        for record in std::iter::once(&header).chain(records) {
+            text.push_str(&serde_json::to_string(record).unwrap());
+            text.push('\n');
+        }
+        fs::write(dir.join(format!("{id}.jsonl")), text).unwrap();
+    }
+
+    fn list(f: &Fixture) -> String {
+        let mut out = Vec::new();
+        list_sessions(&f.store, &f.cwd, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn show(f: &Fixture, id: &str) -> String {
+        let mut out = Vec::new();
+        show_session(&f.store, &f.cwd, id, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn user(text: &str) -> Record {
+        Record::Message {
+            message: Message::user_text(text),
+        }
+    }
+
+    fn assistant(parts: Vec<Part>) -> Record {
+        Record::Message {
+            message: Message {
+                role: Role::Assistant,
+                parts,
+            },
+        }
+    }
+
+    fn call(id: &str, name: &str, args: serde_json::Value) -> Part {
+        Part::ToolCall(ToolCall {
+            call_id: id.into(),
+            name: name.into(),
+            args,
+        })
+    }
+
+    fn results(results: &[(&str, &str, &str, bool)]) -> Record {
+        Record::Message {
+            message: Message {
+                role: Role::User,
+                parts: results
+                    .iter()
+                    .map(|(id, name, output, is_error)| {
+                        Part::ToolResult(ToolResult {
+                            call_id: (*id).into(),
+                            name: (*name).into(),
+                            output: (*output).into(),
+                            is_error: *is_error,
+                        })
+                    })
+                    .collect(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_project_without_sessions_gets_a_friendly_line() {
+        let f = fixture();
+        assert_eq!(
+            list(&f),
+            "No recorded sessions for /work/project yet; sessions are recorded as you work.\n"
+        );
+    }
+
+    #[test]
+    fn sessions_are_listed_newest_first_with_the_first_prompt_on_one_short_line() {
+        let f = fixture();
+        write_session(
+            &f,
+            "older",
+            1_709_251_140_000,
+            "gpt-4.1",
+            &[user("fix the\nflaky   test")],
+        );
+        write_session(
+            &f,
+            "newer-session",
+            1_796_028_300_000,
+            "claude-sonnet-4-5",
+            &[user(
+                "please refactor the settings loader so that every source is merged in one place and documented",
+            )],
+        );
+        write_session(&f, "empty", 951_868_800_000, "gpt-4.1", &[]);
+        assert_eq!(
+            list(&f),
+            "\
+ID             STARTED (UTC)     MODEL              FIRST PROMPT
+newer-session  2026-11-30 08:45  claude-sonnet-4-5  please refactor the settings loader so that every source is…
+older          2024-02-29 23:59  gpt-4.1            fix the flaky test
+empty          2000-03-01 00:00  gpt-4.1            (no prompt)
+"
+        );
+    }
+
+    #[test]
+    fn a_session_shows_as_a_readable_transcript() {
+        let f = fixture();
+        write_session(
+            &f,
+            "s1",
+            1_796_028_300_000,
+            "claude-sonnet-4-5",
+            &[
+                user("read a.txt and run the tests"),
+                assistant(vec![
+                    Part::Thought {
+                        text: "The user wants two things.\nFirst I read the file, then I run cargo test in the workspace root.".into(),
+                        signature: Some("sig".into()),
+                    },
+                    Part::Text {
+                        text: "Reading it first.".into(),
+                    },
+                    call("c1", "read_file", serde_json::json!({"file_path": "a.txt"})),
+                    call("c2", "shell", serde_json::json!({"command": "cargo test"})),
+                ]),
+                results(&[
+                    ("c1", "read_file", "hello\nworld\n", false),
+                    ("c2", "shell", "error[E0425]: cannot find value `x`\n  --> src/lib.rs:3:5\n", true),
+                ]),
+                Record::ToolUseSummary {
+                    summary: "Read a.txt and ran the tests".into(),
+                    preceding_tool_use_ids: vec!["c1".into(), "c2".into()],
+                },
+                Record::ModelChange {
+                    from: "claude-sonnet-4-5".into(),
+                    to: "claude-haiku-4-5".into(),
+                },
+                assistant(vec![Part::Text {
+                    text: "The tests fail:\n\n- `x` is undefined in src/lib.rs\n".into(),
+                }]),
+                Record::Usage {
+                    prompt_id: "main".into(),
+                    usage: Usage {
+                        input_tokens: 1200,
+                        output_tokens: 80,
+                        total_tokens: 1280,
+                        cached_input_tokens: 1000,
+                        reasoning_tokens: 0,
+                    },
+                },
+                user("thanks\nthat is all"),
+                assistant(vec![Part::Text { text: "You're welcome.".into() }]),
+                Record::Usage {
+                    prompt_id: "tool_use_summary_generation".into(),
+                    usage: Usage {
+                        input_tokens: 30,
+                        output_tokens: 7,
+                        total_tokens: 37,
+                        cached_input_tokens: 0,
+                        reasoning_tokens: 0,
+                    },
+                },
+            ],
+        );
+        assert_eq!(
+            show(&f, "s1"),
+            "\
+Session s1 · claude-sonnet-4-5 · started 2026-11-30 08:45 UTC · /work/project
+
+> read a.txt and run the tests
+(thinking) The user wants two things. First I read the file, then I run cargo test in the…
+Reading it first.
+  ✓ read_file {\"file_path\":\"a.txt\"}
+    hello (+1 line)
+  ✗ shell {\"command\":\"cargo test\"}
+    error[E0425]: cannot find value `x` (+1 line)
+● Read a.txt and ran the tests
+(model changed: claude-sonnet-4-5 → claude-haiku-4-5)
+The tests fail:
+
+- `x` is undefined in src/lib.rs
+
+> thanks
+> that is all
+You're welcome.
+
+Tokens: 1230 in (1000 cached) · 87 out
+"
+        );
+    }
+
+    #[test]
+    fn an_interrupted_session_shows_its_unfinished_call_and_the_torn_line_warning_last() {
+        let f = fixture();
+        write_session(
+            &f,
+            "crashed",
+            0,
+            "gpt-4.1",
+            &[
+                user("list files"),
+                assistant(vec![call("c1", "list_dir", serde_json::json!({}))]),
+            ],
+        );
+        let path = f.store.project_dir(&f.cwd).join("crashed.jsonl");
+        let mut text = fs::read_to_string(&path).unwrap();
+        text.push_str(r#"{"record":"message","message":{"role":"us"#);
+        fs::write(&path, text).unwrap();
+        let warning = format!(
+            "warning: {}: skipped the torn last line 4 (the session was interrupted mid-write): \
+             EOF while parsing a string at line 1 column 41",
+            path.display()
+        );
+        assert_eq!(
+            show(&f, "cra"),
+            format!(
+                "\
+Session crashed · gpt-4.1 · started 1970-01-01 00:00 UTC · /work/project
+
+> list files
+  ✗ list_dir {{}}
+    interrupted: the session ended before this call finished
+{warning}
+"
+            )
+        );
+    }
+
+    #[test]
+    fn a_tool_that_printed_nothing_says_so_and_control_characters_are_dropped() {
+        let f = fixture();
+        write_session(
+            &f,
+            "quiet",
+            0,
+            "gpt-4.1",
+            &[
+                user("touch it"),
+                assistant(vec![
+                    Part::Text {
+                        text: "\u{1b}[2JDone".into(),
+                    },
+                    call("c1", "shell", serde_json::json!({"command": "touch x"})),
+                ]),
+                results(&[("c1", "shell", "\n", false)]),
+            ],
+        );
+        assert_eq!(
+            show(&f, "quiet"),
+            "\
+Session quiet · gpt-4.1 · started 1970-01-01 00:00 UTC · /work/project
+
+> touch it
+[2JDone
+  ✓ shell {\"command\":\"touch x\"}
+    (no output)
+"
+        );
+    }
+
+    #[test]
+    fn an_unknown_id_is_an_error_pointing_at_the_listing() {
+        let f = fixture();
+        let mut out = Vec::new();
+        let error = show_session(&f.store, &f.cwd, "nope", &mut out).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "no session nope for /work/project; `corvid sessions list` shows the recorded ones"
+        );
+        assert_eq!(out, Vec::<u8>::new());
+    }
+
+    #[test]
+    fn epoch_milliseconds_become_utc_minutes_across_leap_days_and_centuries() {
+        let cases = [0, 1_709_251_140_000, 951_868_800_000, 4_133_939_640_000];
+        assert_eq!(
+            cases.map(utc_minutes),
+            [
+                "1970-01-01 00:00",
+                "2024-02-29 23:59",
+                "2000-03-01 00:00",
+                "2100-12-31 12:34",
+            ]
+            .map(String::from)
+        );
+    }
+}
