@@ -177,9 +177,9 @@ impl<W: Write, P: Probe> Screen<W, P> {
         Backend::flush(backend)
     }
 
-    /// The backend, for tests that inspect it.
-    pub fn backend(&self) -> &SafeScroll<W, P> {
-        self.terminal.backend()
+    /// The live area's top row: every row above it is committed history.
+    pub fn viewport_top(&mut self) -> u16 {
+        self.terminal.get_frame().area().y
     }
 }
 

@@ -223,7 +223,6 @@ fn short_result(kind: ToolKind, o: &ToolOutput, failed: bool) -> Option<String> 
         return Some(first);
     }
     match kind {
-        ToolKind::Execute => None,
         ToolKind::Edit if !o.diffs.is_empty() => None,
         _ => Some(format!("{count} lines")),
     }

@@ -1,0 +1,192 @@
+//! Snapshots of every history cell kind, rendered as the scrollback will show them.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod common;
+
+use common::*;
+use corvid_protocol::{
+    ErrorInfo, ErrorKind, StopReason, Todo, TodoStatus, ToolKind, ToolOutput, ToolStatus,
+};
+use corvid_tui::cells::{HistoryCell, NoticeKind};
+use corvid_tui::chat::ChatState;
+use corvid_tui::tools::{Batch, CallRow, CallState, ToolGroup};
+use insta::assert_snapshot;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Widget};
+
+const WIDTH: u16 = 60;
+
+fn grid(lines: Vec<Line<'static>>) -> String {
+    let h = u16::try_from(lines.len().max(1)).unwrap();
+    let mut t = Terminal::new(TestBackend::new(WIDTH, h)).unwrap();
+    t.draw(|f| Paragraph::new(lines).render(f.area(), f.buffer_mut()))
+        .unwrap();
+    t.backend().to_string()
+}
+
+fn cell(c: &HistoryCell) -> String {
+    grid(c.render(WIDTH))
+}
+
+fn row(id: &str, kind: ToolKind, title: &str, state: CallState) -> CallRow {
+    CallRow {
+        call_id: id.into(),
+        tool_name: "t".into(),
+        title: title.into(),
+        kind,
+        state,
+    }
+}
+
+#[test]
+fn a_user_prompt_is_bold_with_a_chevron_and_wraps_under_itself() {
+    let c = HistoryCell::UserPrompt(
+        "Find where the config is loaded and explain the precedence of the sources\nsecond line"
+            .into(),
+    );
+    assert_snapshot!(cell(&c));
+}
+
+#[test]
+fn assistant_markdown_shows_headings_lists_inline_code_and_highlighted_code() {
+    let md = "## Plan\n\nThe loader reads `settings.json` **first**, then:\n\n1. project settings\n2. environment\n   - `OPENAI_API_KEY`\n3. flags\n\n> quoted note\n\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```";
+    assert_snapshot!(cell(&HistoryCell::Assistant(md.into())));
+}
+
+#[test]
+fn a_thought_is_shortened_to_three_lines() {
+    let c = HistoryCell::Thought("first idea\nsecond idea\nthird idea\nfourth\nfifth".into());
+    assert_snapshot!(cell(&c));
+}
+
+#[test]
+fn a_full_tool_group_shows_one_row_per_call_with_diffs_and_shell_tails() {
+    let edit = ToolOutput {
+        text: "Edited src/lib.rs".into(),
+        diffs: vec![sample_diff()],
+        raw: serde_json::Value::Null,
+    };
+    let shell = output("line 1\nline 2\nline 3\nline 4\nline 5\nline 6\nerror: test failed");
+    let group = ToolGroup {
+        batches: vec![Batch {
+            calls: vec![
+                row(
+                    "a",
+                    ToolKind::Read,
+                    "Read src/main.rs",
+                    CallState::Completed(output("a\nb\nc")),
+                ),
+                row(
+                    "b",
+                    ToolKind::Edit,
+                    "Edit src/lib.rs",
+                    CallState::Completed(edit),
+                ),
+                row(
+                    "c",
+                    ToolKind::Execute,
+                    "Run cargo test",
+                    CallState::Failed(shell),
+                ),
+            ],
+            completed: true,
+            label: None,
+            attention: true,
+        }],
+        compact: false,
+    };
+    assert_snapshot!(cell(&HistoryCell::Tools(group)));
+}
+
+#[test]
+fn a_compact_group_folds_finished_calls_into_its_labelled_header() {
+    let done = |id: &str, t: &str| row(id, ToolKind::Read, t, CallState::Completed(output("x")));
+    let group = ToolGroup {
+        batches: vec![
+            Batch {
+                calls: vec![done("a", "Read a.rs"), done("b", "Read b.rs")],
+                completed: true,
+                label: Some("Read the config loaders".into()),
+                attention: false,
+            },
+            Batch {
+                calls: vec![done("c", "Search \"load\"")],
+                completed: true,
+                label: Some("Searched for load".into()),
+                attention: false,
+            },
+        ],
+        compact: true,
+    };
+    assert_snapshot!(cell(&HistoryCell::Tools(group)));
+}
+
+#[test]
+fn a_summary_is_a_dim_bullet_line() {
+    assert_snapshot!(cell(&HistoryCell::Summary("Read config.json".into())));
+}
+
+#[test]
+fn notices_show_retry_fallback_errors_and_cancellation() {
+    let mut chat = ChatState::new(false);
+    let err = ErrorInfo::new(ErrorKind::Overloaded, "server busy");
+    chat.on_event(&task_started("hi"));
+    chat.on_event(&corvid_protocol::CoreEvent::AttemptRetried {
+        attempt: 2,
+        max_attempts: 5,
+        delay_ms: 1500,
+        error: err.clone(),
+    });
+    chat.on_event(&corvid_protocol::CoreEvent::ModelFellBack {
+        from: "big".into(),
+        to: "small".into(),
+        error: err.clone(),
+    });
+    chat.on_event(&corvid_protocol::CoreEvent::TaskFinished {
+        task_id: "t1".into(),
+        stop_reason: StopReason::Error,
+        error: Some(ErrorInfo::new(ErrorKind::Auth, "bad key")),
+        pending_summaries: 0,
+    });
+    chat.commit(HistoryCell::Notice(
+        NoticeKind::Cancelled,
+        "Cancelled".into(),
+    ));
+    let lines: Vec<Line<'static>> = chat.transcript()[1..]
+        .iter()
+        .flat_map(|c| c.render(WIDTH))
+        .collect();
+    assert_snapshot!(grid(lines));
+}
+
+#[test]
+fn the_plan_is_a_checklist_with_progress() {
+    let todo = |id: &str, content: &str, status| Todo {
+        id: id.into(),
+        content: content.into(),
+        status,
+    };
+    let c = HistoryCell::Plan(vec![
+        todo("1", "Read the settings loader", TodoStatus::Completed),
+        todo("2", "Add the fallback key", TodoStatus::InProgress),
+        todo("3", "Run the tests", TodoStatus::Pending),
+    ]);
+    assert_snapshot!(cell(&c));
+}
+
+#[test]
+fn a_failed_call_keeps_its_first_error_line_in_the_row() {
+    let mut chat = ChatState::new(false);
+    chat.on_event(&task_started("go"));
+    chat.on_event(&started("x", "read_file", "Read missing.txt"));
+    chat.on_event(&finished(
+        "x",
+        "read_file",
+        ToolStatus::Failed,
+        output("file not found: missing.txt"),
+    ));
+    chat.on_event(&batch(&["x"]));
+    assert_snapshot!(cell(&chat.transcript()[1]));
+}

@@ -1,0 +1,161 @@
+//! Snapshots of the live area in its states, fed core events (no agent, no terminal).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use corvid_protocol::{ApprovalMode, ApprovalPreview, CoreEvent, DiscardReason, Provenance};
+use corvid_tui::app::{App, TuiOptions};
+use insta::assert_snapshot;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+const WIDTH: u16 = 60;
+
+fn app(compact: bool) -> App {
+    App::new(&TuiOptions {
+        compact,
+        model: "demo-large".into(),
+        approval_mode: ApprovalMode::Default,
+        no_color: false,
+    })
+}
+
+/// Feeds events with a pinned clock and renders the live area 12 s after the task started.
+fn live(app: &mut App, events: &[CoreEvent]) -> String {
+    let t0 = Instant::now();
+    for ev in events {
+        app.stats.observe(ev);
+        app.chat.on_event_at(ev, t0);
+    }
+    let view = app.view(t0 + Duration::from_secs(12));
+    let (lines, _) = view.lines(WIDTH);
+    let h = u16::try_from(lines.len()).unwrap();
+    let mut t = Terminal::new(TestBackend::new(WIDTH, h)).unwrap();
+    t.draw(|f| {
+        let pos = view.render(f.area(), f.buffer_mut());
+        f.set_cursor_position(pos);
+    })
+    .unwrap();
+    t.backend().to_string()
+}
+
+fn usage(n: u64) -> CoreEvent {
+    CoreEvent::Usage {
+        prompt_id: "main".into(),
+        usage: corvid_protocol::Usage {
+            output_tokens: n,
+            ..Default::default()
+        },
+    }
+}
+
+#[test]
+fn an_idle_prompt_shows_the_composer_and_the_status_line() {
+    assert_snapshot!(live(&mut app(false), &[]));
+}
+
+#[test]
+fn preparing_calls_appear_as_pending_rows_with_their_tool_name() {
+    let events = [
+        task_started("look around"),
+        usage(1234),
+        preparing("a", "read_file", "ReadFile"),
+        preparing("b", "grep_search", "Grep"),
+    ];
+    assert_snapshot!(live(&mut app(false), &events));
+}
+
+#[test]
+fn a_discarded_preparation_removes_its_row() {
+    let events = [
+        task_started("look around"),
+        preparing("a", "read_file", "ReadFile"),
+        preparing("b", "grep_search", "Grep"),
+        CoreEvent::PreparationDiscarded {
+            call_id: "b".into(),
+            tool_name: "grep_search".into(),
+            reason: DiscardReason::Retry,
+            provenance: Provenance::Builtin,
+        },
+    ];
+    assert_snapshot!(live(&mut app(false), &events));
+}
+
+#[test]
+fn a_running_group_mixes_finished_running_and_preparing_rows() {
+    let events = [
+        task_started("fix it"),
+        text("Let me look at the loader first."),
+        started("a", "read_file", "Read src/config.rs"),
+        ok("a", "read_file", "one\ntwo"),
+        started("b", "run_shell_command", "Run cargo test"),
+        preparing("c", "edit", "Edit"),
+    ];
+    assert_snapshot!(live(&mut app(false), &events));
+}
+
+#[test]
+fn the_approval_dialog_previews_the_diff_and_offers_three_choices() {
+    let events = [
+        task_started("fix it"),
+        permission(
+            "e",
+            "edit",
+            "Edit src/lib.rs",
+            ApprovalPreview::Diff(sample_diff()),
+        ),
+    ];
+    assert_snapshot!(live(&mut app(false), &events));
+}
+
+#[test]
+fn the_approval_dialog_previews_a_command() {
+    let events = [
+        task_started("test it"),
+        permission(
+            "s",
+            "run_shell_command",
+            "Run cargo test",
+            ApprovalPreview::Command {
+                command: "cargo test -p corvid-core".into(),
+            },
+        ),
+    ];
+    assert_snapshot!(live(&mut app(false), &events));
+}
+
+#[test]
+fn a_compact_group_has_a_generic_header_before_its_label() {
+    let mut events = vec![task_started("look around")];
+    events.extend(read_batch("a", "a.rs"));
+    events.push(started("b", "read_file", "Read b.rs"));
+    assert_snapshot!(live(&mut app(true), &events));
+}
+
+#[test]
+fn a_compact_group_header_takes_the_first_batch_label_in_place() {
+    let mut events = vec![task_started("look around")];
+    events.extend(read_batch("a", "a.rs"));
+    events.push(summary("Read a.rs", &["a"]));
+    events.push(started("b", "read_file", "Read b.rs"));
+    assert_snapshot!(live(&mut app(true), &events));
+}
+
+#[test]
+fn streaming_text_shows_the_unfinished_block_only() {
+    let events = [
+        task_started("explain"),
+        text("First paragraph is done.\n\nSecond paragraph is still stre"),
+    ];
+    let mut a = app(false);
+    let out = live(&mut a, &events);
+    assert_eq!(
+        a.chat.transcript().len(),
+        2,
+        "prompt and the finished paragraph are committed"
+    );
+    assert_snapshot!(out);
+}

@@ -1,0 +1,270 @@
+//! Scrollback insertion on an emulated terminal (vt100): committed items appear exactly once,
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+//! in order, and rows above the live area are never rewritten.
+
+mod common;
+
+use std::time::Instant;
+
+use common::*;
+use corvid_protocol::{ApprovalMode, CoreEvent};
+use corvid_tui::app::{App, TuiOptions};
+use corvid_tui::screen::Screen;
+use pretty_assertions::assert_eq;
+
+struct Harness {
+    term: VtTerm,
+    screen: Screen<VtTerm, VtTerm>,
+    app: App,
+    /// The committed history seen after the previous frame.
+    history: Vec<String>,
+}
+
+impl Harness {
+    fn new(rows: u16, cols: u16, compact: bool) -> Self {
+        let term = VtTerm::new(rows, cols);
+        let screen = term.screen(false);
+        let app = App::new(&TuiOptions {
+            compact,
+            model: "demo".into(),
+            approval_mode: ApprovalMode::Yolo,
+            no_color: false,
+        });
+        Self {
+            term,
+            screen,
+            app,
+            history: Vec::new(),
+        }
+    }
+
+    /// Applies events, draws one frame, and checks that old history rows are untouched.
+    fn feed(&mut self, events: &[CoreEvent]) {
+        for ev in events {
+            self.app.on_core_event(ev);
+        }
+        self.screen.frame(&self.app, Instant::now()).unwrap();
+        let history = self.history_rows();
+        assert!(
+            history.len() >= self.history.len()
+                && history[..self.history.len()] == self.history[..],
+            "committed rows were rewritten:\nbefore {:#?}\nafter {:#?}",
+            self.history,
+            history
+        );
+        self.history = history;
+    }
+
+    /// Scrollback plus the screen rows above the live area.
+    fn history_rows(&mut self) -> Vec<String> {
+        let all = self.term.all_rows();
+        let rows = usize::from(self.term.screen_rows());
+        let top = usize::from(self.screen.viewport_top());
+        let cut = all.len() - rows + top;
+        all[..cut].to_vec()
+    }
+
+    fn count(&self, needle: &str) -> usize {
+        self.history.iter().filter(|r| r.contains(needle)).count()
+    }
+
+    fn position(&self, needle: &str) -> usize {
+        self.history
+            .iter()
+            .position(|r| r.contains(needle))
+            .unwrap_or_else(|| panic!("{needle:?} not in history {:#?}", self.history))
+    }
+}
+
+/// A session of two tool batches with labels between answer paragraphs.
+fn two_batches(late_first_label: bool) -> Vec<Vec<CoreEvent>> {
+    let mut steps = vec![vec![task_started("Where is the config loaded?")]];
+    steps.push(vec![text("I will look at the loaders.\n\n")]);
+    steps.push(vec![preparing("a", "read_file", "ReadFile")]);
+    steps.push(vec![started("a", "read_file", "Read src/config.rs")]);
+    steps.push(vec![ok("a", "read_file", "x\ny"), batch(&["a"])]);
+    if !late_first_label {
+        steps.push(vec![summary("Read the config module", &["a"])]);
+    }
+    steps.push(vec![started("b", "grep_search", "Search \"load\"")]);
+    steps.push(vec![ok("b", "grep_search", "1 match"), batch(&["b"])]);
+    steps.push(vec![summary("Searched for load", &["b"])]);
+    steps.push(vec![text(
+        "The config is loaded in `settings/mod.rs`.\n\nDone.",
+    )]);
+    steps.push(vec![task_finished(0)]);
+    steps
+}
+
+#[test]
+fn full_mode_commits_each_item_once_with_the_label_line_after_its_group() {
+    let mut h = Harness::new(24, 80, false);
+    for step in two_batches(false) {
+        h.feed(&step);
+    }
+    for needle in [
+        "› Where is the config loaded?",
+        "I will look at the loaders.",
+        "✓ Read src/config.rs",
+        "● Read the config module",
+        "✓ Search \"load\"",
+        "● Searched for load",
+        "The config is loaded in settings/mod.rs.",
+        "Done.",
+    ] {
+        assert_eq!(h.count(needle), 1, "{needle:?} once in {:#?}", h.history);
+    }
+    let order: Vec<usize> = [
+        "› Where",
+        "I will look",
+        "✓ Read src/config.rs",
+        "● Read the config module",
+        "✓ Search",
+        "● Searched for load",
+        "The config is loaded",
+        "Done.",
+    ]
+    .iter()
+    .map(|n| h.position(n))
+    .collect();
+    let mut sorted = order.clone();
+    sorted.sort_unstable();
+    assert_eq!(order, sorted);
+}
+
+#[test]
+fn compact_mode_merges_two_batches_under_the_first_label_without_a_label_line() {
+    let mut h = Harness::new(24, 80, true);
+    for step in two_batches(false) {
+        h.feed(&step);
+    }
+    assert_eq!(
+        h.count("✓ Read the config module · 2 tools"),
+        1,
+        "{:#?}",
+        h.history
+    );
+    assert_eq!(h.count("●"), 0, "{:#?}", h.history);
+    assert_eq!(
+        h.count("Read src/config.rs"),
+        0,
+        "finished rows fold into the header"
+    );
+    assert!(h.position("I will look") < h.position("2 tools"));
+    assert!(h.position("2 tools") < h.position("The config is loaded"));
+}
+
+#[test]
+fn compact_mode_shows_a_label_that_arrives_after_its_group_was_committed_as_a_line() {
+    let mut h = Harness::new(24, 80, true);
+    h.feed(&[task_started("read it")]);
+    h.feed(&read_batch("a", "a.rs"));
+    h.feed(&[text("It says hello.\n\n")]);
+    h.feed(&[summary("Read a.rs", &["a"])]);
+    h.feed(&[task_finished(0)]);
+    assert_eq!(h.count("✓ Tool × 1"), 1, "{:#?}", h.history);
+    assert_eq!(h.count("● Read a.rs"), 1, "{:#?}", h.history);
+    assert!(h.position("It says hello.") < h.position("● Read a.rs"));
+}
+
+#[test]
+fn a_stale_label_is_dropped() {
+    let mut h = Harness::new(24, 80, false);
+    h.feed(&[task_started("read two")]);
+    h.feed(&read_batch("a", "a.rs"));
+    h.feed(&read_batch("b", "b.rs"));
+    h.feed(&[summary("Read a.rs", &["a"]), summary("Read b.rs", &["b"])]);
+    h.feed(&[task_finished(0)]);
+    assert_eq!(h.count("● Read a.rs"), 0, "{:#?}", h.history);
+    assert_eq!(h.count("● Read b.rs"), 1, "{:#?}", h.history);
+}
+
+#[test]
+fn a_long_session_on_a_short_terminal_keeps_every_item_once_and_in_order() {
+    // 10 rows: the live area (approval dialog, running group) is often taller than the screen.
+    let mut h = Harness::new(10, 60, false);
+    for i in 0..40 {
+        let id = format!("c{i}");
+        h.feed(&[task_started(&format!("prompt number {i}."))]);
+        h.feed(&[
+            preparing(&id, "read_file", "ReadFile"),
+            preparing("x", "grep_search", "Grep"),
+            preparing("y", "grep_search", "Grep"),
+        ]);
+        let discard = |id: &str| CoreEvent::PreparationDiscarded {
+            call_id: id.into(),
+            tool_name: "grep_search".into(),
+            reason: corvid_protocol::DiscardReason::Retry,
+            provenance: corvid_protocol::Provenance::Builtin,
+        };
+        h.feed(&[discard("x"), discard("y")]);
+        h.feed(&read_batch(&id, &format!("file{i}.rs")));
+        let e = format!("e{i}");
+        h.feed(&[permission(
+            &e,
+            "edit",
+            "Edit src/lib.rs",
+            corvid_protocol::ApprovalPreview::Diff(sample_diff()),
+        )]);
+        // Inserted while the dialog makes the viewport fill the whole screen.
+        h.feed(&[CoreEvent::Warning {
+            message: format!("warning {i}."),
+        }]);
+        h.feed(&[
+            CoreEvent::PermissionResolved {
+                call_id: e.clone(),
+                decision: corvid_protocol::ApprovalDecision::AllowOnce,
+            },
+            ok(&e, "edit", "edited"),
+            batch(&[&e]),
+        ]);
+        h.feed(&[text(&format!(
+            "answer number {i}.\n\nwith a second paragraph {i}."
+        ))]);
+        h.feed(&[task_finished(0)]);
+    }
+    for i in 0..40 {
+        assert_eq!(
+            h.count(&format!("prompt number {i}.")),
+            1,
+            "{:#?}",
+            h.history
+        );
+        assert_eq!(h.count(&format!("Read file{i}.rs ")), 1, "{:#?}", h.history);
+        assert_eq!(h.count(&format!("answer number {i}.")), 1);
+        assert_eq!(h.count(&format!("warning {i}.")), 1);
+        assert_eq!(h.count(&format!("with a second paragraph {i}.")), 1);
+    }
+    assert_eq!(h.count("awaiting approval"), 0);
+    let positions: Vec<usize> = (0..40)
+        .map(|i| h.position(&format!("answer number {i}.")))
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]));
+}
+
+#[test]
+fn no_color_output_has_no_colours_but_keeps_bold() {
+    let term = VtTerm::new(12, 60);
+    let mut screen = term.screen(true);
+    let mut app = App::new(&TuiOptions {
+        compact: false,
+        model: "demo".into(),
+        approval_mode: ApprovalMode::Yolo,
+        no_color: true,
+    });
+    for ev in read_batch("a", "a.rs") {
+        app.on_core_event(&ev);
+    }
+    screen.frame(&app, Instant::now()).unwrap();
+    let p = term.parser.borrow();
+    let s = p.screen();
+    let mut bold = false;
+    for r in 0..12 {
+        for c in 0..60 {
+            let cell = s.cell(r, c).unwrap();
+            assert_eq!(cell.fgcolor(), vt100::Color::Default, "row {r} col {c}");
+            bold |= cell.bold();
+        }
+    }
+    assert!(bold);
+}
