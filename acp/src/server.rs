@@ -22,7 +22,7 @@ use corvid_tools::LocalFs;
 
 use crate::fs::ClientFs;
 use crate::mapping::Mapper;
-use crate::session::{PromptRejected, Session};
+use crate::session::{AGENT_GONE, Session};
 use crate::{AgentFactory, FactoryError, LOAD_SESSION, SessionSpec};
 
 /// The one authentication method: a provider configured through env or settings.
@@ -211,26 +211,16 @@ fn start_prompt(
         Err(e) => return responder.respond_with_error(e),
     };
     let cancellation = responder.cancellation();
-    match session.prompt(prompt_text(&req.prompt), responder) {
-        Ok(done) => {
-            // A JSON-RPC `$/cancel_request` of the prompt means the same as `session/cancel`.
-            tokio::spawn(async move {
-                tokio::select! {
-                    () = cancellation.cancelled() => session.cancel(),
-                    () = done.cancelled() => {}
-                }
-            });
-            Ok(())
-        }
-        Err(PromptRejected::Busy(responder)) => responder.respond_with_error(Error::new(
-            ErrorCode::INVALID_REQUEST,
-            "a prompt is already running in this session; cancel it first",
-        )),
-        Err(PromptRejected::AgentGone(responder)) => responder.respond_with_error(Error::new(
-            ErrorCode::INTERNAL_ERROR,
-            "the agent of this session stopped; start a new session",
-        )),
+    if let Some(done) = session.prompt(prompt_text(&req.prompt), responder) {
+        // A JSON-RPC `$/cancel_request` of the prompt means the same as `session/cancel`.
+        tokio::spawn(async move {
+            tokio::select! {
+                () = cancellation.cancelled() => session.cancel(),
+                () = done.cancelled() => {}
+            }
+        });
     }
+    Ok(())
 }
 
 fn set_mode(server: &Server, req: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
@@ -245,10 +235,7 @@ fn set_mode(server: &Server, req: SetSessionModeRequest) -> Result<SetSessionMod
         )
     })?;
     if session.mode() != mode && !session.set_mode(mode) {
-        return Err(Error::new(
-            ErrorCode::INTERNAL_ERROR,
-            "the agent of this session stopped; start a new session",
-        ));
+        return Err(Error::new(ErrorCode::INTERNAL_ERROR, AGENT_GONE));
     }
     Ok(SetSessionModeResponse::new())
 }

@@ -42,12 +42,6 @@ struct ActivePrompt {
     usage: Usage,
 }
 
-/// Why a prompt could not start.
-pub(crate) enum PromptRejected {
-    Busy(Responder<PromptResponse>),
-    AgentGone(Responder<PromptResponse>),
-}
-
 impl Session {
     /// Wraps a spawned agent and starts pumping its events to the client.
     pub(crate) fn start(
@@ -77,15 +71,25 @@ impl Session {
     }
 
     /// Starts a task for this prompt; the pump answers `responder` when the task ends.
-    /// Returns the prompt's cancellation token (tripped by [`Self::cancel`]).
+    /// Returns a token tripped once the prompt was answered, or `None` when the prompt was
+    /// refused (and already answered with an error).
     pub(crate) fn prompt(
         &self,
         text: String,
         responder: Responder<PromptResponse>,
-    ) -> Result<CancellationToken, PromptRejected> {
+    ) -> Option<CancellationToken> {
         let mut state = lock(&self.state);
         if state.prompt.is_some() {
-            return Err(PromptRejected::Busy(responder));
+            refuse(
+                responder,
+                ErrorCode::INVALID_REQUEST,
+                "a prompt is already running in this session; cancel it first",
+            );
+            return None;
+        }
+        if self.ops.submit(Op::UserTurn { prompt: text }).is_err() {
+            refuse(responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE);
+            return None;
         }
         let done = CancellationToken::new();
         state.prompt = Some(ActivePrompt {
@@ -94,13 +98,7 @@ impl Session {
             done: done.clone(),
             usage: Usage::default(),
         });
-        if self.ops.submit(Op::UserTurn { prompt: text }).is_err() {
-            return match state.prompt.take() {
-                Some(p) => Err(PromptRejected::AgentGone(p.responder)),
-                None => Ok(done),
-            };
-        }
-        Ok(done)
+        Some(done)
     }
 
     /// Cancels the running prompt: pending permission requests are abandoned and the core
@@ -147,10 +145,7 @@ impl Pump {
                 Err(_) => {
                     if let Some(prompt) = lock(&self.state).prompt.take() {
                         prompt.done.cancel();
-                        let _ = prompt.responder.respond_with_error(Error::new(
-                            ErrorCode::INTERNAL_ERROR,
-                            "the agent stopped unexpectedly; start a new session",
-                        ));
+                        refuse(prompt.responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE);
                     }
                     return;
                 }
@@ -241,6 +236,16 @@ impl Pump {
                 let _ = session.ops.submit(Op::Approval { call_id, decision });
             }
         });
+    }
+}
+
+/// What to tell the client when the session's agent is no longer running.
+pub(crate) const AGENT_GONE: &str = "the agent of this session stopped; start a new session";
+
+/// Answers a prompt with an error; a client that went away needs no answer.
+fn refuse(responder: Responder<PromptResponse>, code: ErrorCode, message: &str) {
+    if let Err(e) = responder.respond_with_error(Error::new(code, message)) {
+        tracing::debug!(error = %e, "could not answer the prompt");
     }
 }
 

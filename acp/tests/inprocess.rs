@@ -1,0 +1,526 @@
+//! corvid's ACP server driven in-process by a client built with the same crate, over a
+//! duplex pipe, with a real core and a scripted provider. Frames are compared whole.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, InitializeRequest, NewSessionRequest, SetSessionModeRequest,
+};
+use common::*;
+use corvid_protocol::{ApprovalMode, FinishReason, Part};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
+    dir
+}
+
+fn abs(dir: &Path, rel: &str) -> String {
+    dir.join(rel).display().to_string()
+}
+
+fn preparing_frame(id: &str, tool: &str, title: &str, kind: &str) -> Value {
+    json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": id,
+        "status": "pending",
+        "title": title,
+        "kind": kind,
+        "content": [],
+        "locations": [],
+        "rawInput": {},
+        "_meta": {"toolName": tool, "provenance": "builtin", "phase": "preparing"},
+    })
+}
+
+fn discarded_frame(id: &str, tool: &str) -> Value {
+    json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": id,
+        "status": "failed",
+        "content": [],
+        "_meta": {
+            "toolName": tool,
+            "provenance": "builtin",
+            "phase": "preparing",
+            "preparationDiscarded": true,
+        },
+    })
+}
+
+fn read_a_in_progress(dir: &Path, id: &str) -> Value {
+    json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": id,
+        "status": "in_progress",
+        "title": "Read a.txt",
+        "kind": "read",
+        "locations": [{"path": abs(dir, "a.txt")}],
+        "rawInput": {"file_path": "a.txt"},
+        "_meta": {"toolName": "read_file", "provenance": "builtin"},
+    })
+}
+
+fn message(text: &str) -> Value {
+    json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+}
+
+fn read_a_script(id: &str) -> Vec<Step> {
+    vec![
+        preparing(id, "read_file"),
+        call(id, "read_file", json!({"file_path": "a.txt"})),
+        usage(10, 5),
+        finish(FinishReason::ToolCalls),
+    ]
+}
+
+#[tokio::test]
+async fn initialize_and_new_session_advertise_corvid_and_its_modes() {
+    let provider = ScriptedProvider::new(vec![]);
+    let client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
+    let init = client
+        .cx
+        .send_request(InitializeRequest::new(ProtocolVersion::V1))
+        .block_task()
+        .await
+        .unwrap();
+    let init = serde_json::to_value(init).unwrap();
+    assert_eq!(init["agentInfo"]["name"], json!("corvid"));
+    assert_eq!(
+        init["agentCapabilities"]["loadSession"],
+        json!(corvid_acp::LOAD_SESSION)
+    );
+    assert_eq!(
+        init["agentCapabilities"]["promptCapabilities"]["embeddedContext"],
+        json!(true)
+    );
+    let dir = project();
+    let session = client
+        .cx
+        .send_request(NewSessionRequest::new(dir.path()))
+        .block_task()
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&session.modes).unwrap(),
+        json!({
+            "currentModeId": "default",
+            "availableModes": [
+                {"id": "default", "name": "Default", "description": "Ask before edits and shell commands"},
+                {"id": "auto-edit", "name": "Auto edit", "description": "Edit files freely; ask before shell commands"},
+                {"id": "yolo", "name": "YOLO", "description": "Never ask"},
+            ],
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_tool_task_streams_preparing_then_in_progress_then_completed() {
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![read_a_script("call_1"), answer("Done.")]);
+    let mut client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
+    let sid = client.new_session(dir.path()).await;
+    let response = client.prompt(&sid, "read a").await.unwrap().unwrap();
+    client.drain();
+
+    assert_eq!(
+        client.updates(),
+        vec![
+            preparing_frame("call_1", "read_file", "ReadFile", "read"),
+            read_a_in_progress(dir.path(), "call_1"),
+            json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "call_1",
+                "status": "completed",
+                "content": [{"type": "content", "content": {"type": "text", "text": "hello\n"}}],
+                "rawOutput": {
+                    "path": abs(dir.path(), "a.txt"),
+                    "start_line": 1, "end_line": 1, "total_lines": 1, "truncated": false,
+                },
+                "_meta": {"toolName": "read_file", "provenance": "builtin"},
+            }),
+            message("Done."),
+        ]
+    );
+    assert_eq!(
+        serde_json::to_value(&response).unwrap(),
+        json!({
+            "stopReason": "end_turn",
+            "_meta": {"usage": {
+                "inputTokens": 10, "outputTokens": 5, "totalTokens": 15,
+                "cachedReadTokens": 0, "thoughtTokens": 0,
+            }},
+        })
+    );
+    client.assert_no_card_left_pending();
+}
+
+#[tokio::test]
+async fn a_granted_permission_runs_the_edit_and_shows_its_diff() {
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![
+        vec![
+            preparing("call_w", "write_file"),
+            call(
+                "call_w",
+                "write_file",
+                json!({"file_path": "b.txt", "content": "new\n"}),
+            ),
+            finish(FinishReason::ToolCalls),
+        ],
+        answer("Written."),
+    ]);
+    let mut client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
+    *client.policy.lock().unwrap() = PermissionPolicy::Select("allow_once");
+    let sid = client.new_session(dir.path()).await;
+    let response = client.prompt(&sid, "write b").await.unwrap().unwrap();
+    client.drain();
+
+    let b = abs(dir.path(), "b.txt");
+    let permission = client
+        .seen
+        .iter()
+        .find(|m| m["request"] == "session/request_permission")
+        .expect("a permission request")
+        .clone();
+    assert_eq!(
+        permission["params"]["toolCall"],
+        json!({
+            "toolCallId": "call_w",
+            "title": "Write b.txt",
+            "kind": "edit",
+            "locations": [{"path": b}],
+            "content": [{"type": "diff", "path": b, "newText": "new\n"}],
+            "_meta": {"toolName": "write_file"},
+        })
+    );
+    let cards = client.cards();
+    assert_eq!(
+        cards[..2],
+        [
+            preparing_frame("call_w", "write_file", "WriteFile", "edit"),
+            json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "call_w",
+                "status": "in_progress",
+                "title": "Write b.txt",
+                "kind": "edit",
+                "locations": [{"path": b}],
+                "rawInput": {"file_path": "b.txt", "content": "new\n"},
+                "_meta": {"toolName": "write_file", "provenance": "builtin"},
+            }),
+        ]
+    );
+    assert_eq!(cards[2]["status"], json!("completed"));
+    assert_eq!(
+        cards[2]["content"],
+        json!([{"type": "diff", "path": b, "newText": "new\n"}])
+    );
+    assert_eq!(cards.len(), 3);
+    assert_eq!(std::fs::read_to_string(&b).unwrap(), "new\n");
+    assert_eq!(
+        response.stop_reason,
+        agent_client_protocol::v1::schema::StopReason::EndTurn
+    );
+    client.assert_no_card_left_pending();
+}
+
+#[tokio::test]
+async fn a_rejected_permission_fails_the_card_without_running() {
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![
+        vec![
+            preparing("call_w", "write_file"),
+            call(
+                "call_w",
+                "write_file",
+                json!({"file_path": "b.txt", "content": "new\n"}),
+            ),
+            finish(FinishReason::ToolCalls),
+        ],
+        answer("Understood."),
+    ]);
+    let mut client =
+        TestClient::start(TestFactory::new(provider.clone()), fs_caps(false, false)).await;
+    *client.policy.lock().unwrap() = PermissionPolicy::Select("reject_once");
+    let sid = client.new_session(dir.path()).await;
+    client.prompt(&sid, "write b").await.unwrap().unwrap();
+    client.drain();
+
+    let cards = client.cards();
+    assert_eq!(cards.len(), 2, "{cards:#?}");
+    assert_eq!(
+        cards[0],
+        preparing_frame("call_w", "write_file", "WriteFile", "edit")
+    );
+    assert_eq!(cards[1]["status"], json!("failed"));
+    let why = cards[1]["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(why.contains("rejected"), "{why}");
+    assert!(!dir.path().join("b.txt").exists());
+    client.assert_no_card_left_pending();
+}
+
+#[tokio::test]
+async fn a_cut_stream_discards_the_card_and_the_retry_shows_a_fresh_one() {
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![
+        vec![preparing("call_1", "write_file"), cut()],
+        read_a_script("call_2"),
+        answer("Done."),
+    ]);
+    let mut client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
+    let sid = client.new_session(dir.path()).await;
+    client.prompt(&sid, "go").await.unwrap().unwrap();
+    client.drain();
+
+    let updates = client.updates();
+    assert_eq!(
+        updates[..4],
+        [
+            preparing_frame("call_1", "write_file", "WriteFile", "edit"),
+            discarded_frame("call_1", "write_file"),
+            preparing_frame("call_2", "read_file", "ReadFile", "read"),
+            read_a_in_progress(dir.path(), "call_2"),
+        ]
+    );
+    assert_eq!(updates[4]["status"], json!("completed"));
+    assert_eq!(updates[5], message("Done."));
+    client.assert_no_card_left_pending();
+}
+
+#[tokio::test]
+async fn a_cancel_during_argument_streaming_discards_the_card_and_answers_cancelled() {
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![vec![preparing("call_1", "write_file"), Step::Hang]]);
+    let mut client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
+    let sid = client.new_session(dir.path()).await;
+    let prompt = client.prompt(&sid, "go");
+    client
+        .until(|m| m["params"]["update"]["sessionUpdate"] == "tool_call")
+        .await;
+    client
+        .cx
+        .send_notification(CancelNotification::new(sid.clone()))
+        .unwrap();
+    let response = prompt.await.unwrap().unwrap();
+    client.drain();
+
+    assert_eq!(
+        response.stop_reason,
+        agent_client_protocol::v1::schema::StopReason::Cancelled
+    );
+    assert_eq!(
+        client.updates(),
+        vec![
+            preparing_frame("call_1", "write_file", "WriteFile", "edit"),
+            discarded_frame("call_1", "write_file"),
+        ]
+    );
+    client.assert_no_card_left_pending();
+}
+
+#[tokio::test]
+async fn a_cancel_abandons_the_pending_permission_request() {
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![vec![
+        preparing("call_w", "write_file"),
+        call(
+            "call_w",
+            "write_file",
+            json!({"file_path": "b.txt", "content": "new\n"}),
+        ),
+        finish(FinishReason::ToolCalls),
+    ]]);
+    let mut client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
+    *client.policy.lock().unwrap() = PermissionPolicy::Hold;
+    let sid = client.new_session(dir.path()).await;
+    let prompt = client.prompt(&sid, "write b");
+    client
+        .until(|m| m["request"] == "session/request_permission")
+        .await;
+    client
+        .cx
+        .send_notification(CancelNotification::new(sid.clone()))
+        .unwrap();
+    let response = prompt.await.unwrap().unwrap();
+    assert_eq!(
+        response.stop_reason,
+        agent_client_protocol::v1::schema::StopReason::Cancelled
+    );
+    client
+        .until(|m| m["abandoned"] == "session/request_permission")
+        .await;
+    client.drain();
+    let cards = client.cards();
+    assert_eq!(cards.len(), 2, "{cards:#?}");
+    assert_eq!(
+        cards[0],
+        preparing_frame("call_w", "write_file", "WriteFile", "edit")
+    );
+    assert_eq!(cards[1]["status"], json!("failed"));
+    assert!(!dir.path().join("b.txt").exists());
+    client.assert_no_card_left_pending();
+}
+
+#[tokio::test]
+async fn todo_write_becomes_a_plan_and_never_a_card() {
+    let dir = project();
+    let todos = json!({"todos": [
+        {"id": "1", "content": "Read the code", "status": "completed"},
+        {"id": "2", "content": "Fix the bug", "status": "in_progress"},
+    ]});
+    let provider = ScriptedProvider::new(vec![
+        vec![
+            preparing("call_t", "todo_write"),
+            call("call_t", "todo_write", todos),
+            finish(FinishReason::ToolCalls),
+        ],
+        answer("Planned."),
+    ]);
+    let mut client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
+    let sid = client.new_session(dir.path()).await;
+    client.prompt(&sid, "plan").await.unwrap().unwrap();
+    client.drain();
+
+    assert_eq!(
+        client.updates(),
+        vec![
+            json!({"sessionUpdate": "plan", "entries": [
+                {"content": "Read the code", "priority": "medium", "status": "completed"},
+                {"content": "Fix the bug", "priority": "medium", "status": "in_progress"},
+            ]}),
+            message("Planned."),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn file_tools_go_through_the_editor_when_it_offers_fs() {
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![
+        read_a_script("call_r"),
+        vec![
+            call(
+                "call_w",
+                "write_file",
+                json!({"file_path": "c.txt", "content": "edited\n"}),
+            ),
+            finish(FinishReason::ToolCalls),
+        ],
+        answer("Done."),
+    ]);
+    let mut factory = TestFactory::new(provider.clone());
+    std::sync::Arc::get_mut(&mut factory).unwrap().mode = ApprovalMode::Yolo;
+    let mut client = TestClient::start(factory, fs_caps(true, true)).await;
+    let a = dir.path().join("a.txt");
+    client
+        .files
+        .lock()
+        .unwrap()
+        .insert(a.clone(), "unsaved buffer text\n".into());
+    let sid = client.new_session(dir.path()).await;
+    client.prompt(&sid, "edit").await.unwrap().unwrap();
+    client.drain();
+
+    let fs_requests: Vec<Value> = client
+        .seen
+        .iter()
+        .filter(|m| m["request"].as_str().is_some_and(|r| r.starts_with("fs/")))
+        .map(|m| json!({"request": m["request"], "path": m["params"]["path"]}))
+        .collect();
+    let c = abs(dir.path(), "c.txt");
+    assert!(
+        fs_requests
+            .contains(&json!({"request": "fs/read_text_file", "path": abs(dir.path(), "a.txt")})),
+        "{fs_requests:#?}"
+    );
+    assert!(
+        fs_requests.contains(&json!({"request": "fs/write_text_file", "path": c})),
+        "{fs_requests:#?}"
+    );
+    assert_eq!(
+        client.files.lock().unwrap().get(&dir.path().join("c.txt")),
+        Some(&"edited\n".to_owned())
+    );
+    assert!(
+        !dir.path().join("c.txt").exists(),
+        "the disk must stay untouched"
+    );
+    let second = &provider.requests()[1];
+    let seen_by_model: String = second
+        .messages
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| match p {
+            Part::ToolResult(r) => Some(r.output.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        seen_by_model.contains("unsaved buffer text"),
+        "{seen_by_model}"
+    );
+    client.assert_no_card_left_pending();
+}
+
+#[tokio::test]
+async fn a_tool_use_summary_reaches_the_client_as_an_extension_notification() {
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![read_a_script("call_1"), answer("Done.")]);
+    let mut factory = TestFactory::new(provider);
+    std::sync::Arc::get_mut(&mut factory).unwrap().summaries = true;
+    let mut client = TestClient::start(factory, fs_caps(false, false)).await;
+    let sid = client.new_session(dir.path()).await;
+    client.prompt(&sid, "read a").await.unwrap().unwrap();
+    let summary = client
+        .until(|m| m["method"] == "_corvid/tool_use_summary")
+        .await;
+    assert_eq!(
+        summary["params"],
+        json!({"sessionId": sid, "summary": "Read a.txt", "precedingToolUseIds": ["call_1"]})
+    );
+}
+
+#[tokio::test]
+async fn yolo_mode_set_by_the_client_skips_the_permission_prompt() {
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![
+        vec![
+            call(
+                "call_w",
+                "write_file",
+                json!({"file_path": "b.txt", "content": "new\n"}),
+            ),
+            finish(FinishReason::ToolCalls),
+        ],
+        answer("Written."),
+    ]);
+    let mut client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
+    let sid = client.new_session(dir.path()).await;
+    client
+        .cx
+        .send_request(SetSessionModeRequest::new(sid.clone(), "yolo"))
+        .block_task()
+        .await
+        .unwrap();
+    client.prompt(&sid, "write b").await.unwrap().unwrap();
+    client.drain();
+    assert!(
+        !client
+            .seen
+            .iter()
+            .any(|m| m["request"] == "session/request_permission")
+    );
+    let cards = client.cards();
+    assert_eq!(cards[0]["sessionUpdate"], json!("tool_call"));
+    assert_eq!(cards[0]["status"], json!("in_progress"));
+    assert_eq!(cards[1]["status"], json!("completed"));
+    client.assert_no_card_left_pending();
+}
