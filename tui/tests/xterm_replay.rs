@@ -1,0 +1,104 @@
+//! The UI's exact output bytes replayed into xterm.js (VS Code's terminal engine): history
+//! must survive in its scrollback (stock partial-region scrolls lose it there, notes P1).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use common::*;
+use corvid_protocol::ApprovalMode;
+use corvid_tui::app::{App, TuiOptions};
+
+const ROWS: u16 = 30;
+const COLS: u16 = 100;
+const ITEMS: usize = 30;
+
+fn tests_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/tui")
+}
+
+#[test]
+fn history_survives_in_xterm_js_scrollback_in_order() {
+    let dir = tests_dir();
+    if !dir.join("node_modules/@xterm/headless").exists() && std::env::var_os("CI").is_none() {
+        eprintln!("skipped: run `npm ci` in tests/tui to enable the xterm.js replay");
+        return;
+    }
+
+    let term = VtTerm::new(ROWS, COLS);
+    let mut screen = term.screen(false);
+    let mut app = App::new(&TuiOptions {
+        compact: false,
+        model: "demo".into(),
+        approval_mode: ApprovalMode::Yolo,
+        no_color: false,
+    });
+    for i in 0..ITEMS {
+        let mut steps = vec![vec![task_started(&format!("prompt {i}."))]];
+        steps.push(vec![preparing(&format!("c{i}"), "read_file", "ReadFile")]);
+        steps.push(read_batch(&format!("c{i}"), &format!("file{i}.rs")));
+        steps.push(vec![summary(
+            &format!("Read file{i}.rs"),
+            &[&format!("c{i}")],
+        )]);
+        steps.push(vec![text(&format!("answer {i}.\n\nsecond paragraph {i}."))]);
+        steps.push(vec![task_finished(0)]);
+        for step in steps {
+            for ev in &step {
+                app.on_core_event(ev);
+            }
+            screen.frame(&app, Instant::now()).unwrap();
+        }
+    }
+
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), term.bytes.borrow().as_slice()).unwrap();
+    let out = Command::new("node")
+        .arg(dir.join("xterm_replay.mjs"))
+        .arg(file.path())
+        .arg(COLS.to_string())
+        .arg(ROWS.to_string())
+        .current_dir(&dir)
+        .output()
+        .expect("node runs");
+    assert!(
+        out.status.success(),
+        "node failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lines: Vec<String> = v["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        lines.len() > usize::from(ROWS) * 3,
+        "xterm.js kept only {} rows: history was lost",
+        lines.len()
+    );
+    let mut last = 0;
+    for i in 0..ITEMS {
+        for needle in [
+            format!("› prompt {i}."),
+            format!("✓ Read file{i}.rs"),
+            format!("● Read file{i}.rs"),
+            format!("answer {i}."),
+            format!("second paragraph {i}."),
+        ] {
+            let hits: Vec<usize> = lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.contains(needle.as_str()))
+                .map(|(n, _)| n)
+                .collect();
+            assert_eq!(hits.len(), 1, "{needle:?} once in xterm.js: {lines:#?}");
+            assert!(hits[0] > last || last == 0, "{needle:?} out of order");
+            last = hits[0];
+        }
+    }
+}
