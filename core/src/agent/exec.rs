@@ -133,7 +133,8 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
             known.join(", ")
         );
         let display = fallback_display(&call.name, ToolKind::Other);
-        return invalid_call(ctx, call, Some((display, prepared)), message);
+        warn_invalid(ctx, &call, &message);
+        return refused_call(ctx, call, Some((display, prepared)), message);
     };
     if !call.args.is_object() {
         let message = format!(
@@ -142,13 +143,19 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
             short(&call.args.to_string())
         );
         let card = shows.then(|| (fallback_display(tool.display_name(), tool.kind()), prepared));
-        return invalid_call(ctx, call, card, message);
+        warn_invalid(ctx, &call, &message);
+        return refused_call(ctx, call, card, message);
     }
     let display = tool.display(&call.args, &tool_ctx);
     let need = tool.approval(&call.args, &tool_ctx).await;
     match approve(ctx, &call, tool.as_ref(), &display, need).await {
         Approval::Granted => {}
         Approval::Denied(message) => return finished_without_running(ctx, call, message, shows),
+        Approval::DeniedUnasked(message) => {
+            // No prompt created a card: show the call with its arguments, then its refusal.
+            let card = shows.then_some((display, prepared));
+            return refused_call(ctx, call, card, message);
+        }
     }
     if ctx.cancel.is_cancelled() {
         return not_started(ctx, call, prepared);
@@ -220,7 +227,10 @@ async fn execute(
 
 enum Approval {
     Granted,
+    /// The user said no in a prompt.
     Denied(String),
+    /// Refused without a prompt (an earlier "reject always").
+    DeniedUnasked(String),
 }
 
 /// Decides whether the call may run, asking the user when the mode requires it.
@@ -240,7 +250,7 @@ async fn approve(
     match lock(&ctx.shared.remembered).get(tool.name()) {
         Some(ApprovalDecision::AllowAlways) => return Approval::Granted,
         Some(ApprovalDecision::RejectAlways) => {
-            return Approval::Denied(rejected_message(call, true));
+            return Approval::DeniedUnasked(rejected_message(call, true));
         }
         _ => {}
     }
@@ -334,8 +344,9 @@ fn finished_without_running(
     }
 }
 
-/// A call the model got wrong (unknown tool, arguments not an object): a tool error it sees.
-fn invalid_call(
+/// A call answered with an error before any card showed it (unknown tool, arguments not an
+/// object, a tool rejected for the session): its card shows the arguments, then the failure.
+fn refused_call(
     ctx: &TaskCtx,
     call: ToolCall,
     card: Option<(ToolDisplay, bool)>,
@@ -352,9 +363,6 @@ fn invalid_call(
             was_prepared,
         });
     }
-    ctx.events.emit(CoreEvent::Warning {
-        message: format!("the model made an invalid `{}` call: {message}", call.name),
-    });
     finished_without_running(ctx, call, message, shows)
 }
 
@@ -379,6 +387,13 @@ fn not_started(ctx: &TaskCtx, call: ToolCall, prepared: bool) -> CallEnd {
         reached_result: false,
         summary: None,
     }
+}
+
+/// Tells the user the model made a malformed call (the model itself gets a tool error).
+fn warn_invalid(ctx: &TaskCtx, call: &ToolCall, message: &str) {
+    ctx.events.emit(CoreEvent::Warning {
+        message: format!("the model made an invalid `{}` call: {message}", call.name),
+    });
 }
 
 fn fallback_display(title: &str, kind: ToolKind) -> ToolDisplay {

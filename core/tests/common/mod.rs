@@ -1,0 +1,96 @@
+//! Test helpers shared by the core's integration tests: a scripted provider, fake tools, an
+//! event collector and the SPEC §5.2 invariant checker.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+pub mod fake_tools;
+pub mod invariants;
+pub mod openai_sse;
+pub mod scripted;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use corvid_core::agent::{AgentConfig, AgentHandle};
+use corvid_core::retry::RetryPolicy;
+use corvid_protocol::{ApprovalMode, CoreEvent};
+use corvid_providers::Provider;
+use corvid_tools::{Tool, ToolRegistry};
+
+/// A session config for tests: yolo unless changed, quick retries, summaries off.
+pub fn test_config(provider: Arc<dyn Provider>, tools: Vec<Arc<dyn Tool>>) -> AgentConfig {
+    AgentConfig {
+        session_id: "test-session".into(),
+        provider,
+        model: "main-model".into(),
+        fallback_model: None,
+        max_output_tokens: Some(1000),
+        system_prompt: "you are a test".into(),
+        cwd: PathBuf::from("/tmp/corvid-test"),
+        tools: ToolRegistry::new(tools),
+        fs: Arc::new(fake_tools::NoFs),
+        approval_mode: ApprovalMode::Yolo,
+        retry: RetryPolicy {
+            max_attempts: 3,
+            initial_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(1000),
+        },
+        shell_timeout: Duration::from_secs(60),
+        summaries: None,
+        history: Vec::new(),
+    }
+}
+
+/// Reads events until the current task finishes (that event included).
+pub async fn collect_task(handle: &mut AgentHandle) -> Vec<CoreEvent> {
+    let mut events = Vec::new();
+    loop {
+        let ev = handle
+            .next_event()
+            .await
+            .expect("the agent closed before the task finished");
+        let done = matches!(ev, CoreEvent::TaskFinished { .. });
+        events.push(ev);
+        if done {
+            return events;
+        }
+    }
+}
+
+/// The events that matter for a tool card's lifecycle, as short strings (for whole-value asserts).
+pub fn lifecycle(events: &[CoreEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|ev| match ev {
+            CoreEvent::TaskStarted { .. } => Some("task_started".to_owned()),
+            CoreEvent::TurnStarted { turn, model } => Some(format!("turn {turn} {model}")),
+            CoreEvent::ToolPreparing { call_id, .. } => Some(format!("preparing {call_id}")),
+            CoreEvent::ToolStarted {
+                call_id,
+                was_prepared,
+                ..
+            } => Some(format!("started {call_id} prepared={was_prepared}")),
+            CoreEvent::PermissionRequested { call_id, .. } => Some(format!("asked {call_id}")),
+            CoreEvent::PermissionResolved { call_id, decision } => {
+                Some(format!("resolved {call_id} {decision:?}"))
+            }
+            CoreEvent::ToolFinished {
+                call_id, status, ..
+            } => Some(format!("finished {call_id} {status:?}")),
+            CoreEvent::PreparationDiscarded {
+                call_id, reason, ..
+            } => Some(format!("discarded {call_id} {reason:?}")),
+            CoreEvent::AttemptRetried { attempt, error, .. } => Some(format!(
+                "retried attempt {attempt} ({})",
+                error.kind.as_str()
+            )),
+            CoreEvent::ModelFellBack { from, to, .. } => Some(format!("fell back {from} -> {to}")),
+            CoreEvent::BatchCompleted { call_ids } => Some(format!("batch {}", call_ids.join(","))),
+            CoreEvent::Plan { todos } => Some(format!("plan {}", todos.len())),
+            CoreEvent::TaskFinished { stop_reason, .. } => {
+                Some(format!("task_finished {stop_reason:?}"))
+            }
+            _ => None,
+        })
+        .collect()
+}
