@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use corvid_protocol::{ErrorInfo, ErrorKind};
-use corvid_providers::error::{classify_http_error_at, classify_stream_error, HeaderMap};
+use corvid_providers::error::{HeaderMap, classify_http_error_at, classify_stream_error};
 use corvid_providers::{ApiKey, OpenAiChatProvider, Provider, ProviderConfig};
 use futures::StreamExt;
 use pretty_assertions::assert_eq;
@@ -25,7 +25,10 @@ fn now() -> SystemTime {
 fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
     let mut map = HeaderMap::new();
     for (k, v) in pairs {
-        map.insert(HeaderName::from_bytes(k.as_bytes()).unwrap(), HeaderValue::from_str(v).unwrap());
+        map.insert(
+            HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            HeaderValue::from_str(v).unwrap(),
+        );
     }
     map
 }
@@ -46,7 +49,10 @@ fn the_recorded_http_error_bodies_classify_with_their_headers() {
     let cases = [
         ("errors/openai_429_rate_limit.sse", ErrorKind::RateLimited),
         ("errors/openai_500_server_error.sse", ErrorKind::Server),
-        ("errors/openai_503_engine_overloaded.sse", ErrorKind::Overloaded),
+        (
+            "errors/openai_503_engine_overloaded.sse",
+            ErrorKind::Overloaded,
+        ),
         ("errors/anthropic_529_overloaded.sse", ErrorKind::Overloaded),
     ];
     for (name, kind) in cases {
@@ -55,7 +61,10 @@ fn the_recorded_http_error_bodies_classify_with_their_headers() {
         let status = http["status"].as_u64().unwrap() as u16;
         let mut map = HeaderMap::new();
         for (k, v) in http["headers"].as_object().into_iter().flatten() {
-            map.insert(HeaderName::from_bytes(k.as_bytes()).unwrap(), HeaderValue::from_str(v.as_str().unwrap()).unwrap());
+            map.insert(
+                HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v.as_str().unwrap()).unwrap(),
+            );
         }
         let got = classify_http_error_at(status, &map, &f.body, now());
         let expected = ErrorInfo {
@@ -71,8 +80,14 @@ fn the_recorded_http_error_bodies_classify_with_their_headers() {
 
 #[test]
 fn an_empty_body_still_says_what_happened() {
-    assert_eq!(classify(502, &[], ""), info(ErrorKind::Server, "HTTP 502 with an empty body", 502));
-    assert_eq!(classify(401, &[], "  \n"), info(ErrorKind::Auth, "HTTP 401 with an empty body", 401));
+    assert_eq!(
+        classify(502, &[], ""),
+        info(ErrorKind::Server, "HTTP 502 with an empty body", 502)
+    );
+    assert_eq!(
+        classify(401, &[], "  \n"),
+        info(ErrorKind::Auth, "HTTP 401 with an empty body", 401)
+    );
 }
 
 #[test]
@@ -85,7 +100,8 @@ fn a_non_json_body_is_kept_as_the_message() {
 fn a_429_that_says_overloaded_is_overload_not_a_rate_limit() {
     let kimi = r#"{"error":{"message":"The engine is currently overloaded, please try again later","type":"engine_overloaded_error"}}"#;
     assert_eq!(classify(429, &[], kimi).kind, ErrorKind::Overloaded);
-    let quota = r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota"}}"#;
+    let quota =
+        r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota"}}"#;
     assert_eq!(classify(429, &[], quota).kind, ErrorKind::RateLimited);
 }
 
@@ -96,7 +112,12 @@ fn status_codes_map_to_their_kinds() {
         .map(|s| classify(*s, &[], r#"{"error":{"message":"x"}}"#).kind)
         .collect();
     use ErrorKind::*;
-    assert_eq!(kinds, vec![BadRequest, Auth, Auth, BadRequest, BadRequest, Server, Overloaded, Overloaded]);
+    assert_eq!(
+        kinds,
+        vec![
+            BadRequest, Auth, Auth, BadRequest, BadRequest, Server, Overloaded, Overloaded
+        ]
+    );
 }
 
 #[test]
@@ -105,7 +126,10 @@ fn context_length_wording_is_context_too_long() {
     let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"},"request_id":"req_1"}"#;
     assert_eq!(classify(400, &[], openai).kind, ErrorKind::ContextTooLong);
     let got = classify(400, &[], anthropic);
-    assert_eq!((got.kind, got.request_id.as_deref()), (ErrorKind::ContextTooLong, Some("req_1")));
+    assert_eq!(
+        (got.kind, got.request_id.as_deref()),
+        (ErrorKind::ContextTooLong, Some("req_1"))
+    );
 }
 
 #[test]
@@ -113,18 +137,35 @@ fn retry_after_is_read_in_every_form() {
     let wait = |pairs: &[(&str, &str)]| classify(429, pairs, "{}").retry_after_ms;
     assert_eq!(wait(&[("retry-after", "7")]), Some(7000));
     assert_eq!(wait(&[("retry-after", "1.5")]), Some(1500));
-    assert_eq!(wait(&[("retry-after", "Mon, 30 Nov 2026 08:00:30 GMT")]), Some(30_000));
-    assert_eq!(wait(&[("retry-after", "Sun, 29 Nov 2026 08:00:30 GMT")]), Some(0));
+    assert_eq!(
+        wait(&[("retry-after", "Mon, 30 Nov 2026 08:00:30 GMT")]),
+        Some(30_000)
+    );
+    assert_eq!(
+        wait(&[("retry-after", "Sun, 29 Nov 2026 08:00:30 GMT")]),
+        Some(0)
+    );
     assert_eq!(wait(&[("retry-after", "soon")]), None);
-    assert_eq!(wait(&[("retry-after", "4"), ("retry-after-ms", "3890.4")]), Some(3890));
+    assert_eq!(
+        wait(&[("retry-after", "4"), ("retry-after-ms", "3890.4")]),
+        Some(3890)
+    );
     assert_eq!(wait(&[]), None);
 }
 
 #[test]
 fn the_request_id_header_wins_over_the_body() {
     let body = r#"{"error":{"message":"x"},"request_id":"from-body"}"#;
-    assert_eq!(classify(500, &[("x-request-id", "from-header")], body).request_id.as_deref(), Some("from-header"));
-    assert_eq!(classify(500, &[], body).request_id.as_deref(), Some("from-body"));
+    assert_eq!(
+        classify(500, &[("x-request-id", "from-header")], body)
+            .request_id
+            .as_deref(),
+        Some("from-header")
+    );
+    assert_eq!(
+        classify(500, &[], body).request_id.as_deref(),
+        Some("from-body")
+    );
 }
 
 #[test]
@@ -141,7 +182,17 @@ fn in_stream_errors_are_classified_by_their_type_and_code() {
     .map(|v| classify_stream_error(v).kind)
     .collect();
     use ErrorKind::*;
-    assert_eq!(kinds, vec![Overloaded, RateLimited, Server, RateLimited, BadRequest, Auth]);
+    assert_eq!(
+        kinds,
+        vec![
+            Overloaded,
+            RateLimited,
+            Server,
+            RateLimited,
+            BadRequest,
+            Auth
+        ]
+    );
 }
 
 #[tokio::test]

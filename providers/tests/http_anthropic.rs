@@ -5,13 +5,13 @@
 use std::time::Duration;
 
 use corvid_protocol::{
-    Completion, ErrorKind, FinishReason, Message, ModelRequest, Part, Role, StreamEvent, StreamItem, ToolCall,
-    ToolResult, ToolSchema, Usage,
+    Completion, ErrorKind, FinishReason, Message, ModelRequest, Part, Role, StreamEvent,
+    StreamItem, ToolCall, ToolResult, ToolSchema, Usage,
 };
 use corvid_providers::{
-    decode_body, AnthropicProvider, ApiKey, EventStream, Provider, ProviderConfig, WireProtocol,
+    AnthropicProvider, ApiKey, EventStream, Provider, ProviderConfig, WireProtocol, decode_body,
 };
-use corvid_testkit::{fixtures, Chunk, Gate, MockServer, ScriptedResponse};
+use corvid_testkit::{Chunk, Gate, MockServer, ScriptedResponse, fixtures};
 use futures::StreamExt;
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -50,7 +50,9 @@ fn event(name: &str, data: serde_json::Value) -> Chunk {
 }
 
 async fn next(stream: &mut EventStream) -> Option<StreamItem> {
-    tokio::time::timeout(LIMIT, stream.next()).await.expect("stream stalled")
+    tokio::time::timeout(LIMIT, stream.next())
+        .await
+        .expect("stream stalled")
 }
 
 async fn drain(mut stream: EventStream) -> Vec<StreamItem> {
@@ -83,7 +85,10 @@ async fn preparing_arrives_at_content_block_start_while_the_input_is_held_back()
         total_tokens: 7 + output,
         ..Usage::default()
     };
-    assert_eq!(next(&mut stream).await, Some(Ok(StreamEvent::Usage(usage(1)))));
+    assert_eq!(
+        next(&mut stream).await,
+        Some(Ok(StreamEvent::Usage(usage(1))))
+    );
     let preparing = StreamEvent::ToolPreparing {
         call_id: "toolu_1".into(),
         tool_name: "weather".into(),
@@ -102,7 +107,9 @@ async fn preparing_arrives_at_content_block_start_while_the_input_is_held_back()
         vec![
             Ok(StreamEvent::Usage(usage(20))),
             Ok(StreamEvent::ToolCall(call)),
-            Ok(StreamEvent::Finished { reason: FinishReason::ToolCalls }),
+            Ok(StreamEvent::Finished {
+                reason: FinishReason::ToolCalls
+            }),
         ]
     );
 }
@@ -111,14 +118,19 @@ async fn preparing_arrives_at_content_block_start_while_the_input_is_held_back()
 async fn a_recorded_thinking_stream_yields_what_the_decoder_yields() {
     let fixture = fixtures::load("anthropic/thinking_then_tool_use");
     let server = MockServer::start().await;
-    server.push(ScriptedResponse::sse(fixtures::split_into_events(&fixture.body)));
+    server.push(ScriptedResponse::sse(fixtures::split_into_events(
+        &fixture.body,
+    )));
     let items = drain(provider(&server).stream(request())).await;
     let expected: Vec<StreamItem> = decode_body(WireProtocol::AnthropicMessages, &fixture.body)
         .into_iter()
         .map(|e| e.item)
         .collect();
     assert_eq!(items, expected);
-    let signatures = items.iter().filter(|i| matches!(i, Ok(StreamEvent::ThoughtSignature { .. }))).count();
+    let signatures = items
+        .iter()
+        .filter(|i| matches!(i, Ok(StreamEvent::ThoughtSignature { .. })))
+        .count();
     assert_eq!(signatures, 1);
 }
 
@@ -126,19 +138,36 @@ async fn a_recorded_thinking_stream_yields_what_the_decoder_yields() {
 async fn an_error_event_mid_tool_use_is_overloaded_and_releases_no_call() {
     let fixture = fixtures::load("anthropic/overloaded_error_mid_tool_use");
     let server = MockServer::start().await;
-    server.push(ScriptedResponse::sse(fixtures::split_into_events(&fixture.body)));
+    server.push(ScriptedResponse::sse(fixtures::split_into_events(
+        &fixture.body,
+    )));
     let items = drain(provider(&server).stream(request())).await;
-    assert_eq!(items.iter().filter(|i| matches!(i, Ok(StreamEvent::ToolCall(_)))).count(), 0);
+    assert_eq!(
+        items
+            .iter()
+            .filter(|i| matches!(i, Ok(StreamEvent::ToolCall(_))))
+            .count(),
+        0
+    );
     let last = items.last().cloned().expect("an item");
-    assert_eq!(last.map_err(|e| (e.kind, e.message)), Err((ErrorKind::Overloaded, "Overloaded".to_owned())));
+    assert_eq!(
+        last.map_err(|e| (e.kind, e.message)),
+        Err((ErrorKind::Overloaded, "Overloaded".to_owned()))
+    );
 }
 
 #[tokio::test]
 async fn the_request_sends_signed_thinking_back_and_pairs_tool_results() {
     let server = MockServer::start().await;
     server.push(ScriptedResponse::sse(vec![
-        event("message_start", json!({"type": "message_start", "message": {"usage": {"input_tokens": 3}}})),
-        event("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}})),
+        event(
+            "message_start",
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 3}}}),
+        ),
+        event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}}),
+        ),
         event("message_stop", json!({"type": "message_stop"})),
     ]));
     let mut req = request();
@@ -146,9 +175,17 @@ async fn the_request_sends_signed_thinking_back_and_pairs_tool_results() {
         Message {
             role: Role::Assistant,
             parts: vec![
-                Part::Thought { text: "Need the tool.".into(), signature: Some("sig-1".into()) },
-                Part::Thought { text: "unsigned, dropped".into(), signature: None },
-                Part::Text { text: "Checking.".into() },
+                Part::Thought {
+                    text: "Need the tool.".into(),
+                    signature: Some("sig-1".into()),
+                },
+                Part::Thought {
+                    text: "unsigned, dropped".into(),
+                    signature: None,
+                },
+                Part::Text {
+                    text: "Checking.".into(),
+                },
                 Part::ToolCall(ToolCall {
                     call_id: "toolu_a".into(),
                     name: "weather".into(),
@@ -168,12 +205,23 @@ async fn the_request_sends_signed_thinking_back_and_pairs_tool_results() {
         Message::user_text("And tomorrow?"),
     ]);
     let items = drain(provider(&server).stream(req)).await;
-    assert_eq!(items.last(), Some(&Ok(StreamEvent::Finished { reason: FinishReason::Stop })));
+    assert_eq!(
+        items.last(),
+        Some(&Ok(StreamEvent::Finished {
+            reason: FinishReason::Stop
+        }))
+    );
 
     let sent = server.requests();
     let r = &sent[0];
-    assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/v1/messages"));
-    assert_eq!((r.header("x-api-key"), r.header("anthropic-version")), (Some(KEY), Some("2023-06-01")));
+    assert_eq!(
+        (r.method.as_str(), r.path.as_str()),
+        ("POST", "/v1/messages")
+    );
+    assert_eq!(
+        (r.header("x-api-key"), r.header("anthropic-version")),
+        (Some(KEY), Some("2023-06-01"))
+    );
     assert_eq!(r.header("authorization"), None);
     assert_eq!(
         r.body,
@@ -209,8 +257,16 @@ async fn a_529_is_overloaded_with_the_request_id_from_the_body() {
         panic!("expected one error, got {items:?}");
     };
     assert_eq!(
-        (error.kind, error.message.as_str(), error.request_id.as_deref()),
-        (ErrorKind::Overloaded, "Overloaded", Some("req_011CSHoEeqs5C35K2UUqR7Fy"))
+        (
+            error.kind,
+            error.message.as_str(),
+            error.request_id.as_deref()
+        ),
+        (
+            ErrorKind::Overloaded,
+            "Overloaded",
+            Some("req_011CSHoEeqs5C35K2UUqR7Fy")
+        )
     );
 }
 
@@ -228,7 +284,10 @@ async fn complete_converts_a_whole_message_with_input_in_the_block() {
             "usage": {"input_tokens": 10, "output_tokens": 4, "cache_read_input_tokens": 2},
         }),
     ));
-    let completion = provider(&server).complete(request()).await.expect("completion");
+    let completion = provider(&server)
+        .complete(request())
+        .await
+        .expect("completion");
     assert_eq!(
         completion,
         Completion {

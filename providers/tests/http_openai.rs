@@ -5,13 +5,13 @@
 use std::time::Duration;
 
 use corvid_protocol::{
-    Completion, ErrorKind, FinishReason, Message, ModelRequest, Part, Role, StreamEvent, StreamItem, ToolCall,
-    ToolResult, ToolSchema, Usage,
+    Completion, ErrorKind, FinishReason, Message, ModelRequest, Part, Role, StreamEvent,
+    StreamItem, ToolCall, ToolResult, ToolSchema, Usage,
 };
 use corvid_providers::{
-    decode_body, ApiKey, OpenAiChatProvider, Provider, ProviderConfig, WireProtocol,
+    ApiKey, OpenAiChatProvider, Provider, ProviderConfig, WireProtocol, decode_body,
 };
-use corvid_testkit::{fixtures, sse_event, Chunk, Gate, MockServer, ScriptedResponse};
+use corvid_testkit::{Chunk, Gate, MockServer, ScriptedResponse, fixtures, sse_event};
 use futures::StreamExt;
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -46,7 +46,9 @@ fn request() -> ModelRequest {
 }
 
 async fn next(stream: &mut corvid_providers::EventStream) -> Option<StreamItem> {
-    tokio::time::timeout(LIMIT, stream.next()).await.expect("stream stalled")
+    tokio::time::timeout(LIMIT, stream.next())
+        .await
+        .expect("stream stalled")
 }
 
 async fn drain(mut stream: corvid_providers::EventStream) -> Vec<StreamItem> {
@@ -68,7 +70,8 @@ async fn preparing_arrives_while_the_server_still_holds_back_the_arguments() {
     let gate = Gate::new();
     let identity = json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
         "function": {"name": "weather", "arguments": ""}}]});
-    let rest = json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"location\":\"Oslo\"}"}}]});
+    let rest =
+        json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"location\":\"Oslo\"}"}}]});
     server.push(ScriptedResponse::sse(vec![
         chunk(identity, None),
         chunk(rest, None).gate(&gate),
@@ -106,7 +109,9 @@ async fn preparing_arrives_while_the_server_still_holds_back_the_arguments() {
 async fn a_recorded_stream_sent_event_by_event_yields_what_the_decoder_yields() {
     let fixture = fixtures::load("openai/parallel_tool_calls");
     let server = MockServer::start().await;
-    server.push(ScriptedResponse::sse(fixtures::split_into_events(&fixture.body)));
+    server.push(ScriptedResponse::sse(fixtures::split_into_events(
+        &fixture.body,
+    )));
     let items = drain(provider(&server).stream(request())).await;
     let expected: Vec<StreamItem> = decode_body(WireProtocol::OpenAiChat, &fixture.body)
         .into_iter()
@@ -134,7 +139,9 @@ async fn the_request_pairs_tool_results_with_their_calls_and_asks_for_usage() {
     req.messages.push(Message {
         role: Role::Assistant,
         parts: vec![
-            Part::Text { text: "Checking.".into() },
+            Part::Text {
+                text: "Checking.".into(),
+            },
             Part::ToolCall(ToolCall {
                 call_id: "call_a".into(),
                 name: "weather".into(),
@@ -165,13 +172,24 @@ async fn the_request_pairs_tool_results_with_their_calls_and_asks_for_usage() {
         ],
     });
     let items = drain(provider(&server).stream(req)).await;
-    assert_eq!(items.last(), Some(&Ok(StreamEvent::Finished { reason: FinishReason::Stop })));
+    assert_eq!(
+        items.last(),
+        Some(&Ok(StreamEvent::Finished {
+            reason: FinishReason::Stop
+        }))
+    );
 
     let sent = server.requests();
     assert_eq!(sent.len(), 1);
     let r = &sent[0];
-    assert_eq!((r.method.as_str(), r.path.as_str()), ("POST", "/chat/completions"));
-    assert_eq!(r.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(
+        (r.method.as_str(), r.path.as_str()),
+        ("POST", "/chat/completions")
+    );
+    assert_eq!(
+        r.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
     assert_eq!(r.header("x-gateway"), Some("corvid-tests"));
     assert_eq!(
         r.body,
@@ -216,8 +234,18 @@ async fn an_http_429_becomes_a_rate_limit_error_with_the_servers_wait_and_reques
         panic!("expected one error, got {items:?}");
     };
     assert_eq!(
-        (error.kind, error.status, error.retry_after_ms, error.request_id.as_deref()),
-        (ErrorKind::RateLimited, Some(429), Some(3890), Some("req_abc"))
+        (
+            error.kind,
+            error.status,
+            error.retry_after_ms,
+            error.request_id.as_deref()
+        ),
+        (
+            ErrorKind::RateLimited,
+            Some(429),
+            Some(3890),
+            Some("req_abc")
+        )
     );
     assert!(error.message.starts_with("Rate limit reached for gpt-4.1"));
     assert!(!error.to_string().contains(KEY));
@@ -231,7 +259,10 @@ async fn a_connection_cut_mid_arguments_is_truncation_and_releases_no_call() {
     let server = MockServer::start().await;
     server.push(ScriptedResponse::sse(chunks).cut());
     let items = drain(provider(&server).stream(request())).await;
-    let calls = items.iter().filter(|i| matches!(i, Ok(StreamEvent::ToolCall(_)))).count();
+    let calls = items
+        .iter()
+        .filter(|i| matches!(i, Ok(StreamEvent::ToolCall(_))))
+        .count();
     assert_eq!(calls, 0);
     let last = items.last().cloned().expect("an item");
     assert_eq!(last.map_err(|e| e.kind), Err(ErrorKind::StreamTruncated));
@@ -252,7 +283,10 @@ async fn complete_sends_a_non_streaming_request_and_assembles_the_message() {
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
         }),
     ));
-    let completion = provider(&server).complete(request()).await.expect("completion");
+    let completion = provider(&server)
+        .complete(request())
+        .await
+        .expect("completion");
     assert_eq!(
         completion,
         Completion {
@@ -272,7 +306,10 @@ async fn complete_sends_a_non_streaming_request_and_assembles_the_message() {
         }
     );
     let body = &server.requests()[0].body;
-    assert_eq!((body["stream"].clone(), body.get("stream_options")), (json!(false), None));
+    assert_eq!(
+        (body["stream"].clone(), body.get("stream_options")),
+        (json!(false), None)
+    );
 }
 
 #[tokio::test]
@@ -284,5 +321,8 @@ async fn the_api_key_never_shows_in_debug_output() {
         extra_headers: vec![("x-proxy-token".into(), "proxy-secret".into())],
     };
     let debug = format!("{config:?} {:?}", provider(&server));
-    assert!(!debug.contains(KEY) && !debug.contains("proxy-secret"), "{debug}");
+    assert!(
+        !debug.contains(KEY) && !debug.contains("proxy-secret"),
+        "{debug}"
+    );
 }

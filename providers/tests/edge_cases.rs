@@ -1,0 +1,291 @@
+//! Decoder cases beyond the recorded fixtures: odd framing, broken bytes, odd servers.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+use corvid_protocol::{ErrorKind, FinishReason, StreamEvent, ToolCall};
+use corvid_providers::{Emitted, StreamDecoder, WireProtocol, decode_body};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use WireProtocol::{AnthropicMessages, OpenAiChat};
+
+fn ok(at: Option<usize>, event: StreamEvent) -> Emitted {
+    Emitted {
+        at,
+        item: Ok(event),
+    }
+}
+
+fn text(at: usize, t: &str) -> Emitted {
+    ok(Some(at), StreamEvent::Text { text: t.into() })
+}
+
+fn finished(at: Option<usize>, reason: FinishReason) -> Emitted {
+    ok(at, StreamEvent::Finished { reason })
+}
+
+fn error_kinds(emitted: &[Emitted]) -> Vec<(Option<usize>, ErrorKind)> {
+    emitted
+        .iter()
+        .filter_map(|e| e.item.as_ref().err().map(|err| (e.at, err.kind)))
+        .collect()
+}
+
+fn data(json: serde_json::Value) -> String {
+    format!("data: {json}\n\n")
+}
+
+fn content(t: &str) -> String {
+    data(json!({"choices": [{"index": 0, "delta": {"content": t}, "finish_reason": null}]}))
+}
+
+fn finish(reason: &str) -> String {
+    data(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}))
+}
+
+fn call_delta(
+    index: Option<u64>,
+    id: Option<&str>,
+    name: Option<&str>,
+    args: Option<&str>,
+) -> String {
+    let mut call = json!({"function": {}});
+    if let Some(i) = index {
+        call["index"] = json!(i);
+    }
+    if let Some(id) = id {
+        call["id"] = json!(id);
+    }
+    if let Some(n) = name {
+        call["function"]["name"] = json!(n);
+    }
+    if let Some(a) = args {
+        call["function"]["arguments"] = json!(a);
+    }
+    data(json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}))
+}
+
+#[test]
+fn an_empty_body_is_a_truncated_stream_for_both_protocols() {
+    for protocol in [OpenAiChat, AnthropicMessages] {
+        assert_eq!(
+            error_kinds(&decode_body(protocol, b"")),
+            vec![(None, ErrorKind::StreamTruncated)]
+        );
+    }
+}
+
+#[test]
+fn a_non_json_data_line_is_skipped_but_still_counted() {
+    let body = format!(
+        "data: hello there\n\n{}{}data: [DONE]\n\n",
+        content("Hi"),
+        finish("stop")
+    );
+    assert_eq!(
+        decode_body(OpenAiChat, body.as_bytes()),
+        vec![text(1, "Hi"), finished(Some(3), FinishReason::Stop)]
+    );
+}
+
+#[test]
+fn invalid_utf8_split_across_chunks_becomes_replacement_characters() {
+    let body = format!(
+        "{}{}data: [DONE]\n\n",
+        content("caf\u{e9}XY"),
+        finish("stop")
+    )
+    .into_bytes();
+    // Replace "XY" with the first two bytes of a four-byte sequence, then split inside them.
+    let at = body.windows(2).position(|w| w == b"XY").unwrap();
+    let mut broken = body.clone();
+    broken[at] = 0xF0;
+    broken[at + 1] = 0x9F;
+    let mut decoder = StreamDecoder::new(OpenAiChat);
+    let mut out = Vec::new();
+    decoder.push(&broken[..at + 1], &mut out);
+    decoder.push(&broken[at + 1..], &mut out);
+    decoder.finish(&mut out);
+    assert_eq!(
+        out,
+        vec![
+            text(0, "caf\u{e9}\u{FFFD}"),
+            finished(Some(2), FinishReason::Stop)
+        ]
+    );
+}
+
+#[test]
+fn an_unterminated_done_is_not_dispatched_so_the_stream_is_truncated() {
+    let body = format!("{}{}data: [DONE]\n", content("Hi"), finish("stop"));
+    let out = decode_body(OpenAiChat, body.as_bytes());
+    assert_eq!(error_kinds(&out), vec![(None, ErrorKind::StreamTruncated)]);
+}
+
+#[test]
+fn a_finish_without_done_on_an_event_boundary_finishes_at_the_end_of_the_body() {
+    let body = format!("{}{}", content("Hi"), finish("length"));
+    assert_eq!(
+        decode_body(OpenAiChat, body.as_bytes()),
+        vec![text(0, "Hi"), finished(None, FinishReason::MaxTokens)]
+    );
+}
+
+#[test]
+fn crlf_framing_decodes_like_lf_framing() {
+    for f in common::all_fixtures()
+        .into_iter()
+        .filter(|f| f.protocol().is_some())
+    {
+        let crlf = String::from_utf8(f.body.clone())
+            .unwrap()
+            .replace('\n', "\r\n");
+        let protocol = f.protocol().unwrap();
+        assert_eq!(
+            (f.name.as_str(), decode_body(protocol, crlf.as_bytes())),
+            (f.name.as_str(), decode_body(protocol, &f.body))
+        );
+    }
+}
+
+#[test]
+fn an_error_object_before_done_wins_over_a_finish_and_releases_no_call() {
+    let body = [
+        call_delta(Some(0), Some("c1"), Some("read_file"), Some("{}")),
+        data(json!({"error": {"message": "upstream died", "code": 502}, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let out = decode_body(OpenAiChat, body.as_bytes());
+    assert_eq!(error_kinds(&out), vec![(Some(1), ErrorKind::Server)]);
+    assert!(
+        !out.iter()
+            .any(|e| matches!(e.item, Ok(StreamEvent::ToolCall(_))))
+    );
+}
+
+#[test]
+fn arguments_that_are_not_an_object_are_kept_verbatim_as_a_string() {
+    let body = [
+        call_delta(Some(0), Some("c1"), Some("read_file"), Some("{\"path\": ")),
+        call_delta(Some(1), Some("c2"), Some("glob"), Some("[1, 2]")),
+        finish("tool_calls"),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let calls: Vec<ToolCall> = decode_body(OpenAiChat, body.as_bytes())
+        .into_iter()
+        .filter_map(|e| match e.item {
+            Ok(StreamEvent::ToolCall(c)) => Some(c),
+            _ => None,
+        })
+        .collect();
+    let call = |id: &str, name: &str, args| ToolCall {
+        call_id: id.into(),
+        name: name.into(),
+        args,
+    };
+    assert_eq!(
+        calls,
+        vec![
+            call("c1", "read_file", json!("{\"path\": ")),
+            call("c2", "glob", json!("[1, 2]"))
+        ]
+    );
+}
+
+#[test]
+fn the_same_id_at_two_indexes_is_announced_once() {
+    let body = [
+        call_delta(Some(0), Some("dup"), Some("read_file"), Some("{}")),
+        call_delta(Some(1), Some("dup"), Some("read_file"), Some("{}")),
+        finish("tool_calls"),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let preparing = decode_body(OpenAiChat, body.as_bytes())
+        .into_iter()
+        .filter(|e| matches!(e.item, Ok(StreamEvent::ToolPreparing { .. })))
+        .count();
+    assert_eq!(preparing, 1);
+}
+
+#[test]
+fn a_name_and_arguments_before_any_id_are_joined_by_the_later_id() {
+    let body = [
+        call_delta(None, None, Some("glob"), Some("{\"pattern\":")),
+        call_delta(None, Some("g1"), None, Some("\"*\"}")),
+        finish("stop"),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let out = decode_body(OpenAiChat, body.as_bytes());
+    let expected_call = ToolCall {
+        call_id: "g1".into(),
+        name: "glob".into(),
+        args: json!({"pattern": "*"}),
+    };
+    assert_eq!(
+        out,
+        vec![
+            ok(
+                Some(1),
+                StreamEvent::ToolPreparing {
+                    call_id: "g1".into(),
+                    tool_name: "glob".into()
+                }
+            ),
+            ok(Some(3), StreamEvent::ToolCall(expected_call)),
+            finished(Some(3), FinishReason::ToolCalls),
+        ]
+    );
+}
+
+#[test]
+fn anthropic_input_given_at_block_start_is_used_when_no_deltas_come() {
+    let ev = |name: &str, v: serde_json::Value| format!("event: {name}\ndata: {v}\n\n");
+    let body = [
+        ev("ping", json!({"type": "ping"})),
+        ev("content_block_start", json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "tool_use", "id": "t1", "name": "glob", "input": {"pattern": "*.rs"}}})),
+        ev("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
+        ev("something_new", json!({"type": "something_new"})),
+        ev("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}})),
+        ev("message_stop", json!({"type": "message_stop"})),
+    ]
+    .concat();
+    let expected_call = ToolCall {
+        call_id: "t1".into(),
+        name: "glob".into(),
+        args: json!({"pattern": "*.rs"}),
+    };
+    assert_eq!(
+        decode_body(AnthropicMessages, body.as_bytes()),
+        vec![
+            ok(
+                Some(1),
+                StreamEvent::ToolPreparing {
+                    call_id: "t1".into(),
+                    tool_name: "glob".into()
+                }
+            ),
+            ok(Some(5), StreamEvent::ToolCall(expected_call)),
+            finished(Some(5), FinishReason::ToolCalls),
+        ]
+    );
+}
+
+#[test]
+fn anthropic_body_ending_after_the_stop_reason_but_before_message_stop_is_truncated() {
+    let f = common::fixture("anthropic/parallel_tool_use.sse");
+    let body = String::from_utf8(f.body).unwrap();
+    let cut = body.find("event: message_stop").unwrap();
+    let out = decode_body(AnthropicMessages, &body.as_bytes()[..cut]);
+    assert_eq!(error_kinds(&out), vec![(None, ErrorKind::StreamTruncated)]);
+    assert!(
+        !out.iter()
+            .any(|e| matches!(e.item, Ok(StreamEvent::ToolCall(_))))
+    );
+}
