@@ -14,6 +14,7 @@ use common::invariants::check_invariants;
 use common::scripted::*;
 use common::test_config;
 use corvid_core::agent::spawn_agent;
+use corvid_core::summary::SummaryConfig;
 use corvid_protocol::{
     ApprovalDecision, ApprovalMode, CoreEvent, ErrorInfo, ErrorKind, FinishReason, Op, ToolKind,
 };
@@ -59,6 +60,8 @@ struct Case {
     max_attempts: u32,
     fallback: bool,
     decisions: Vec<u8>,
+    /// How long each tool-use summary takes (the fast model); empty turns summaries off.
+    summary_delays: Vec<u64>,
 }
 
 fn error_kind() -> impl Strategy<Value = ErrorKind> {
@@ -116,14 +119,16 @@ fn case() -> impl Strategy<Value = Case> {
         1u32..4,
         any::<bool>(),
         prop::collection::vec(0u8..4, 8),
+        prop::collection::vec(0u64..200, 0..4),
     )
         .prop_map(
-            |(responses, cancel_at, max_attempts, fallback, decisions)| Case {
+            |(responses, cancel_at, max_attempts, fallback, decisions, summary_delays)| Case {
                 responses,
                 cancel_at,
                 max_attempts,
                 fallback,
                 decisions,
+                summary_delays,
             },
         )
 }
@@ -205,6 +210,16 @@ fn tools(log: &ExecLog) -> Vec<Arc<dyn Tool>> {
     ]
 }
 
+/// The last event when it is a `TaskFinished` (with its pending summary count).
+fn ev_pending(events: &[CoreEvent]) -> CoreEvent {
+    match events.last() {
+        Some(ev @ CoreEvent::TaskFinished { .. }) => ev.clone(),
+        _ => CoreEvent::Warning {
+            message: String::new(),
+        },
+    }
+}
+
 /// Runs one case and returns its events, or a description of the first broken rule.
 fn run_case(case: &Case) -> Result<Vec<CoreEvent>, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -225,6 +240,25 @@ fn run_case(case: &Case) -> Result<Vec<CoreEvent>, String> {
         config.approval_mode = ApprovalMode::Default;
         config.retry.max_attempts = case.max_attempts;
         config.fallback_model = case.fallback.then(|| "fallback-model".to_owned());
+        let fast = ScriptedProvider::new(
+            case.summary_delays
+                .iter()
+                .map(|d| {
+                    vec![
+                        delay_ms(*d),
+                        text("Did a thing"),
+                        finish(FinishReason::Stop),
+                    ]
+                })
+                .collect(),
+        )
+        .answering_when_exhausted("Did more");
+        if !case.summary_delays.is_empty() {
+            config.summaries = Some(SummaryConfig {
+                provider: Arc::new(fast.clone()),
+                model: "fast".into(),
+            });
+        }
         let mut handle = spawn_agent(config);
         handle
             .submit(Op::UserTurn {
@@ -256,6 +290,25 @@ fn run_case(case: &Case) -> Result<Vec<CoreEvent>, String> {
                 if case.cancel_at == Some(events.len()) {
                     handle.submit(Op::Cancel).map_err(|e| e.to_string())?;
                 }
+                if let CoreEvent::TaskFinished {
+                    pending_summaries, ..
+                } = ev_pending(&events)
+                {
+                    // Every pending summary settles after the task: exactly that many events.
+                    for _ in 0..pending_summaries {
+                        loop {
+                            let ev = handle.next_event().await.map_err(|e| e.to_string())?;
+                            let settled = matches!(
+                                ev,
+                                CoreEvent::ToolUseSummary { .. } | CoreEvent::SummaryDropped { .. }
+                            );
+                            events.push(ev);
+                            if settled {
+                                break;
+                            }
+                        }
+                    }
+                }
                 if done {
                     return Ok::<(), String>(());
                 }
@@ -264,6 +317,20 @@ fn run_case(case: &Case) -> Result<Vec<CoreEvent>, String> {
         tokio::time::timeout(Duration::from_secs(24 * 3600), run)
             .await
             .map_err(|_| "the task never finished".to_owned())??;
+        // Nothing settles beyond the pending count: once the agent ends, no summary event is left.
+        let (ops, mut rest) = handle.split();
+        drop(ops);
+        while let Ok(ev) = rest.next_event().await {
+            if matches!(
+                ev,
+                CoreEvent::ToolUseSummary { .. } | CoreEvent::SummaryDropped { .. }
+            ) {
+                return Err(format!(
+                    "a summary settled beyond the pending count: {ev:?}"
+                ));
+            }
+            events.push(ev);
+        }
         check_invariants(&events, &["todo_write"])?;
         let finished = provider.finished_call_ids();
         for tag in log.tags() {
@@ -330,6 +397,8 @@ fn the_fault_generator_reaches_every_kind_of_ending() {
                 CoreEvent::ModelFellBack { .. } => "fell back".into(),
                 CoreEvent::AttemptRetried { .. } => "retried".into(),
                 CoreEvent::Plan { .. } => "plan".into(),
+                CoreEvent::ToolUseSummary { .. } => "summary".into(),
+                CoreEvent::SummaryDropped { .. } => "summary dropped".into(),
                 _ => continue,
             };
             seen.insert(what);
@@ -350,6 +419,8 @@ fn the_fault_generator_reaches_every_kind_of_ending() {
         "resolved RejectAlways",
         "resolved RejectOnce",
         "retried",
+        "summary",
+        "summary dropped",
         "task Cancelled",
         "task EndTurn",
         "task Error",

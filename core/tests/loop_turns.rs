@@ -507,3 +507,65 @@ async fn dropping_every_sender_ends_the_agent_after_the_running_task() {
         })
     ));
 }
+
+/// Found by fault injection: a call of a tool the user rejected "always" earlier finished
+/// without any card having shown it.
+#[tokio::test(start_paused = true)]
+async fn a_tool_rejected_for_the_session_shows_its_card_then_fails_without_asking() {
+    let log = ExecLog::default();
+    let provider = ScriptedProvider::new(vec![
+        vec![
+            call("w1", "write", json!({"tag": "w1"})),
+            finish(FinishReason::ToolCalls),
+        ],
+        vec![
+            call("w2", "write", json!({"tag": "w2"})),
+            finish(FinishReason::ToolCalls),
+        ],
+        answer("ok"),
+    ]);
+    let mut config = test_config(
+        Arc::new(provider.clone()),
+        vec![FakeTool::writer("write", 1, &log)],
+    );
+    config.approval_mode = ApprovalMode::Default;
+    let mut handle = spawn_agent(config);
+    prompt(&handle, "go");
+    let mut events = Vec::new();
+    loop {
+        let ev = handle.next_event().await.unwrap();
+        if let CoreEvent::PermissionRequested { call_id, .. } = &ev {
+            let decision = ApprovalDecision::RejectAlways;
+            handle
+                .submit(Op::Approval {
+                    call_id: call_id.clone(),
+                    decision,
+                })
+                .unwrap();
+        }
+        let done = matches!(ev, CoreEvent::TaskFinished { .. });
+        events.push(ev);
+        if done {
+            break;
+        }
+    }
+    check_invariants(&events, &[]).unwrap();
+    assert_eq!(
+        lifecycle(&events),
+        vec![
+            "task_started",
+            "turn 1 main-model",
+            "asked w1",
+            "resolved w1 RejectAlways",
+            "finished w1 Failed",
+            "batch w1",
+            "turn 2 main-model",
+            "started w2 prepared=false",
+            "finished w2 Failed",
+            "batch w2",
+            "turn 3 main-model",
+            "task_finished EndTurn",
+        ]
+    );
+    assert!(log.all().is_empty());
+}
