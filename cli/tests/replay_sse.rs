@@ -1,0 +1,119 @@
+//! `corvid debug replay-sse` end to end: the real binary on recorded bodies (SPEC §1.3).
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::process::{Command, Output};
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+fn fixture(name: &str) -> String {
+    format!("{}/../testdata/sse/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn replay(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_corvid"))
+        .args(["debug", "replay-sse"])
+        .args(args)
+        .output()
+        .expect("run corvid")
+}
+
+/// Runs the command, checks it succeeded, and parses every stdout line as JSON.
+fn lines(args: &[&str]) -> Vec<Value> {
+    let out = replay(args);
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        ),
+        (Some(0), String::new())
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_name_arriving_after_the_id_prepares_at_the_event_that_completes_it() {
+    let got = lines(&[
+        "--protocol",
+        "openai-chat",
+        &fixture("generic-openai-compat/name_in_later_chunk_than_id.sse"),
+    ]);
+    assert_eq!(
+        got,
+        vec![
+            json!({"at": 1, "type": "tool_preparing", "call_id": "call_123", "tool_name": "bash"}),
+            json!({"at": 3, "type": "tool_call", "call_id": "call_123", "name": "bash", "args": {"command": "ls -la"}}),
+            json!({"at": 3, "type": "finished", "reason": "tool_calls"}),
+        ]
+    );
+}
+
+#[test]
+fn an_anthropic_stream_with_an_empty_input_yields_an_empty_object() {
+    let got = lines(&[
+        "--protocol",
+        "anthropic-messages",
+        &fixture("anthropic/empty_input_tool.sse"),
+    ]);
+    let usage = |at: u64, output: u64| {
+        json!({"at": at, "type": "usage", "input_tokens": 3154, "output_tokens": output,
+               "total_tokens": 3154 + output, "cached_input_tokens": 0, "reasoning_tokens": 0})
+    };
+    let id = "toolu_01Pi8emvHyK6qoLUVjcnmDCr";
+    assert_eq!(
+        got,
+        vec![
+            usage(0, 3),
+            json!({"at": 3, "type": "text", "text": "I'll call the hello_world tool."}),
+            json!({"at": 5, "type": "tool_preparing", "call_id": id, "tool_name": "hello_world"}),
+            usage(8, 39),
+            json!({"at": 9, "type": "tool_call", "call_id": id, "name": "hello_world", "args": {}}),
+            json!({"at": 9, "type": "finished", "reason": "tool_calls"}),
+        ]
+    );
+}
+
+#[test]
+fn a_body_cut_mid_event_ends_with_a_truncation_error_at_null() {
+    let got = lines(&[
+        "--protocol",
+        "openai-chat",
+        &fixture("errors/connection_closed_before_done.sse"),
+    ]);
+    assert_eq!(
+        got,
+        vec![
+            json!({"at": 0, "type": "tool_preparing", "call_id": "call_7kE4IjtnwXcGbX6hDM7xFu8T", "tool_name": "weather"}),
+            json!({"at": null, "type": "error", "kind": "stream_truncated", "retryable": true,
+                   "message": "the connection closed in the middle of an event, before the response finished"}),
+        ]
+    );
+}
+
+#[test]
+fn an_error_status_classifies_the_body_as_an_http_error() {
+    let got = lines(&[
+        "--protocol",
+        "anthropic-messages",
+        "--status",
+        "529",
+        &fixture("errors/anthropic_529_overloaded.sse"),
+    ]);
+    assert_eq!(
+        got,
+        vec![
+            json!({"at": null, "type": "error", "kind": "overloaded", "retryable": true, "message": "Overloaded"})
+        ]
+    );
+}
+
+#[test]
+fn an_unreadable_file_exits_2() {
+    let out = replay(&["--protocol", "openai-chat", "/nonexistent/body.sse"]);
+    assert_eq!((out.status.code(), out.stdout.is_empty()), (Some(2), true));
+}
