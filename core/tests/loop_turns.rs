@@ -569,3 +569,43 @@ async fn a_tool_rejected_for_the_session_shows_its_card_then_fails_without_askin
     );
     assert!(log.all().is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_tool_fails_its_call_and_the_session_goes_on() {
+    let log = ExecLog::default();
+    let provider = ScriptedProvider::new(vec![
+        vec![
+            preparing("p", "boom"),
+            call("p", "boom", json!({})),
+            finish(FinishReason::ToolCalls),
+        ],
+        answer("that tool is broken"),
+    ]);
+    let boom: Arc<dyn corvid_tools::Tool> = Arc::new(FakeTool {
+        name: "boom",
+        display_name: "Boom",
+        kind: corvid_protocol::ToolKind::Other,
+        mutates: false,
+        shows_card: true,
+        needs: common::fake_tools::Needs::Nothing,
+        behavior: common::fake_tools::Behavior::Panic,
+        log: log.clone(),
+    });
+    let mut handle = start(&provider, vec![boom]);
+    prompt(&handle, "go");
+    let events = collect_task(&mut handle).await;
+    check_invariants(&events, &[]).unwrap();
+    assert_eq!(
+        lifecycle(&events),
+        vec![
+            "task_started",
+            "turn 1 main-model",
+            "preparing p",
+            "started p prepared=true",
+            "finished p Failed",
+            "batch p",
+            "turn 2 main-model",
+            "task_finished EndTurn",
+        ]
+    );
+}

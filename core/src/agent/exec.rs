@@ -2,6 +2,7 @@
 //! calls in order), cancellation, and the in_progress → completed | failed events.
 
 use std::collections::HashSet;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use corvid_protocol::{
     ToolCall, ToolDisplay, ToolKind, ToolOutput, ToolResult, ToolStatus,
 };
 use corvid_tools::{ApprovalNeed, Tool, ToolContext, ToolError};
+use futures::FutureExt;
 use serde_json::Value;
 
 use super::session::{TaskCtx, lock};
@@ -212,7 +214,18 @@ async fn execute(
     args: Value,
     tool_ctx: ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let fut = tool.execute(args, tool_ctx);
+    let name = tool.name();
+    // A panicking tool fails its call instead of taking the task (and its open cards) down.
+    let fut = AssertUnwindSafe(tool.execute(args, tool_ctx))
+        .catch_unwind()
+        .map(move |result| {
+            result.unwrap_or_else(|_| {
+                tracing::error!(tool = name, "tool panicked");
+                Err(ToolError::new(format!(
+                    "internal error: the `{name}` tool crashed"
+                )))
+            })
+        });
     tokio::pin!(fut);
     tokio::select! {
         result = &mut fut => result,

@@ -64,8 +64,14 @@ async fn run_turns(
         let finished = match run_turn(ctx, state, &mut fell_back).await {
             Ok(finished) => finished,
             Err(TurnEnd::Cancelled { partial }) => {
-                if !partial.is_empty() {
-                    state.history.push(assistant(partial, Vec::new()));
+                // Keep the text the user saw; an unfinished thought (no signature) could not
+                // be sent back to providers that verify thoughts.
+                let seen: Vec<Part> = partial
+                    .into_iter()
+                    .filter(|p| matches!(p, Part::Text { text } if !text.is_empty()))
+                    .collect();
+                if !seen.is_empty() {
+                    state.history.push(assistant(seen, Vec::new()));
                 }
                 return (StopReason::Cancelled, None);
             }

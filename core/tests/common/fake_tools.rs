@@ -48,6 +48,8 @@ pub enum Behavior {
     Fail(String),
     /// Returns a todo plan in `raw` (like `todo_write`).
     Plan,
+    /// Panics (a buggy tool).
+    Panic,
 }
 
 /// Which approval a fake tool asks for.
@@ -197,6 +199,7 @@ impl Tool for FakeTool {
                     Err(ToolError::new("command killed by cancellation"))
                 }
                 Behavior::Fail(message) => Err(ToolError::new(message)),
+                Behavior::Panic => panic!("the fake tool panics"),
                 Behavior::Plan => Ok(out(
                     "plan updated".into(),
                     json!({"todos": [{"id": "1", "content": tag, "status": "in_progress"}]}),
