@@ -1,0 +1,121 @@
+#!/usr/bin/env node
+// Drives an ACP agent with the official client library (@agentclientprotocol/sdk 2.4.0) and
+// prints one JSON object per line on stdout for every message the client receives:
+//   {"kind":"update","update":{...}}            a session/update
+//   {"kind":"permission","toolCall":{...}}      a session/request_permission (auto-answered)
+//   {"kind":"notification","method":M,"params"} any other notification (e.g. _corvid/*)
+//   {"kind":"response","response":{...}}        the session/prompt answer
+//   {"kind":"error","message":...}              a failed request
+//
+// Usage: node client.mjs [--prompt TEXT] [--reject] [--cancel-on-tool-call] [--timeout SECONDS]
+//                        [--cwd DIR] -- AGENT_CMD [ARGS...]
+// Exit codes: 0 ok, 1 protocol or agent error, 2 agent could not start, 3 timeout, 64 usage.
+
+import { spawn } from "node:child_process";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+function usage(message) {
+  process.stderr.write(`client.mjs: ${message}\n`);
+  process.exit(64);
+}
+
+const argv = process.argv.slice(2);
+const split = argv.indexOf("--");
+if (split < 0 || split === argv.length - 1) usage("missing `-- AGENT_CMD`");
+const flags = argv.slice(0, split);
+const [command, ...commandArgs] = argv.slice(split + 1);
+const options = { prompt: "hello", reject: false, cancelOnToolCall: false, timeout: 30, cwd: process.cwd() };
+for (let i = 0; i < flags.length; i++) {
+  switch (flags[i]) {
+    case "--prompt": options.prompt = flags[++i]; break;
+    case "--reject": options.reject = true; break;
+    case "--cancel-on-tool-call": options.cancelOnToolCall = true; break;
+    case "--timeout": options.timeout = Number(flags[++i]); break;
+    case "--cwd": options.cwd = flags[++i]; break;
+    default: usage(`unknown flag ${flags[i]}`);
+  }
+}
+
+const emit = (value) => process.stdout.write(JSON.stringify(value) + "\n");
+
+const agent = spawn(command, commandArgs, { stdio: ["pipe", "pipe", "inherit"], env: process.env });
+const started = new Promise((resolve, reject) => {
+  agent.once("spawn", resolve);
+  agent.once("error", reject);
+});
+try {
+  await started;
+} catch (error) {
+  process.stderr.write(`client.mjs: cannot start ${command}: ${error.message}\n`);
+  process.exit(2);
+}
+let finished = false;
+agent.once("exit", (code, signal) => {
+  if (!finished) {
+    process.stderr.write(`client.mjs: the agent exited early (code ${code}, signal ${signal})\n`);
+    process.exit(1);
+  }
+});
+const timer = setTimeout(() => {
+  process.stderr.write(`client.mjs: timed out after ${options.timeout}s\n`);
+  agent.kill("SIGKILL");
+  process.exit(3);
+}, options.timeout * 1000);
+
+let cancel = () => {};
+const app = acp
+  .client({ name: "corvid-e2e" })
+  .onNotification(acp.methods.client.session.update, ({ params }) => {
+    emit({ kind: "update", update: params.update });
+    if (options.cancelOnToolCall && params.update.sessionUpdate === "tool_call") cancel();
+  })
+  .onNotification("*", ({ method, params }) => {
+    emit({ kind: "notification", method, params });
+  })
+  .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+    emit({ kind: "permission", toolCall: params.toolCall });
+    const wanted = options.reject ? ["reject_once", "reject_always"] : ["allow_once", "allow_always"];
+    for (const kind of wanted) {
+      const option = params.options.find((o) => o.kind === kind);
+      if (option) return { outcome: { outcome: "selected", optionId: option.optionId } };
+    }
+    return { outcome: { outcome: "cancelled" } };
+  });
+
+let code = 0;
+try {
+  const stream = acp.ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
+  await app.connectWith(stream, async (ctx) => {
+    const init = await ctx.request(acp.methods.agent.initialize, {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    });
+    emit({ kind: "initialize", response: init });
+    const session = await ctx.request(acp.methods.agent.session.new, { cwd: options.cwd, mcpServers: [] });
+    const sessionId = session.sessionId;
+    let cancelled = false;
+    cancel = () => {
+      if (cancelled) return;
+      cancelled = true;
+      ctx.notify(acp.methods.agent.session.cancel, { sessionId });
+    };
+    const response = await ctx.request(acp.methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: options.prompt }],
+    });
+    emit({ kind: "response", response });
+  });
+} catch (error) {
+  emit({ kind: "error", message: String(error?.message ?? error) });
+  code = 1;
+}
+finished = true;
+clearTimeout(timer);
+agent.stdin.end();
+const exited = await Promise.race([
+  new Promise((resolve) => agent.once("exit", () => resolve(true))),
+  new Promise((resolve) => setTimeout(() => resolve(false), 2000)),
+]);
+if (!exited) agent.kill("SIGKILL");
+process.exit(code);
