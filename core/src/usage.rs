@@ -9,8 +9,11 @@ use serde::{Deserialize, Serialize};
 /// Counts of executed tool calls by outcome.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCallCounts {
+    /// Every call that finished.
     pub total: u32,
+    /// Calls that ran successfully.
     pub completed: u32,
+    /// Calls that failed, were refused or were rejected.
     pub failed: u32,
 }
 

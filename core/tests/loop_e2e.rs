@@ -420,3 +420,69 @@ async fn end_to_end_cancel_while_a_shell_command_runs_kills_its_process_group() 
         .await
         .expect("the shell's child survived the cancel");
 }
+
+#[tokio::test]
+async fn end_to_end_ids_reused_across_turns_are_renamed_for_card_call_and_result() {
+    let log = ExecLog::default();
+    let server = MockServer::start().await;
+    for tag in ["first", "second"] {
+        server.push(ScriptedResponse::sse(vec![
+            call_start(0, "call_1", "read"),
+            call_args(0, &json!({ "tag": tag }).to_string()),
+            finish("tool_calls"),
+            done(),
+        ]));
+    }
+    server.push(answer("done"));
+    let mut handle = spawn_agent(fake_config(
+        &server,
+        vec![FakeTool::reader("read", 1, &log)],
+    ));
+    prompt(&handle, "go");
+    let events = collect_task(&mut handle).await;
+    check_invariants(&events, &[]).unwrap();
+    assert_eq!(
+        lifecycle(&events),
+        vec![
+            "task_started",
+            "turn 1 main-model",
+            "preparing call_1",
+            "started call_1 prepared=true",
+            "finished call_1 Completed",
+            "batch call_1",
+            "turn 2 main-model",
+            "preparing call_1__dup_2",
+            "started call_1__dup_2 prepared=true",
+            "finished call_1__dup_2 Completed",
+            "batch call_1__dup_2",
+            "turn 3 main-model",
+            "task_finished EndTurn",
+        ]
+    );
+    let messages = server.requests()[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let ids: Vec<Value> = messages
+        .iter()
+        .flat_map(|m| {
+            let mut ids: Vec<Value> = m["tool_calls"]
+                .as_array()
+                .map(|calls| calls.iter().map(|c| c["id"].clone()).collect())
+                .unwrap_or_default();
+            if m["role"] == "tool" {
+                ids.push(m["tool_call_id"].clone());
+            }
+            ids
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        vec![
+            json!("call_1"),
+            json!("call_1"),
+            json!("call_1__dup_2"),
+            json!("call_1__dup_2")
+        ]
+    );
+}
