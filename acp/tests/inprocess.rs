@@ -524,3 +524,105 @@ async fn yolo_mode_set_by_the_client_skips_the_permission_prompt() {
     assert_eq!(cards[1]["status"], json!("completed"));
     client.assert_no_card_left_pending();
 }
+
+#[tokio::test]
+async fn a_failure_that_survives_retries_is_a_json_rpc_error_with_a_clear_message() {
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![vec![Step::Fail(corvid_protocol::ErrorInfo::new(
+        corvid_protocol::ErrorKind::BadRequest,
+        "model `nope` does not exist",
+    ))]]);
+    let client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
+    let sid = client.new_session(dir.path()).await;
+    let error = client.prompt(&sid, "hi").await.unwrap().unwrap_err();
+    assert_eq!(error.code, agent_client_protocol::ErrorCode::INTERNAL_ERROR);
+    assert!(
+        error.message.contains("model `nope` does not exist"),
+        "{}",
+        error.message
+    );
+    // The session survives the failed prompt.
+    let provider_gone = client.prompt(&sid, "again").await.unwrap().unwrap_err();
+    assert!(
+        provider_gone.message.contains("no response left"),
+        "{}",
+        provider_gone.message
+    );
+}
+
+#[tokio::test]
+async fn resource_links_and_embedded_resources_reach_the_model_as_context() {
+    use agent_client_protocol::v1::schema::{
+        ContentBlock, EmbeddedResource, EmbeddedResourceResource, PromptRequest, ResourceLink,
+        TextResourceContents,
+    };
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![answer("Seen.")]);
+    let client = TestClient::start(TestFactory::new(provider.clone()), fs_caps(false, false)).await;
+    let sid = client.new_session(dir.path()).await;
+    let a = abs(dir.path(), "a.txt");
+    let prompt = vec![
+        ContentBlock::from("Explain these".to_owned()),
+        ContentBlock::ResourceLink(ResourceLink::new("a.txt", format!("file://{a}"))),
+        ContentBlock::Resource(EmbeddedResource::new(
+            EmbeddedResourceResource::TextResourceContents(TextResourceContents::new(
+                "fn main() {}",
+                "file:///work/p/main.rs",
+            )),
+        )),
+    ];
+    client
+        .cx
+        .send_request(PromptRequest::new(sid, prompt))
+        .block_task()
+        .await
+        .unwrap();
+    let sent = provider.requests()[0].messages.last().unwrap().text();
+    assert_eq!(
+        sent,
+        format!(
+            "Explain these\n@a.txt ({a})\n<context ref=\"/work/p/main.rs\">\nfn main() {{}}\n</context>"
+        )
+    );
+}
+
+#[tokio::test]
+async fn without_a_provider_authenticate_and_session_new_say_what_to_set() {
+    struct NoProvider;
+    impl corvid_acp::AgentFactory for NoProvider {
+        fn check_provider(&self) -> Result<(), corvid_acp::FactoryError> {
+            Err(corvid_acp::FactoryError::NoProvider(
+                "no model provider: set OPENAI_API_KEY or ANTHROPIC_API_KEY".into(),
+            ))
+        }
+        fn build(
+            &self,
+            _spec: corvid_acp::SessionSpec,
+        ) -> Result<corvid_core::agent::AgentConfig, corvid_acp::FactoryError> {
+            Err(self.check_provider().unwrap_err())
+        }
+    }
+    let client = TestClient::start(std::sync::Arc::new(NoProvider), fs_caps(false, false)).await;
+    let auth = client
+        .cx
+        .send_request(agent_client_protocol::v1::schema::AuthenticateRequest::new(
+            "corvid-provider",
+        ))
+        .block_task()
+        .await
+        .unwrap_err();
+    let dir = project();
+    let new = client
+        .cx
+        .send_request(NewSessionRequest::new(dir.path()))
+        .block_task()
+        .await
+        .unwrap_err();
+    for error in [auth, new] {
+        assert_eq!(error.code, agent_client_protocol::ErrorCode::AUTH_REQUIRED);
+        assert_eq!(
+            error.message,
+            "no model provider: set OPENAI_API_KEY or ANTHROPIC_API_KEY"
+        );
+    }
+}
