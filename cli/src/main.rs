@@ -1,23 +1,123 @@
 //! The `corvid` binary: argument parsing and wiring of the front ends.
+//!
+//! Exit codes (SPEC §1.1): 0 success, 1 task failed, 2 usage or configuration error,
+//! 130 cancelled.
 
+// The binary owns the terminal: stderr carries progress and errors, stdout the mode's output.
+#![allow(clippy::print_stderr)]
+
+mod acp_factory;
 mod args;
+mod headless;
+mod logging;
 mod replay;
+mod wiring;
 
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Parser;
 
 use crate::args::{Cli, Command, DebugCommand};
+use crate::wiring::{ConfigError, Setup};
+
+/// A usage or configuration error.
+const EXIT_CONFIG: u8 = 2;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        Some(Command::Debug {
-            command: DebugCommand::ReplaySse(args),
-        }) => replay::run(&args),
+    if let Some(Command::Debug {
+        command: DebugCommand::ReplaySse(args),
+    }) = &cli.command
+    {
+        return replay::run(args);
+    }
+    // reqwest is built without a default crypto provider; a second install is harmless.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let interactive = cli.prompt.is_none() && !cli.acp;
+    logging::init(interactive);
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("corvid: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(run(cli));
+    // Do not wait for stragglers (a blocked stdin reader, a summary past its use).
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    code
+}
+
+async fn run(cli: Cli) -> ExitCode {
+    if cli.resume.is_some() || cli.continue_session {
+        return config_error(&ConfigError(
+            "--resume and --continue are not available yet in this build".into(),
+        ));
+    }
+    if cli.acp {
+        let factory = acp_factory::SettingsFactory::new(wiring::overrides(&cli));
+        return match corvid_acp::run(Arc::new(factory)).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("corvid: ACP server failed: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let setup = match Setup::load(&cli) {
+        Ok(setup) => setup,
+        Err(e) => return config_error(&e),
+    };
+    let config = match setup.agent_config(&wiring::new_session_id()) {
+        Ok(config) => config,
+        Err(e) => return config_error(&e),
+    };
+    match &cli.prompt {
+        Some(flag) => {
+            let prompt = match wiring::read_prompt(flag) {
+                Ok(p) if !p.trim().is_empty() => p,
+                Ok(_) => {
+                    return config_error(&ConfigError(
+                        "the prompt is empty; pass it with -p \"...\" or on stdin with -p -".into(),
+                    ));
+                }
+                Err(e) => return config_error(&ConfigError(format!("{e:#}"))),
+            };
+            headless::run(
+                config,
+                prompt,
+                cli.output_format,
+                cli.include_partial_messages,
+                std::io::stdout().lock(),
+            )
+            .await
+        }
         None => {
-            // Front ends are wired by later work; see the issues.
-            ExitCode::SUCCESS
+            let options = corvid_tui::TuiOptions {
+                compact: setup.settings.ui.compact_mode,
+                model: config.model.clone(),
+                approval_mode: config.approval_mode,
+                no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+            };
+            let agent = corvid_core::agent::spawn_agent(config);
+            match corvid_tui::run(agent, options).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("corvid: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
         }
     }
+}
+
+fn config_error(e: &ConfigError) -> ExitCode {
+    eprintln!("corvid: {e}");
+    ExitCode::from(EXIT_CONFIG)
 }

@@ -1,4 +1,5 @@
 //! Settings loading: precedence, file errors, unknown keys, value forms (SPEC §1.2).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -7,6 +7,7 @@
 
 mod file;
 mod provider;
+mod wiring;
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +16,7 @@ use corvid_protocol::ApprovalMode;
 pub use provider::{
     DEMO_FAST_MODEL, DEMO_MODEL, ResolvedModel, Secret, resolve_fast_model, resolve_provider,
 };
+pub use wiring::{DEMO_PACING_ENV, agent_config};
 
 /// Env var naming corvid's home directory (settings, sessions).
 pub const CORVID_HOME_ENV: &str = "CORVID_HOME";
@@ -243,6 +245,9 @@ pub enum SettingsError {
         env_var: String,
         alternative: String,
     },
+    /// The provider could not be set up (bad base URL, no TLS provider).
+    #[error(transparent)]
+    ProviderSetup(#[from] corvid_providers::ConfigError),
 }
 
 /// Loads settings from the standard files for `project_dir`, the environment and flags.

@@ -117,7 +117,7 @@ pub fn resolve_fast_model(
             let base_url = spec
                 .base_url
                 .clone()
-                .or_else(|| url_var(kind).and_then(|var| env(var)));
+                .or_else(|| url_var(kind).and_then(&env));
             connect(
                 kind,
                 Some(spec.name.clone()),

@@ -184,14 +184,11 @@ fn final_answer(task: &[&Message]) -> String {
                 result.output.lines().count()
             ),
             ("run_shell_command", true) => format!(
-                "- `{}` did not run: {}",
+                "- I could not run `{}`: {}.",
                 arg(call, "command"),
-                first_line(&result.output).unwrap_or("no reason given")
+                first_clause(&result.output)
             ),
-            (name, true) => format!(
-                "- `{name}` failed: {}",
-                first_line(&result.output).unwrap_or("no reason given")
-            ),
+            (name, true) => format!("- `{name}` failed: {}.", first_clause(&result.output)),
             (name, false) => format!("- `{name}` finished."),
         };
         lines.push(line);
@@ -210,6 +207,18 @@ fn final_answer(task: &[&Message]) -> String {
 
 fn arg<'a>(call: &'a ToolCall, key: &str) -> &'a str {
     call.args.get(key).and_then(Value::as_str).unwrap_or("?")
+}
+
+/// The first sentence or clause of an error, lowercased at the start to continue a sentence.
+fn first_clause(text: &str) -> String {
+    let line = first_line(text).unwrap_or("no reason was given");
+    let end = line.find([';', '.']).unwrap_or(line.len());
+    let clause = line[..end].trim();
+    let mut chars = clause.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => "no reason was given".to_owned(),
+    }
 }
 
 fn first_line(text: &str) -> Option<&str> {
@@ -357,7 +366,7 @@ mod tests {
         history.push(results_msg(vec![(
             "demo_5_1",
             "run_shell_command",
-            "refused: needs approval",
+            "The user rejected this call; it did not run.",
             true,
         )]));
         let r = reply(&request(history), None);
@@ -367,7 +376,7 @@ mod tests {
             "- The working directory has 3 entries: `src`, `README.md`, `Cargo.toml`.",
             "- `README.md` begins with: _corvid_",
             "- I kept a three-step plan as I went.",
-            "- `ls -la` did not run: refused: needs approval",
+            "- I could not run `ls -la`: the user rejected this call.",
         ];
         for line in expected_lines {
             assert!(r.text.contains(line), "missing {line:?} in\n{}", r.text);

@@ -1,0 +1,165 @@
+//! Headless mode (`corvid -p`): one task, its output in the chosen format, then exit.
+//!
+//! Nothing can be asked, so approvals are refused (with a hint on stderr naming the approval
+//! mode that would allow the call). SIGINT cancels the task; a second one exits at once.
+
+mod output;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use corvid_core::agent::{AgentConfig, spawn_agent};
+use corvid_protocol::{ApprovalDecision, ApprovalPreview, CoreEvent, Op, StopReason};
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+use crate::args::OutputFormat;
+use output::{InitInfo, Outcome, Printer};
+
+/// Exit code of a cancelled task (128 + SIGINT).
+pub const EXIT_CANCELLED: u8 = 130;
+
+/// Runs `prompt` as one task and prints its output to `out`.
+pub async fn run(
+    config: AgentConfig,
+    prompt: String,
+    format: OutputFormat,
+    partial: bool,
+    out: impl Write,
+) -> ExitCode {
+    let started = Instant::now();
+    let init = InitInfo {
+        session_id: config.session_id.clone(),
+        model: config.model.clone(),
+        cwd: config.cwd.display().to_string(),
+        tools: config.tools.iter().map(|t| t.name().to_owned()).collect(),
+        approval_mode: config.approval_mode.as_str().to_owned(),
+    };
+    // Listen before anything runs, so an early Ctrl+C cancels instead of killing.
+    let sigint = match signal(SignalKind::interrupt()) {
+        Ok(sigint) => sigint,
+        Err(e) => {
+            eprintln!("corvid: cannot listen for Ctrl+C: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut printer = Printer::new(format, partial, config.session_id.clone(), out);
+    let mut agent = spawn_agent(config);
+    let result = drive(&mut agent, &mut printer, &init, prompt, sigint).await;
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            eprintln!("corvid: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(e) = printer.finish(&outcome, started.elapsed().as_millis()) {
+        eprintln!("corvid: cannot write the result: {e}");
+        return ExitCode::FAILURE;
+    }
+    match (&outcome.error, outcome.stop_reason) {
+        (Some(error), _) => {
+            eprintln!("corvid: the task failed: {error}");
+            ExitCode::FAILURE
+        }
+        (None, StopReason::Cancelled) => {
+            eprintln!("corvid: cancelled");
+            ExitCode::from(EXIT_CANCELLED)
+        }
+        (None, StopReason::Error) => ExitCode::FAILURE,
+        (None, StopReason::MaxTokens) => {
+            eprintln!(
+                "corvid: the answer was cut at the output token limit (model.maxOutputTokens)"
+            );
+            ExitCode::SUCCESS
+        }
+        (None, StopReason::EndTurn | StopReason::Refusal) => ExitCode::SUCCESS,
+    }
+}
+
+/// Submits the prompt and translates events until the task ended and every pending summary
+/// settled (SPEC §7.2: the wait happens after the last turn, never between turns).
+async fn drive<W: Write>(
+    agent: &mut corvid_core::agent::AgentHandle,
+    printer: &mut Printer<W>,
+    init: &InitInfo,
+    prompt: String,
+    mut sigint: Signal,
+) -> anyhow::Result<Outcome> {
+    printer.init(init)?;
+    agent.submit(Op::UserTurn { prompt })?;
+    let mut outcome: Option<Outcome> = None;
+    let mut unsettled: u32 = 0;
+    let mut interrupted = false;
+    loop {
+        if let Some(done) = &outcome
+            && unsettled == 0
+        {
+            return Ok(done.clone());
+        }
+        let ev = tokio::select! {
+            ev = agent.next_event() => ev,
+            _ = sigint.recv() => {
+                if interrupted {
+                    eprintln!("corvid: interrupted again; exiting");
+                    std::process::exit(i32::from(EXIT_CANCELLED));
+                }
+                interrupted = true;
+                eprintln!("corvid: cancelling (press Ctrl+C again to exit at once)");
+                agent.submit(Op::Cancel)?;
+                continue;
+            }
+        };
+        let Ok(ev) = ev else {
+            // The agent is gone; whatever it did not finish cannot be waited for.
+            return Ok(outcome.unwrap_or(Outcome {
+                stop_reason: StopReason::Error,
+                error: Some(corvid_protocol::ErrorInfo::new(
+                    corvid_protocol::ErrorKind::Network,
+                    "the agent stopped unexpectedly",
+                )),
+            }));
+        };
+        printer.event(&ev)?;
+        match &ev {
+            CoreEvent::PermissionRequested {
+                call_id,
+                display,
+                preview,
+                ..
+            } => {
+                agent.submit(Op::Approval {
+                    call_id: call_id.clone(),
+                    decision: ApprovalDecision::RejectOnce,
+                })?;
+                let hint = match preview {
+                    ApprovalPreview::Diff(_) => {
+                        "rerun with --approval-mode auto-edit to allow edits"
+                    }
+                    ApprovalPreview::Command { .. } | ApprovalPreview::Text { .. } => {
+                        "rerun with --approval-mode yolo (or -y) to allow shell commands"
+                    }
+                };
+                printer.refused(call_id, &display.title, hint)?;
+            }
+            CoreEvent::TaskFinished {
+                stop_reason,
+                error,
+                pending_summaries,
+                ..
+            } => {
+                unsettled = *pending_summaries;
+                outcome = Some(Outcome {
+                    stop_reason: *stop_reason,
+                    error: error.clone(),
+                });
+            }
+            CoreEvent::ToolUseSummary { .. } | CoreEvent::SummaryDropped { .. }
+                if outcome.is_some() =>
+            {
+                unsettled = unsettled.saturating_sub(1);
+            }
+            _ => {}
+        }
+    }
+}

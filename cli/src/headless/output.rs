@@ -1,0 +1,318 @@
+//! Headless output (SPEC §10): core events translated into plain text, one JSON result, or
+//! NDJSON as it happens. Nothing here decides lifecycle; it only translates.
+
+use std::collections::HashSet;
+use std::io::Write;
+
+use corvid_core::usage::UsageStats;
+use corvid_protocol::{ApprovalPreview, CoreEvent, ErrorInfo, StopReason, ToolStatus};
+use serde_json::{Value, json};
+
+use crate::args::OutputFormat;
+
+/// One tool-use summary as listed in the result.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SummaryItem {
+    pub summary: String,
+    pub preceding_tool_use_ids: Vec<String>,
+}
+
+/// How the task ended, for the result object and the exit code.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub stop_reason: StopReason,
+    pub error: Option<ErrorInfo>,
+}
+
+/// Static facts shown in `system/init`.
+pub struct InitInfo {
+    pub session_id: String,
+    pub model: String,
+    pub cwd: String,
+    pub tools: Vec<String>,
+    pub approval_mode: String,
+}
+
+/// Translates core events into the chosen format; stdout gets only the format's output.
+pub struct Printer<W: Write> {
+    format: OutputFormat,
+    partial: bool,
+    session_id: String,
+    out: W,
+    /// Text of the current turn (the final answer is the last turn's text).
+    turn_text: String,
+    /// Text streamed since the last flush into an `assistant` message.
+    pending_text: String,
+    announced_calls: HashSet<String>,
+    pub summaries: Vec<SummaryItem>,
+    pub stats: UsageStats,
+}
+
+impl<W: Write> Printer<W> {
+    /// A printer writing the format's output to `out`.
+    pub fn new(format: OutputFormat, partial: bool, session_id: String, out: W) -> Self {
+        Self {
+            format,
+            partial,
+            session_id,
+            out,
+            turn_text: String::new(),
+            pending_text: String::new(),
+            announced_calls: HashSet::new(),
+            summaries: Vec::new(),
+            stats: UsageStats::default(),
+        }
+    }
+
+    /// The stream-json `system/init` message.
+    pub fn init(&mut self, info: &InitInfo) -> std::io::Result<()> {
+        self.emit(json!({
+            "type": "system",
+            "subtype": "init",
+            "session_id": info.session_id,
+            "cwd": info.cwd,
+            "model": info.model,
+            "tools": info.tools,
+            "permission_mode": info.approval_mode,
+        }))
+    }
+
+    /// Translates one core event.
+    pub fn event(&mut self, ev: &CoreEvent) -> std::io::Result<()> {
+        self.stats.observe(ev);
+        if !matches!(
+            ev,
+            CoreEvent::TextDelta { .. } | CoreEvent::ThoughtDelta { .. }
+        ) {
+            self.flush_text()?;
+        }
+        match ev {
+            CoreEvent::TurnStarted { .. } => self.turn_text.clear(),
+            CoreEvent::TextDelta { text } => {
+                self.turn_text.push_str(text);
+                self.pending_text.push_str(text);
+                if self.partial {
+                    self.emit(json!({"type": "text_delta", "text": text}))?;
+                }
+            }
+            CoreEvent::ThoughtDelta { text } if self.partial => {
+                self.emit(json!({"type": "thought_delta", "text": text}))?;
+            }
+            CoreEvent::ToolPreparing {
+                call_id, tool_name, ..
+            } if self.partial => {
+                self.emit(
+                    json!({"type": "tool_preparing", "tool_use_id": call_id, "name": tool_name}),
+                )?;
+            }
+            CoreEvent::PreparationDiscarded {
+                call_id,
+                tool_name,
+                reason,
+                ..
+            } if self.partial => {
+                self.emit(json!({
+                    "type": "tool_preparing_discarded",
+                    "tool_use_id": call_id,
+                    "name": tool_name,
+                    "reason": reason,
+                }))?;
+            }
+            CoreEvent::ToolStarted {
+                call_id,
+                tool_name,
+                args,
+                display,
+                ..
+            } => {
+                self.tool_use(call_id, tool_name, args.clone())?;
+                self.progress(&format!("● {}", display.title));
+            }
+            CoreEvent::PermissionRequested {
+                call_id,
+                tool_name,
+                preview,
+                ..
+            } => {
+                let input = match preview {
+                    ApprovalPreview::Command { command } => json!({ "command": command }),
+                    ApprovalPreview::Diff(diff) => json!({ "file_path": diff.path }),
+                    ApprovalPreview::Text { .. } => json!({}),
+                };
+                self.tool_use(call_id, tool_name, input)?;
+            }
+            CoreEvent::ToolFinished {
+                call_id,
+                status,
+                output,
+                ..
+            } => {
+                let is_error = *status == ToolStatus::Failed;
+                self.emit(json!({
+                    "type": "user",
+                    "message": {"role": "user", "content": [{
+                        "type": "tool_result",
+                        "tool_use_id": call_id,
+                        "content": output.text,
+                        "is_error": is_error,
+                    }]},
+                }))?;
+                if is_error {
+                    let first = output.text.lines().next().unwrap_or_default();
+                    self.progress(&format!("  ✗ {first}"));
+                }
+            }
+            CoreEvent::Plan { todos } => {
+                self.emit(json!({"type": "plan", "todos": todos}))?;
+                for todo in todos {
+                    let mark = match todo.status {
+                        corvid_protocol::TodoStatus::Completed => "[x]",
+                        corvid_protocol::TodoStatus::InProgress => "[~]",
+                        corvid_protocol::TodoStatus::Pending => "[ ]",
+                    };
+                    self.progress(&format!("  {mark} {}", todo.content));
+                }
+            }
+            CoreEvent::ToolUseSummary {
+                summary,
+                preceding_tool_use_ids,
+            } => {
+                self.summaries.push(SummaryItem {
+                    summary: summary.clone(),
+                    preceding_tool_use_ids: preceding_tool_use_ids.clone(),
+                });
+                self.emit(json!({
+                    "type": "tool_use_summary",
+                    "summary": summary,
+                    "preceding_tool_use_ids": preceding_tool_use_ids,
+                }))?;
+                self.progress(&format!("● {summary}"));
+            }
+            CoreEvent::AttemptRetried {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error,
+            } => {
+                self.emit(json!({
+                    "type": "system", "subtype": "retry", "attempt": attempt,
+                    "max_attempts": max_attempts, "delay_ms": delay_ms, "error": error.to_string(),
+                }))?;
+                self.progress(&format!(
+                    "corvid: attempt {attempt}/{max_attempts} failed ({error}); retrying in {delay_ms} ms"
+                ));
+            }
+            CoreEvent::ModelFellBack { from, to, error } => {
+                self.emit(json!({
+                    "type": "system", "subtype": "model_fallback", "from": from, "to": to,
+                    "error": error.to_string(),
+                }))?;
+                self.progress(&format!(
+                    "corvid: {from} keeps failing ({error}); switched to {to}"
+                ));
+            }
+            CoreEvent::Warning { message } => {
+                self.emit(json!({"type": "system", "subtype": "warning", "message": message}))?;
+                self.progress(&format!("corvid: warning: {message}"));
+            }
+            _ => {}
+        }
+        self.out.flush()
+    }
+
+    /// Tells the user (stderr) and stream-json consumers that a call was refused.
+    pub fn refused(&mut self, call_id: &str, title: &str, hint: &str) -> std::io::Result<()> {
+        eprintln!("corvid: refused `{title}`: headless mode cannot ask for approval; {hint}");
+        self.emit(json!({
+            "type": "system", "subtype": "permission_denied", "tool_use_id": call_id,
+            "title": title, "hint": hint,
+        }))
+    }
+
+    /// The final result (json and stream-json) or the final text (text).
+    pub fn finish(&mut self, outcome: &Outcome, duration_ms: u128) -> std::io::Result<()> {
+        self.flush_text()?;
+        let is_error = outcome.error.is_some() || outcome.stop_reason == StopReason::Error;
+        match self.format {
+            OutputFormat::Text => {
+                if !self.turn_text.is_empty() {
+                    let text = self.turn_text.trim_end().to_owned();
+                    writeln!(self.out, "{text}")?;
+                }
+            }
+            OutputFormat::Json | OutputFormat::StreamJson => {
+                let subtype = match outcome.stop_reason {
+                    _ if is_error => "error",
+                    StopReason::Cancelled => "cancelled",
+                    _ => "success",
+                };
+                let mut result = json!({
+                    "type": "result",
+                    "subtype": subtype,
+                    "result": self.turn_text,
+                    "session_id": self.session_id,
+                    "stop_reason": outcome.stop_reason,
+                    "num_turns": self.stats.turns,
+                    "duration_ms": duration_ms,
+                    "usage": self.stats.total(),
+                    "usage_by_prompt": self.stats.by_prompt,
+                    "tool_use_summaries": self.summaries,
+                    "is_error": is_error,
+                });
+                if let Some(error) = &outcome.error {
+                    result["error"] = json!(error.to_string());
+                }
+                self.write_line(&result)?;
+            }
+        }
+        self.out.flush()
+    }
+
+    fn tool_use(&mut self, call_id: &str, name: &str, input: Value) -> std::io::Result<()> {
+        if !self.announced_calls.insert(call_id.to_owned()) {
+            return Ok(());
+        }
+        self.emit(json!({
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [{
+                "type": "tool_use", "id": call_id, "name": name, "input": input,
+            }]},
+        }))
+    }
+
+    /// Sends text streamed so far as one `assistant` message (stream-json).
+    fn flush_text(&mut self) -> std::io::Result<()> {
+        if self.pending_text.is_empty() {
+            return Ok(());
+        }
+        let text = std::mem::take(&mut self.pending_text);
+        self.emit(json!({
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+        }))
+    }
+
+    /// Writes a stream-json message (other formats print nothing as it happens).
+    fn emit(&mut self, mut message: Value) -> std::io::Result<()> {
+        if self.format != OutputFormat::StreamJson {
+            return Ok(());
+        }
+        if let Value::Object(obj) = &mut message {
+            obj.insert("session_id".into(), json!(self.session_id));
+            obj.insert("uuid".into(), json!(uuid::Uuid::new_v4().to_string()));
+        }
+        self.write_line(&message)
+    }
+
+    fn write_line(&mut self, message: &Value) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.out, message)?;
+        self.out.write_all(b"\n")
+    }
+
+    /// Progress for people: stderr, text format only (JSON consumers read the messages).
+    fn progress(&self, line: &str) {
+        if self.format == OutputFormat::Text {
+            eprintln!("{line}");
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Flags and settings to a session configuration, shared by every mode of the binary.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use corvid_core::agent::AgentConfig;
+use corvid_core::settings::{self, Overrides, ProviderKind, Settings, process_env};
+use corvid_protocol::ApprovalMode;
+
+use crate::args::{ApprovalModeArg, Cli, ProviderArg};
+
+/// A configuration problem: the binary exits with code 2 and this message.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+/// What every mode starts from: the working directory and the effective settings.
+pub struct Setup {
+    pub cwd: PathBuf,
+    pub settings: Settings,
+}
+
+impl Setup {
+    /// Resolves `--cwd` and loads settings; warnings (unknown keys) go to stderr.
+    pub fn load(cli: &Cli) -> Result<Self, ConfigError> {
+        let cwd = match &cli.cwd {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir()
+                .map_err(|e| ConfigError(format!("cannot read the current directory: {e}")))?,
+        };
+        let cwd = cwd.canonicalize().map_err(|e| {
+            ConfigError(format!(
+                "the working directory {} is not usable: {e}",
+                cwd.display()
+            ))
+        })?;
+        if !cwd.is_dir() {
+            return Err(ConfigError(format!("{} is not a directory", cwd.display())));
+        }
+        let loaded = settings::load(&cwd, process_env, &overrides(cli))
+            .map_err(|e| ConfigError(e.to_string()))?;
+        for warning in &loaded.warnings {
+            eprintln!("corvid: warning: {warning}");
+        }
+        Ok(Self {
+            cwd,
+            settings: loaded.settings,
+        })
+    }
+
+    /// A new session's agent configuration.
+    pub fn agent_config(&self, session_id: &str) -> Result<AgentConfig, ConfigError> {
+        settings::agent_config(&self.settings, process_env, &self.cwd, session_id)
+            .map_err(|e| ConfigError(e.to_string()))
+    }
+}
+
+/// The command-line flags that override settings.
+pub fn overrides(cli: &Cli) -> Overrides {
+    let provider = if cli.demo {
+        Some(ProviderKind::Demo)
+    } else {
+        cli.provider.map(|p| match p {
+            ProviderArg::Openai => ProviderKind::Openai,
+            ProviderArg::Anthropic => ProviderKind::Anthropic,
+            ProviderArg::Demo => ProviderKind::Demo,
+        })
+    };
+    let approval_mode = if cli.yolo {
+        Some(ApprovalMode::Yolo)
+    } else {
+        cli.approval_mode.map(|m| match m {
+            ApprovalModeArg::Default => ApprovalMode::Default,
+            ApprovalModeArg::AutoEdit => ApprovalMode::AutoEdit,
+            ApprovalModeArg::Yolo => ApprovalMode::Yolo,
+        })
+    };
+    Overrides {
+        provider,
+        model: cli.model.clone(),
+        fast_model: cli.fast_model.clone(),
+        approval_mode,
+        compact_mode: cli.compact.then_some(true),
+    }
+}
+
+/// A fresh session id.
+pub fn new_session_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// Reads the headless prompt: the flag's value, or all of stdin for `-p -`.
+pub fn read_prompt(flag: &str) -> anyhow::Result<String> {
+    if flag != "-" {
+        return Ok(flag.to_owned());
+    }
+    let mut prompt = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut prompt)
+        .context("cannot read the prompt from stdin")?;
+    Ok(prompt)
+}

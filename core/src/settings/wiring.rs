@@ -1,0 +1,109 @@
+//! Settings to a ready [`AgentConfig`]: the one place every front end (headless, TUI, ACP)
+//! turns configuration into providers, tools and policies.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use corvid_providers::demo::{DEFAULT_PACING, DemoProvider};
+use corvid_providers::{AnthropicProvider, ApiKey, OpenAiChatProvider, Provider, ProviderConfig};
+
+use super::{
+    ProviderKind, ResolvedModel, Settings, SettingsError, resolve_fast_model, resolve_provider,
+};
+use crate::agent::{AgentConfig, default_system_prompt};
+use crate::retry::RetryPolicy;
+use crate::summary::{SummaryConfig, summaries_enabled};
+
+/// Hidden knob: milliseconds between the demo model's streamed pieces (tests set 0).
+pub const DEMO_PACING_ENV: &str = "CORVID_DEMO_PACING_MS";
+
+/// A new session's configuration from `settings`: main provider and model, fallback, fast
+/// model for summaries (gated per SPEC §7.1), tools on the local disk, approval mode, retry
+/// policy and shell timeout. Front ends adjust fields afterwards (ACP swaps `fs`, resuming
+/// sets `history`).
+pub fn agent_config(
+    settings: &Settings,
+    env: impl Fn(&str) -> Option<String>,
+    cwd: &Path,
+    session_id: &str,
+) -> Result<AgentConfig, SettingsError> {
+    let main = resolve_provider(settings, &env)?;
+    let fast = resolve_fast_model(settings, &main, &env)?;
+    let pacing = env(DEMO_PACING_ENV)
+        .and_then(|ms| ms.trim().parse::<u64>().ok())
+        .map_or(DEFAULT_PACING, Duration::from_millis);
+    let provider = build_provider(&main, cwd, pacing)?;
+
+    let summaries = match fast {
+        Some(fast)
+            if summaries_enabled(
+                &env,
+                Some(settings.experimental.emit_tool_use_summaries),
+                true,
+            ) =>
+        {
+            let fast_provider = if same_endpoint(&fast, &main) {
+                Arc::clone(&provider)
+            } else {
+                build_provider(&fast, cwd, pacing)?
+            };
+            Some(SummaryConfig {
+                provider: fast_provider,
+                model: fast.model,
+            })
+        }
+        _ => None,
+    };
+
+    Ok(AgentConfig {
+        session_id: session_id.to_owned(),
+        provider,
+        model: main.model,
+        fallback_model: settings.model.fallback.clone(),
+        max_output_tokens: settings.model.max_output_tokens,
+        system_prompt: default_system_prompt(cwd),
+        cwd: cwd.to_owned(),
+        tools: corvid_tools::builtin_tools(),
+        fs: Arc::new(corvid_tools::LocalFs),
+        approval_mode: settings.tools.approval_mode,
+        retry: RetryPolicy {
+            max_attempts: settings.retry.max_attempts,
+            initial_delay: Duration::from_millis(settings.retry.initial_delay_ms),
+            max_delay: Duration::from_millis(settings.retry.max_delay_ms),
+        },
+        shell_timeout: Duration::from_millis(settings.tools.shell_timeout_ms),
+        summaries,
+        history: Vec::new(),
+    })
+}
+
+/// A provider for one resolved endpoint.
+fn build_provider(
+    model: &ResolvedModel,
+    cwd: &Path,
+    demo_pacing: Duration,
+) -> Result<Arc<dyn Provider>, SettingsError> {
+    let config = || ProviderConfig {
+        base_url: model.base_url.clone(),
+        api_key: ApiKey::new(
+            model
+                .api_key
+                .as_ref()
+                .map(|k| k.expose().to_owned())
+                .unwrap_or_default(),
+        ),
+        extra_headers: Vec::new(),
+    };
+    let provider: Arc<dyn Provider> = match model.kind {
+        ProviderKind::Demo => Arc::new(DemoProvider::new(cwd).with_pacing(demo_pacing)),
+        ProviderKind::Openai => Arc::new(OpenAiChatProvider::new(&config())?),
+        ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(&config())?),
+    };
+    Ok(provider)
+}
+
+/// Whether two models can share one provider (and its connection pool).
+fn same_endpoint(a: &ResolvedModel, b: &ResolvedModel) -> bool {
+    a.kind == b.kind && a.base_url == b.base_url && a.api_key == b.api_key
+}
