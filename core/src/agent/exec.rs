@@ -150,16 +150,21 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
     }
     let display = tool.display(&call.args, &tool_ctx);
     let need = tool.approval(&call.args, &tool_ctx).await;
-    match approve(ctx, &call, tool.as_ref(), &display, need).await {
-        Approval::Granted => {}
+    let asked = match approve(ctx, &call, tool.as_ref(), &display, need).await {
+        Approval::Granted { asked } => asked,
         Approval::Denied(message) => return finished_without_running(ctx, call, message, shows),
         Approval::DeniedUnasked(message) => {
             // No prompt created a card: show the call with its arguments, then its refusal.
             let card = shows.then_some((display, prepared));
             return refused_call(ctx, call, card, message);
         }
-    }
+    };
     if ctx.cancel.is_cancelled() {
+        if asked {
+            // The permission prompt made a card: it ends as failed, not as a discarded preparation.
+            let message = "The user cancelled the task before this call ran.".to_owned();
+            return finished_without_running(ctx, call, message, shows);
+        }
         return not_started(ctx, call, prepared);
     }
     if shows {
@@ -239,7 +244,8 @@ async fn execute(
 }
 
 enum Approval {
-    Granted,
+    /// The call may run; `asked` tells whether a permission prompt was shown.
+    Granted { asked: bool },
     /// The user said no in a prompt.
     Denied(String),
     /// Refused without a prompt (an earlier "reject always").
@@ -256,19 +262,19 @@ async fn approve(
 ) -> Approval {
     let mode = *lock(&ctx.shared.approval_mode);
     let (preview, automatic) = match need {
-        ApprovalNeed::None => return Approval::Granted,
+        ApprovalNeed::None => return Approval::Granted { asked: false },
         ApprovalNeed::Edit(preview) => (preview, mode != ApprovalMode::Default),
         ApprovalNeed::Execute(preview) => (preview, mode == ApprovalMode::Yolo),
     };
     match lock(&ctx.shared.remembered).get(tool.name()) {
-        Some(ApprovalDecision::AllowAlways) => return Approval::Granted,
+        Some(ApprovalDecision::AllowAlways) => return Approval::Granted { asked: false },
         Some(ApprovalDecision::RejectAlways) => {
             return Approval::DeniedUnasked(rejected_message(call, true));
         }
         _ => {}
     }
     if automatic {
-        return Approval::Granted;
+        return Approval::Granted { asked: false };
     }
     let decision = ask(ctx, call, display, preview).await;
     if matches!(
@@ -278,7 +284,9 @@ async fn approve(
         lock(&ctx.shared.remembered).insert(tool.name().to_owned(), decision);
     }
     match decision {
-        ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways => Approval::Granted,
+        ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways => {
+            Approval::Granted { asked: true }
+        }
         ApprovalDecision::RejectOnce => Approval::Denied(rejected_message(call, false)),
         ApprovalDecision::RejectAlways => Approval::Denied(rejected_message(call, true)),
         ApprovalDecision::Cancelled => Approval::Denied(format!(
