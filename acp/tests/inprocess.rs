@@ -626,3 +626,21 @@ async fn without_a_provider_authenticate_and_session_new_say_what_to_set() {
         );
     }
 }
+
+#[tokio::test]
+async fn max_tokens_and_refusals_are_reported_as_stop_reasons() {
+    use agent_client_protocol::v1::schema::StopReason;
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![
+        vec![text("Half an ans"), finish(FinishReason::MaxTokens)],
+        vec![finish(FinishReason::ContentFilter)],
+    ]);
+    let client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
+    let sid = client.new_session(dir.path()).await;
+    let first = client.prompt(&sid, "long").await.unwrap().unwrap();
+    let second = client.prompt(&sid, "bad").await.unwrap().unwrap();
+    assert_eq!(
+        (first.stop_reason, second.stop_reason),
+        (StopReason::MaxTokens, StopReason::Refusal)
+    );
+}
