@@ -49,7 +49,9 @@ impl RetryPolicy {
             .saturating_mul(1u32 << doublings)
             .min(self.max_delay);
         let factor = rand::rng().random_range((1.0 - JITTER)..=(1.0 + JITTER));
-        base.mul_f64(factor).min(self.max_delay)
+        Duration::try_from_secs_f64(base.as_secs_f64() * factor)
+            .unwrap_or(self.max_delay)
+            .min(self.max_delay)
     }
 }
 
@@ -76,5 +78,16 @@ mod tests {
         let third = policy.delay_after(3, &err);
         assert!(third >= Duration::from_millis(3200) && third <= Duration::from_millis(4800));
         assert!(policy.delay_after(30, &err) <= policy.max_delay);
+    }
+
+    #[test]
+    fn an_enormous_configured_delay_does_not_overflow() {
+        let err = ErrorInfo::new(ErrorKind::Server, "boom");
+        let policy = RetryPolicy {
+            max_attempts: 3,
+            initial_delay: Duration::from_millis(u64::MAX),
+            max_delay: Duration::from_millis(u64::MAX),
+        };
+        assert!(policy.delay_after(5, &err) <= policy.max_delay);
     }
 }
