@@ -79,7 +79,10 @@ async fn run_turns(
         };
         let intent = last_text(&finished.parts);
         if finished.calls.is_empty() {
-            state.history.push(assistant(finished.parts, Vec::new()));
+            // An empty answer is not recorded: providers reject empty assistant messages.
+            if !finished.parts.is_empty() {
+                state.history.push(assistant(finished.parts, Vec::new()));
+            }
             let stop = match finished.reason {
                 FinishReason::MaxTokens => StopReason::MaxTokens,
                 FinishReason::Refusal | FinishReason::ContentFilter => StopReason::Refusal,
