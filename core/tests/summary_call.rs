@@ -214,6 +214,19 @@ fn the_summary_call_is_bounded_by_ten_seconds() {
     assert_eq!(SUMMARY_TIMEOUT, Duration::from_secs(10));
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_call_still_unanswered_after_ten_seconds_is_dropped() {
+    let model = FakeFastModel::new(Answer::Never);
+    let outcome = summarize_batch(&config(&model), &two_call_batch()).await;
+    assert_eq!(
+        (outcome, model.completed().len()),
+        (
+            dropped("the summary call timed out after 10000 ms", None),
+            1
+        )
+    );
+}
+
 #[tokio::test]
 async fn a_call_that_never_answers_is_dropped_when_its_bound_passes() {
     let model = FakeFastModel::new(Answer::Never);
