@@ -20,9 +20,7 @@ use corvid_providers::Provider;
 pub use clean::{LABEL_MAX_CHARS, clean_label};
 pub use fast_path::local_label;
 pub use gate::{CORVID_ENV, QWEN_ENV, summaries_enabled};
-pub use request::{
-    FIELD_MAX_CHARS, INTENT_MAX_CHARS, build_summary_request, summary_user_message, truncate_json,
-};
+pub use request::{FIELD_MAX_CHARS, INTENT_MAX_CHARS, build_summary_request, truncate_json};
 
 /// How long a summary call may take before its result is dropped (SPEC §7.2).
 pub const SUMMARY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -39,8 +39,9 @@ pub fn build_summary_request(model: &str, batch: &BatchForSummary) -> ModelReque
 }
 
 /// The user message: an optional intent line, one `Tool`/`Input`/`Output` block per call,
-/// and the closing `Label:` the model completes.
-pub fn summary_user_message(batch: &BatchForSummary) -> String {
+/// and the closing `Label:` the model completes. The demo's scripted fast model reads this
+/// layout (`corvid_providers::demo`), so a change here must be made there too.
+fn summary_user_message(batch: &BatchForSummary) -> String {
     let mut message = String::new();
     if let Some(intent) = batch.intent.as_deref().map(str::trim)
         && !intent.is_empty()
