@@ -192,10 +192,11 @@ fn steps_for(i: usize, spec: &ResponseSpec) -> Vec<Step> {
     steps
 }
 
-fn tools(log: &ExecLog) -> Vec<Arc<dyn Tool>> {
+/// The tools of a case; `ms` scales their running time.
+fn tools(log: &ExecLog, ms: u64) -> Vec<Arc<dyn Tool>> {
     vec![
-        FakeTool::reader("read", 7, log),
-        FakeTool::writer("write", 5, log),
+        FakeTool::reader("read", 7 * ms, log),
+        FakeTool::writer("write", 5 * ms, log),
         Arc::new(FakeTool {
             name: "shell",
             display_name: "Shell",
@@ -203,7 +204,7 @@ fn tools(log: &ExecLog) -> Vec<Arc<dyn Tool>> {
             mutates: true,
             shows_card: true,
             needs: Needs::Execute,
-            behavior: Behavior::Sleep(Duration::from_millis(40)),
+            behavior: Behavior::Sleep(Duration::from_millis(40 * ms)),
             log: log.clone(),
         }),
         FakeTool::todo(log),
@@ -222,30 +223,74 @@ fn ev_pending(events: &[CoreEvent]) -> CoreEvent {
 
 /// Runs one case and returns its events, or a description of the first broken rule.
 fn run_case(case: &Case) -> Result<Vec<CoreEvent>, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .map_err(|e| e.to_string())?;
+    run_case_with(case, Clock::Paused)
+}
+
+/// How a case experiences time.
+#[derive(Clone, Copy, PartialEq)]
+enum Clock {
+    /// One thread, virtual time: deterministic and fast.
+    Paused,
+    /// Worker threads and real (scaled-down) time, so operations race the task for real.
+    Real,
+}
+
+/// Shrinks every scripted wait for real-time runs (retry-after included).
+fn scaled(steps: Vec<Step>, clock: Clock) -> Vec<Step> {
+    if clock == Clock::Paused {
+        return steps;
+    }
+    steps
+        .into_iter()
+        .map(|step| match step {
+            Step::Delay(d) => Step::Delay(d / 20),
+            Step::Fail(mut err) => {
+                err.retry_after_ms = err.retry_after_ms.map(|ms| ms.min(2));
+                Step::Fail(err)
+            }
+            other => other,
+        })
+        .collect()
+}
+
+fn run_case_with(case: &Case, clock: Clock) -> Result<Vec<CoreEvent>, String> {
+    let runtime = match clock {
+        Clock::Paused => tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build(),
+        Clock::Real => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_time()
+            .build(),
+    }
+    .map_err(|e| e.to_string())?;
     runtime.block_on(async {
         let log = ExecLog::default();
         let script: Vec<Vec<Step>> = case
             .responses
             .iter()
             .enumerate()
-            .map(|(i, r)| steps_for(i, r))
+            .map(|(i, r)| scaled(steps_for(i, r), clock))
             .collect();
         let provider = ScriptedProvider::new(script).answering_when_exhausted("All done.");
-        let mut config = test_config(Arc::new(provider.clone()), tools(&log));
+        let mut config = test_config(
+            Arc::new(provider.clone()),
+            tools(&log, if clock == Clock::Real { 0 } else { 1 }),
+        );
         config.approval_mode = ApprovalMode::Default;
         config.retry.max_attempts = case.max_attempts;
         config.fallback_model = case.fallback.then(|| "fallback-model".to_owned());
+        if clock == Clock::Real {
+            config.retry.initial_delay = Duration::from_millis(1);
+            config.retry.max_delay = Duration::from_millis(4);
+        }
         let fast = ScriptedProvider::new(
             case.summary_delays
                 .iter()
                 .map(|d| {
                     vec![
-                        delay_ms(*d),
+                        delay_ms(if clock == Clock::Real { *d / 20 } else { *d }),
                         text("Did a thing"),
                         finish(FinishReason::Stop),
                     ]
@@ -314,7 +359,11 @@ fn run_case(case: &Case) -> Result<Vec<CoreEvent>, String> {
                 }
             }
         };
-        tokio::time::timeout(Duration::from_secs(24 * 3600), run)
+        let limit = match clock {
+            Clock::Paused => Duration::from_secs(24 * 3600),
+            Clock::Real => Duration::from_secs(30),
+        };
+        tokio::time::timeout(limit, run)
             .await
             .map_err(|_| "the task never finished".to_owned())??;
         // Nothing settles beyond the pending count: once the agent ends, no summary event is left.
@@ -372,6 +421,25 @@ proptest! {
     #[test]
     fn every_random_fault_schedule_keeps_the_lifecycle_invariants(case in case()) {
         if let Err(violation) = run_case(&case) {
+            prop_assert!(false, "{}", violation);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 200,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "proptest-regressions/fault_injection.txt",
+        ))),
+        ..ProptestConfig::default()
+    })]
+
+    /// The same property with real threads and real (short) waits: cancellation, approvals
+    /// and summaries race the task the way they do in the binary.
+    #[test]
+    fn random_fault_schedules_on_worker_threads_keep_the_lifecycle_invariants(case in case()) {
+        if let Err(violation) = run_case_with(&case, Clock::Real) {
             prop_assert!(false, "{}", violation);
         }
     }
