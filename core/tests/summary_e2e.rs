@@ -2,15 +2,18 @@
 //! loopback mock server. The summary request is the one with `stream` not `true`.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::openai_sse::{call_args, call_start, done, finish, text};
 use corvid_core::agent::{AgentConfig, AgentHandle, spawn_agent};
 use corvid_core::retry::RetryPolicy;
 use corvid_core::summary::SummaryConfig;
 use corvid_protocol::{ApprovalMode, CoreEvent, Op, SUMMARY_PROMPT_ID, StopReason};
 use corvid_providers::{OpenAiChatProvider, ProviderConfig};
-use corvid_testkit::{Chunk, Gate, MockServer, RecordedRequest, ScriptedResponse, sse_event};
+use corvid_testkit::{Chunk, Gate, MockServer, RecordedRequest, ScriptedResponse};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -26,39 +29,19 @@ fn is_main_request(request: &RecordedRequest) -> bool {
 }
 
 /// One streamed turn calling `calls` (`(id, tool, args)`) after a line of text.
-fn tool_turn(text: &str, calls: &[(&str, &str, Value)]) -> ScriptedResponse {
-    let mut chunks = vec![sse_event(
-        &json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]})
-            .to_string(),
-    )];
-    for (index, (id, name, args)) in calls.iter().enumerate() {
-        chunks.push(sse_event(
-            &json!({"choices": [{"index": 0, "delta": {"tool_calls": [{
-                "index": index, "id": id, "type": "function",
-                "function": {"name": name, "arguments": args.to_string()}
-            }]}}]})
-            .to_string(),
-        ));
+fn tool_turn(intent: &str, calls: &[(&str, &str, Value)]) -> ScriptedResponse {
+    let mut chunks = vec![text(intent)];
+    for (index, (id, name, args)) in (0..).zip(calls) {
+        chunks.push(call_start(index, id, name));
+        chunks.push(call_args(index, &args.to_string()));
     }
-    chunks.push(sse_event(
-        &json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}).to_string(),
-    ));
-    chunks.push(sse_event("[DONE]"));
+    chunks.extend([finish("tool_calls"), done()]);
     ScriptedResponse::sse(chunks)
 }
 
 /// One streamed turn answering with text only.
-fn text_turn(text: &str) -> ScriptedResponse {
-    ScriptedResponse::sse(vec![
-        sse_event(
-            &json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]})
-                .to_string(),
-        ),
-        sse_event(
-            &json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string(),
-        ),
-        sse_event("[DONE]"),
-    ])
+fn text_turn(answer: &str) -> ScriptedResponse {
+    ScriptedResponse::sse(vec![text(answer), finish("stop"), done()])
 }
 
 /// The fast model's non-streaming answer, held back until `gate` opens when one is given.
@@ -161,6 +144,14 @@ impl Harness {
             seen.push(event);
         }
         seen
+    }
+
+    /// Reads events until the task ended and `count` summaries settled, in whatever order.
+    async fn until_settled(&mut self, count: usize) -> Vec<CoreEvent> {
+        let mut events = self.until_task_finished().await;
+        let settled = events.iter().filter(|e| is_settled(e)).count();
+        events.extend(self.until_summaries(count.saturating_sub(settled)).await);
+        events
     }
 
     fn requests_of(&self, kind: fn(&RecordedRequest) -> bool) -> Vec<RecordedRequest> {
@@ -372,10 +363,7 @@ async fn a_summary_that_returns_after_a_later_batch_completed_is_dropped_as_stal
     );
     h.prompt("look twice");
 
-    let mut events = h.until_task_finished().await;
-    if outcomes(&events, "").is_empty() {
-        events.extend(h.until_summaries(1).await);
-    }
+    let mut events = h.until_settled(1).await;
     first_answer.open();
     events.extend(h.until_summaries(1).await);
     assert_eq!(
@@ -407,10 +395,7 @@ async fn a_summary_of_a_cancelled_task_is_dropped() {
 
     h.server.wait_for_requests(3).await;
     h.agent.submit(Op::Cancel).unwrap();
-    let mut events = h.until_task_finished().await;
-    if outcomes(&events, "").is_empty() {
-        events.extend(h.until_summaries(1).await);
-    }
+    let events = h.until_settled(1).await;
     assert_eq!(
         (
             outcomes(&events, "cancel"),
@@ -441,10 +426,7 @@ async fn a_failing_fast_model_is_asked_once_and_the_summary_dropped() {
         .push_matching(is_summary_request, summary_answer("Never used", None));
     h.prompt("read");
 
-    let mut events = h.until_task_finished().await;
-    if outcomes(&events, "").is_empty() {
-        events.extend(h.until_summaries(1).await);
-    }
+    let events = h.until_settled(1).await;
     assert_eq!(
         (
             outcomes(&events, "failed"),
@@ -472,10 +454,7 @@ async fn a_single_read_is_labelled_locally_without_a_summary_request() {
     h.server.push_matching(is_main_request, text_turn("Done."));
     h.prompt("read a");
 
-    let mut events = h.until_task_finished().await;
-    if outcomes(&events, "").is_empty() {
-        events.extend(h.until_summaries(1).await);
-    }
+    let events = h.until_settled(1).await;
     assert_eq!(
         (
             outcomes(&events, ""),
