@@ -1,0 +1,255 @@
+//! Headless mode against the loopback mock provider: a real two-turn task, failures and
+//! their exit codes, SIGINT (SPEC §1.1, §10).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Sandbox, block_kinds, json_lines, kind, run, stderr, stdout};
+use corvid_testkit::{MockServer, ScriptedResponse, sse_event};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+const KEY: &str = "sk-test-secret-4242";
+
+/// `corvid ARGS` talking to `server` as an OpenAI-compatible provider.
+fn against(sb: &Sandbox, server: &MockServer, args: &[&str]) -> tokio::process::Command {
+    let mut cmd = sb.corvid(args);
+    cmd.env("OPENAI_API_KEY", KEY)
+        .env("OPENAI_BASE_URL", server.url())
+        .env("OPENAI_MODEL", "mock-model");
+    cmd
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    json!({
+        "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "mock-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    })
+    .to_string()
+}
+
+fn usage_chunk() -> String {
+    json!({
+        "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "mock-model",
+        "choices": [],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    })
+    .to_string()
+}
+
+fn tool_turn() -> ScriptedResponse {
+    ScriptedResponse::sse(vec![
+        sse_event(&chunk(
+            json!({"role": "assistant", "content": "Looking."}),
+            None,
+        )),
+        sse_event(&chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                   "function": {"name": "list_directory", "arguments": ""}}]}),
+            None,
+        )),
+        sse_event(&chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"path\":"}}]}),
+            None,
+        )),
+        sse_event(&chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "\".\"}"}}]}),
+            None,
+        )),
+        sse_event(&chunk(json!({}), Some("tool_calls"))),
+        sse_event(&usage_chunk()),
+        sse_event("[DONE]"),
+    ])
+}
+
+fn text_turn(text: &str) -> ScriptedResponse {
+    ScriptedResponse::sse(vec![
+        sse_event(&chunk(json!({"role": "assistant", "content": text}), None)),
+        sse_event(&chunk(json!({}), Some("stop"))),
+        sse_event(&usage_chunk()),
+        sse_event("[DONE]"),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_two_turn_task_streams_json_and_sends_the_tool_result_back() {
+    let server = MockServer::start().await;
+    server.push(tool_turn());
+    server.push(text_turn("All done: README.md and main.rs."));
+    let sb = Sandbox::new();
+    let out = run(against(
+        &sb,
+        &server,
+        &["-p", "list the files", "--output-format", "stream-json"],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let msgs = json_lines(&out);
+    let shape: Vec<String> = msgs
+        .iter()
+        .map(|m| match kind(m).as_str() {
+            "assistant" | "user" => format!("{}:{}", kind(m), block_kinds(m).join("+")),
+            other => other.to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        vec![
+            "system/init",
+            "assistant:text",
+            "assistant:tool_use",
+            "user:tool_result",
+            "assistant:text",
+            "result",
+        ]
+    );
+    assert_eq!(
+        msgs[2]["message"]["content"][0],
+        json!({"type": "tool_use", "id": "call_1", "name": "list_directory", "input": {"path": "."}})
+    );
+    assert_eq!(msgs[3]["message"]["content"][0]["tool_use_id"], "call_1");
+    let result = msgs.last().unwrap();
+    assert_eq!(result["result"], "All done: README.md and main.rs.");
+    assert_eq!(result["num_turns"], 2);
+    assert_eq!(
+        result["usage_by_prompt"]["main"],
+        json!({"input_tokens": 20, "output_tokens": 10, "total_tokens": 30,
+               "cached_input_tokens": 0, "reasoning_tokens": 0})
+    );
+    // No fast model configured: summaries are skipped silently.
+    assert_eq!(result["tool_use_summaries"], json!([]));
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].path, "/chat/completions");
+    assert_eq!(requests[0].body["model"], "mock-model");
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    let tool_msg = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the second request carries the tool result");
+    assert_eq!(tool_msg["tool_call_id"], "call_1");
+    assert!(tool_msg["content"].as_str().unwrap().contains("README.md"));
+    // The key is never echoed.
+    assert!(!stdout(&out).contains(KEY) && !stderr(&out).contains(KEY));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_that_refuses_the_key_fails_the_task_with_exit_1() {
+    let server = MockServer::start().await;
+    server.push(ScriptedResponse::error(
+        401,
+        json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+            .to_string(),
+    ));
+    let sb = Sandbox::new();
+    let out = run(against(
+        &sb,
+        &server,
+        &["-p", "hi", "--output-format", "json"],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", stderr(&out));
+    let result = &json_lines(&out)[0];
+    assert_eq!(result["is_error"], true);
+    assert_eq!(result["subtype"], "error");
+    assert_eq!(result["stop_reason"], "error");
+    assert!(
+        result["error"].as_str().unwrap().contains("auth"),
+        "{result}"
+    );
+    assert!(
+        stderr(&out).contains("Incorrect API key provided"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains(KEY));
+}
+
+#[tokio::test]
+async fn no_provider_is_a_configuration_error_with_the_demo_hint() {
+    let sb = Sandbox::new();
+    let out = run(sb.corvid(&["-p", "hi"])).await;
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("ANTHROPIC_API_KEY or OPENAI_API_KEY"), "{err}");
+    assert!(err.contains("corvid --demo"), "{err}");
+    assert_eq!(stdout(&out), "");
+}
+
+#[tokio::test]
+async fn a_malformed_settings_file_is_a_configuration_error_naming_line_and_column() {
+    let sb = Sandbox::new();
+    let path = sb.user_settings("{\n  \"model\": { \"name\": \"x\" }\n  \"ui\": {}\n}\n");
+    let out = run(sb.corvid(&["--demo", "-p", "hi"])).await;
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("{}:3:3: invalid settings file", path.display())),
+        "expected {}:3:3 in: {err}",
+        path.display()
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_settings_key_is_a_warning_on_stderr() {
+    let sb = Sandbox::new();
+    let path = sb.user_settings("{ \"ui\": { \"compactMod\": true } }");
+    let out = run(sb.corvid(&["--demo", "-p", "hi"])).await;
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains(&format!(
+            "corvid: warning: {}: unknown settings key `ui.compactMod` (ignored)",
+            path.display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[tokio::test]
+async fn an_empty_prompt_is_a_usage_error() {
+    let sb = Sandbox::new();
+    let out = run(sb.corvid(&["--demo", "-p", "  "])).await;
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_cancels_the_running_task_and_exits_130() {
+    let server = MockServer::start().await;
+    // The model starts answering, then goes silent.
+    server.push(
+        ScriptedResponse::sse(vec![sse_event(&chunk(
+            json!({"role": "assistant", "content": "Thinking"}),
+            None,
+        ))])
+        .hang(),
+    );
+    let sb = Sandbox::new();
+    let child = against(
+        &sb,
+        &server,
+        &["-p", "hi", "--output-format", "stream-json"],
+    )
+    .spawn()
+    .unwrap();
+    server.wait_for_requests(1).await;
+    let pid = child.id().unwrap().to_string();
+    let kill = tokio::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .await
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), Some(130), "stderr: {}", stderr(&out));
+    let result = json_lines(&out).pop().unwrap();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["stop_reason"], "cancelled");
+    assert_eq!(result["subtype"], "cancelled");
+}
