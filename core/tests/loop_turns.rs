@@ -609,3 +609,55 @@ async fn a_panicking_tool_fails_its_call_and_the_session_goes_on() {
         ]
     );
 }
+
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<Message>>);
+
+impl corvid_core::agent::HistoryObserver for Recorder {
+    fn message_appended(&self, message: &Message) {
+        self.0.lock().unwrap().push(message.clone());
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_history_observer_sees_exactly_the_history_the_model_gets() {
+    let log = ExecLog::default();
+    let provider = ScriptedProvider::new(vec![
+        vec![
+            thought("hmm"),
+            Step::Event(corvid_protocol::StreamEvent::ThoughtSignature {
+                signature: "sig".into(),
+            }),
+            text("Reading."),
+            call("a", "read", json!({"tag": "a"})),
+            finish(FinishReason::ToolCalls),
+        ],
+        answer("done"),
+        answer("again"),
+    ]);
+    let recorder = Arc::new(Recorder::default());
+    let config = test_config(
+        Arc::new(provider.clone()),
+        vec![FakeTool::reader("read", 1, &log)],
+    );
+    let mut handle = corvid_core::agent::spawn_agent_observed(config, recorder.clone());
+    prompt(&handle, "first");
+    collect_task(&mut handle).await;
+    prompt(&handle, "second");
+    collect_task(&mut handle).await;
+    let mut expected = provider.requests()[2].messages.clone();
+    expected.push(Message {
+        role: Role::Assistant,
+        parts: vec![Part::Text {
+            text: "again".into(),
+        }],
+    });
+    assert_eq!(*recorder.0.lock().unwrap(), expected);
+    assert_eq!(
+        expected[1].parts[0],
+        Part::Thought {
+            text: "hmm".into(),
+            signature: Some("sig".into())
+        }
+    );
+}

@@ -56,10 +56,29 @@ pub struct AgentConfig {
 
 /// Starts the session actor on the current tokio runtime and returns its queue pair.
 pub fn spawn_agent(config: AgentConfig) -> AgentHandle {
+    start(config, None)
+}
+
+/// Receives every message the agent appends to the session's history, in order (user prompts,
+/// complete assistant content, tool results), so sessions can be recorded (SPEC §9).
+pub trait HistoryObserver: Send + Sync {
+    /// Called once per appended message, before the next model request uses it.
+    fn message_appended(&self, message: &Message);
+}
+
+/// [`spawn_agent`] with an observer of the history (the session recorder).
+pub fn spawn_agent_observed(
+    config: AgentConfig,
+    observer: Arc<dyn HistoryObserver>,
+) -> AgentHandle {
+    start(config, Some(observer))
+}
+
+fn start(config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) -> AgentHandle {
     let (op_tx, op_rx) = mpsc::unbounded_channel();
     let (ev_tx, ev_rx) = mpsc::unbounded_channel();
     let session_id = config.session_id.clone();
-    tokio::spawn(session::run_session(config, op_rx, ev_tx));
+    tokio::spawn(session::run_session(config, observer, op_rx, ev_tx));
     AgentHandle {
         session_id,
         ops: OpSender { tx: op_tx },

@@ -10,9 +10,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::{JoinError, JoinHandle};
 use tokio_util::sync::CancellationToken;
 
-use super::AgentConfig;
 use super::ids::ids_in_history;
 use super::task::run_task;
+use super::{AgentConfig, HistoryObserver};
 use crate::retry::RetryPolicy;
 use crate::summary::SummaryConfig;
 
@@ -107,6 +107,17 @@ impl Emitter {
 pub(super) struct SessionState {
     pub history: Vec<Message>,
     pub used_ids: HashSet<String>,
+    observer: Option<Arc<dyn HistoryObserver>>,
+}
+
+impl SessionState {
+    /// Appends a message to the history and tells the observer (session recording).
+    pub(super) fn append(&mut self, message: Message) {
+        if let Some(observer) = &self.observer {
+            observer.message_appended(&message);
+        }
+        self.history.push(message);
+    }
 }
 
 /// Everything a running task needs.
@@ -135,6 +146,7 @@ async fn finished(running: &mut Option<Running>) -> Result<SessionState, JoinErr
 /// The actor: runs until every operation sender is dropped and the running task finished.
 pub(super) async fn run_session(
     config: AgentConfig,
+    observer: Option<Arc<dyn HistoryObserver>>,
     mut ops: mpsc::UnboundedReceiver<Op>,
     events: mpsc::UnboundedSender<CoreEvent>,
 ) {
@@ -162,6 +174,7 @@ pub(super) async fn run_session(
     let mut state = SessionState {
         used_ids: ids_in_history(&config.history),
         history: config.history,
+        observer,
     };
     let mut running: Option<Running> = None;
     let mut tasks = 0u64;

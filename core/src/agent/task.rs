@@ -41,7 +41,7 @@ pub(super) async fn run_task(
         task_id: ctx.task_id.clone(),
         prompt: prompt.clone(),
     });
-    state.history.push(Message::user_text(prompt));
+    state.append(Message::user_text(prompt));
     let summaries = SummaryTracker::new();
     let (stop_reason, error) = run_turns(&ctx, &mut state, &summaries).await;
     summaries.finish_task(&ctx, stop_reason, error);
@@ -71,7 +71,7 @@ async fn run_turns(
                     .filter(|p| matches!(p, Part::Text { text } if !text.is_empty()))
                     .collect();
                 if !seen.is_empty() {
-                    state.history.push(assistant(seen, Vec::new()));
+                    state.append(assistant(seen, Vec::new()));
                 }
                 return (StopReason::Cancelled, None);
             }
@@ -81,7 +81,7 @@ async fn run_turns(
         if finished.calls.is_empty() {
             // An empty answer is not recorded: providers reject empty assistant messages.
             if !finished.parts.is_empty() {
-                state.history.push(assistant(finished.parts, Vec::new()));
+                state.append(assistant(finished.parts, Vec::new()));
             }
             let stop = match finished.reason {
                 FinishReason::MaxTokens => StopReason::MaxTokens,
@@ -95,11 +95,9 @@ async fn run_turns(
         for call in &finished.calls {
             state.used_ids.insert(call.call_id.clone());
         }
-        state
-            .history
-            .push(assistant(finished.parts, finished.calls.clone()));
+        state.append(assistant(finished.parts, finished.calls.clone()));
         let batch = run_batch(ctx, finished.calls, &finished.prepared).await;
-        state.history.push(Message {
+        state.append(Message {
             role: Role::User,
             parts: batch.results.into_iter().map(Part::ToolResult).collect(),
         });
