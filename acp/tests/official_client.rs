@@ -2,15 +2,15 @@
 //! `@agentclientprotocol/sdk` 2.4.0) drives the real `corvid --acp` binary, whose model is the
 //! testkit's loopback mock OpenAI server.
 //!
-//! Needs `node` and `cd tests/acp && npm ci`, and the `corvid` binary (built by
-//! `cargo test --workspace`; or `cargo build -p corvid-cli`; `CORVID_BIN` overrides the path).
-//! Without them the tests skip with a message, except under `CI`, where they fail.
+//! Needs `node` and `cd tests/acp && npm ci`; without them the tests skip with a message,
+//! except under `CI`, where they fail. The binary is built on demand (`CORVID_BIN` overrides).
 
 // A skipped test says so on stderr, so a local run without node is not mistaken for a pass.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::OnceLock;
 
 use corvid_testkit::{Chunk, MockServer, ScriptedResponse, sse_event};
 use pretty_assertions::assert_eq;
@@ -21,19 +21,47 @@ fn client_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/acp")
 }
 
-/// `target/<profile>/corvid`, next to this test's `deps/` directory.
+/// The `corvid` binary: `CORVID_BIN`; cargo's own when this file is a test of `corvid-cli`;
+/// else built now with `cargo build -p corvid-cli` into this test's target directory (a no-op
+/// when fresh), so the test never runs a stale binary.
 fn corvid_bin() -> PathBuf {
-    if let Some(bin) = std::env::var_os("CORVID_BIN") {
-        return bin.into();
-    }
-    let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join(format!("corvid{}", std::env::consts::EXE_SUFFIX))
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("CORVID_BIN") {
+            return bin.into();
+        }
+        // Set when this file is compiled as a test of the package that owns the binary.
+        if let Some(bin) = option_env!("CARGO_BIN_EXE_corvid") {
+            return bin.into();
+        }
+        // <target>/<profile>/deps/<this test>
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe.parent().and_then(Path::parent).unwrap();
+        let target_dir = profile_dir.parent().unwrap();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut build = std::process::Command::new(cargo);
+        build
+            .args([
+                "build",
+                "-p",
+                "corvid-cli",
+                "--bin",
+                "corvid",
+                "--target-dir",
+            ])
+            .arg(target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if profile_dir.file_name().is_some_and(|p| p == "release") {
+            build.arg("--release");
+        }
+        let status = build.status().unwrap();
+        assert!(status.success(), "building the corvid binary failed");
+        profile_dir.join(format!("corvid{}", std::env::consts::EXE_SUFFIX))
+    })
+    .clone()
 }
 
-/// Whether everything is there; otherwise skip locally, fail in CI.
+/// Whether node and the client library are installed; otherwise skip locally, fail in CI.
 fn ready() -> bool {
     let node = std::process::Command::new("node")
         .arg("--version")
@@ -43,14 +71,12 @@ fn ready() -> bool {
     let sdk = client_dir()
         .join("node_modules/@agentclientprotocol/sdk/package.json")
         .exists();
-    let bin = corvid_bin().exists();
-    if node && sdk && bin {
+    if node && sdk {
         return true;
     }
     let missing = format!(
-        "node: {node}, tests/acp/node_modules (run `cd tests/acp && npm ci`): {sdk}, \
-         corvid binary at {} (run `cargo build -p corvid-cli`): {bin}",
-        corvid_bin().display()
+        "node on PATH: {node}; the client library in tests/acp/node_modules \
+         (run `cd tests/acp && npm ci`): {sdk}"
     );
     if std::env::var_os("CI").is_some() {
         panic!("the official ACP client test cannot run in CI: {missing}");
