@@ -252,6 +252,8 @@ async fn the_next_turn_is_sent_while_the_summary_is_still_pending() {
     // The fast model answers only after the task ended: had the loop waited for the summary,
     // the second turn would never be requested and the task never finish.
     let task = h.until_task_finished().await;
+    // Both turns and the summary request; the latter may arrive last, as it runs concurrently.
+    h.server.wait_for_requests(3).await;
     assert_eq!(
         (
             h.requests_of(is_main_request).len(),
