@@ -486,6 +486,8 @@ async fn a_tool_use_summary_reaches_the_client_as_an_extension_notification() {
         summary["params"],
         json!({"sessionId": sid, "summary": "Read a.txt", "precedingToolUseIds": ["call_1"]})
     );
+    client.drain();
+    client.assert_no_card_left_pending();
 }
 
 #[tokio::test]
