@@ -3,6 +3,21 @@
 //! One actor per session owns the history and runs at most one task at a time; the lifecycle
 //! rules of SPEC §5 (preparing, discarding, suppression, call ids) are decided here and
 //! nowhere else, and reach front ends as explicit [`CoreEvent`]s.
+//!
+//! What a front end can rely on, per call id (checked by `core/tests/common/invariants.rs` on
+//! every fault-injection case):
+//! - `ToolPreparing` at most once per attempt, then exactly one of: `PreparationDiscarded`
+//!   (the call never runs: remove the card) or the call's later events below.
+//! - A call that runs: [`PermissionRequested` → `PermissionResolved`] → `ToolStarted` (complete
+//!   arguments, `was_prepared` tells whether a preparing card exists) → `ToolFinished`.
+//! - Rejected in a prompt (or the prompt was cancelled): `PermissionRequested` →
+//!   `PermissionResolved` → `ToolFinished` (failed), without `ToolStarted`.
+//! - Refused without a prompt (unknown tool, arguments not an object, a tool rejected "always"
+//!   earlier): `ToolStarted` → `ToolFinished` (failed).
+//! - Tools whose `shows_card()` is false (`todo_write`) get none of these; a successful one
+//!   yields `Plan`.
+//! - Nothing is pending at `TaskFinished`; summaries counted in its `pending_summaries` settle
+//!   later as one `ToolUseSummary` or `SummaryDropped` each.
 
 mod attempt;
 mod exec;
