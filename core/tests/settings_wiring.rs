@@ -1,0 +1,153 @@
+//! Settings to an `AgentConfig`: the one wiring every front end shares.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use corvid_core::settings::{
+    Overrides, ProviderKind, Settings, SettingsFiles, agent_config, load_from,
+};
+use corvid_protocol::ApprovalMode;
+use pretty_assertions::assert_eq;
+
+fn settings(env: &HashMap<String, String>, overrides: &Overrides) -> Settings {
+    let files = SettingsFiles {
+        user: None,
+        project: None,
+    };
+    load_from(&files, |k| env.get(k).cloned(), overrides)
+        .unwrap()
+        .settings
+}
+
+fn env_of(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn demo() -> Overrides {
+    Overrides {
+        provider: Some(ProviderKind::Demo),
+        ..Overrides::default()
+    }
+}
+
+#[test]
+fn the_demo_gets_its_scripted_fast_model_and_the_settings_policies() {
+    let env = env_of(&[]);
+    let mut s = settings(&env, &demo());
+    s.tools.approval_mode = ApprovalMode::AutoEdit;
+    s.tools.shell_timeout_ms = 1234;
+    s.retry.max_attempts = 3;
+    s.retry.initial_delay_ms = 10;
+    s.retry.max_delay_ms = 20;
+    s.model.fallback = Some("backup".into());
+    s.model.max_output_tokens = Some(99);
+    let dir = tempfile::tempdir().unwrap();
+    let config = agent_config(&s, |k| env.get(k).cloned(), dir.path(), "sess-1").unwrap();
+    assert_eq!(config.session_id, "sess-1");
+    assert_eq!(config.provider.name(), "demo");
+    assert_eq!(config.model, "corvid-demo");
+    assert_eq!(config.fallback_model.as_deref(), Some("backup"));
+    assert_eq!(config.max_output_tokens, Some(99));
+    assert_eq!(config.approval_mode, ApprovalMode::AutoEdit);
+    assert_eq!(config.shell_timeout, Duration::from_millis(1234));
+    assert_eq!(
+        (
+            config.retry.max_attempts,
+            config.retry.initial_delay,
+            config.retry.max_delay
+        ),
+        (3, Duration::from_millis(10), Duration::from_millis(20))
+    );
+    assert_eq!(config.cwd, dir.path());
+    assert!(
+        config
+            .system_prompt
+            .contains(&dir.path().display().to_string())
+    );
+    assert!(config.tools.get("read_file").is_some());
+    assert!(config.history.is_empty());
+    let summaries = config.summaries.expect("the demo has a fast model");
+    assert_eq!(
+        (summaries.provider.name(), summaries.model.as_str()),
+        ("demo", "corvid-demo-fast")
+    );
+}
+
+#[test]
+fn summaries_follow_the_gate_env_first_then_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (vec![], true, true),
+        (vec![], false, false),
+        (vec![("CORVID_EMIT_TOOL_USE_SUMMARIES", "0")], true, false),
+        (
+            vec![("QWEN_CODE_EMIT_TOOL_USE_SUMMARIES", "1")],
+            false,
+            true,
+        ),
+        (
+            vec![
+                ("CORVID_EMIT_TOOL_USE_SUMMARIES", "false"),
+                ("QWEN_CODE_EMIT_TOOL_USE_SUMMARIES", "1"),
+            ],
+            true,
+            false,
+        ),
+    ];
+    for (pairs, setting, expected) in cases {
+        let env = env_of(&pairs);
+        let mut s = settings(&env, &demo());
+        s.experimental.emit_tool_use_summaries = setting;
+        let config = agent_config(&s, |k| env.get(k).cloned(), dir.path(), "s").unwrap();
+        assert_eq!(
+            config.summaries.is_some(),
+            expected,
+            "env {pairs:?}, setting {setting}"
+        );
+    }
+}
+
+#[test]
+fn a_real_provider_without_a_fast_model_has_no_summaries() {
+    // Building an HTTP provider needs a TLS crypto provider, as in the binary.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let env = env_of(&[
+        ("OPENAI_API_KEY", "sk-x"),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:1/v1"),
+    ]);
+    let s = settings(&env, &Overrides::default());
+    let dir = tempfile::tempdir().unwrap();
+    let config = agent_config(&s, |k| env.get(k).cloned(), dir.path(), "s").unwrap();
+    assert_eq!(config.provider.name(), "openai");
+    assert_eq!(config.model, "gpt-4.1");
+    assert!(config.summaries.is_none());
+
+    let s = settings(
+        &env,
+        &Overrides {
+            fast_model: Some("gpt-mini".into()),
+            ..Overrides::default()
+        },
+    );
+    let config = agent_config(&s, |k| env.get(k).cloned(), dir.path(), "s").unwrap();
+    let summaries = config.summaries.unwrap();
+    assert_eq!(
+        (summaries.provider.name(), summaries.model.as_str()),
+        ("openai", "gpt-mini")
+    );
+}
+
+#[test]
+fn no_provider_is_the_error_with_the_demo_hint() {
+    let env = env_of(&[]);
+    let s = settings(&env, &Overrides::default());
+    let dir = tempfile::tempdir().unwrap();
+    let err = agent_config(&s, |k| env.get(k).cloned(), dir.path(), "s")
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("corvid --demo"), "{err}");
+}
