@@ -73,7 +73,7 @@ pub(crate) async fn serve(
         .on_receive_request(
             async move |req: InitializeRequest, responder: Responder<InitializeResponse>, _cx| {
                 *lock(&s1.fs_caps) = req.client_capabilities.fs.clone();
-                responder.respond(initialize_response(req.protocol_version))
+                responder.respond(initialize_response())
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -122,17 +122,14 @@ pub(crate) async fn serve(
         .await
 }
 
-fn initialize_response(requested: ProtocolVersion) -> InitializeResponse {
-    let version = if requested < ProtocolVersion::V1 {
-        requested
-    } else {
-        ProtocolVersion::V1
-    };
+/// corvid speaks protocol v1 only, which is what ACP asks an agent to answer with whatever
+/// version the client requested (the client then decides whether it can go on).
+fn initialize_response() -> InitializeResponse {
     let auth = AuthMethodAgent::new(AUTH_METHOD_ID, "Model provider key").description(
         "Set OPENAI_API_KEY or ANTHROPIC_API_KEY (or model.apiKeyEnv in ~/.corvid/settings.json) \
          in the environment corvid is started with.",
     );
-    InitializeResponse::new(version)
+    InitializeResponse::new(ProtocolVersion::V1)
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(LOAD_SESSION)
