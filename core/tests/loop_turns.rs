@@ -492,9 +492,11 @@ async fn max_tokens_and_refusal_finishes_become_stop_reasons() {
 async fn dropping_every_sender_ends_the_agent_after_the_running_task() {
     let provider = ScriptedProvider::new(vec![answer("bye")]);
     let handle = start(&provider, vec![]);
+    let extra = handle.sender();
     prompt(&handle, "hi");
     let (ops, mut events) = handle.split();
     drop(ops);
+    drop(extra);
     let mut seen = Vec::new();
     while let Ok(ev) = events.next_event().await {
         seen.push(ev);

@@ -129,6 +129,11 @@ impl AgentHandle {
         self.events.next_event().await
     }
 
+    /// Another sender for this session's operations (e.g. for a signal handler that cancels).
+    pub fn sender(&self) -> OpSender {
+        self.ops.clone()
+    }
+
     /// Separates the two halves so operations can be sent while events are being read.
     pub fn split(self) -> (OpSender, EventReceiver) {
         (self.ops, self.events)
