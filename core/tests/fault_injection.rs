@@ -211,6 +211,16 @@ fn tools(log: &ExecLog, ms: u64) -> Vec<Arc<dyn Tool>> {
     ]
 }
 
+/// The tool of call `r{i}c{j}`.
+fn tool_of(case: &Case, id: &str) -> &'static str {
+    let (i, j) = id
+        .trim_start_matches('r')
+        .split_once('c')
+        .map(|(i, j)| (i.parse::<usize>().unwrap(), j.parse::<usize>().unwrap()))
+        .unwrap();
+    TOOLS[case.responses[i].calls[j].tool]
+}
+
 /// The last event when it is a `TaskFinished` (with its pending summary count).
 fn ev_pending(events: &[CoreEvent]) -> CoreEvent {
     match events.last() {
@@ -382,6 +392,24 @@ fn run_case_with(case: &Case, clock: Clock) -> Result<Vec<CoreEvent>, String> {
         }
         check_invariants(&events, &["todo_write"])?;
         let finished = provider.finished_call_ids();
+        if case.cancel_at.is_none() {
+            // Nothing is lost either: every card call of a finished response reached a result.
+            let results: std::collections::HashSet<&str> = events
+                .iter()
+                .filter_map(|e| match e {
+                    CoreEvent::ToolFinished { call_id, .. } => Some(call_id.as_str()),
+                    _ => None,
+                })
+                .collect();
+            for id in &finished {
+                let shows_card = tool_of(case, id) != "todo_write";
+                if shows_card && !results.contains(id.as_str()) {
+                    return Err(format!(
+                        "call {id} of a finished response never got a result"
+                    ));
+                }
+            }
+        }
         for tag in log.tags() {
             if !finished.contains(&tag) {
                 return Err(format!(
