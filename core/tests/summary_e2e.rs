@@ -311,8 +311,7 @@ async fn the_summary_request_is_small_non_streaming_and_ends_with_label() {
             &body["stream"],
             body.get("tools"),
             max_tokens,
-            // Sent from an `f32`, so compared as one (0.3_f32 widens to 0.30000001192092896).
-            body["temperature"].as_f64().map(|t| t as f32),
+            body["temperature"].as_f64(),
         ),
         (
             "/chat/completions",
@@ -320,7 +319,7 @@ async fn the_summary_request_is_small_non_streaming_and_ends_with_label() {
             &json!(false),
             None,
             Some(&json!(60)),
-            Some(0.3_f32),
+            Some(0.3),
         )
     );
     let blocks: Vec<&str> = user.split("\n\n").collect();

@@ -91,7 +91,7 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSchema>,
     pub max_output_tokens: Option<u32>,
-    pub temperature: Option<f32>,
+    pub temperature: Option<f64>,
 }
 
 /// The assembled result of a non-streaming call (or of a drained stream).

@@ -13,7 +13,7 @@ pub const FIELD_MAX_CHARS: usize = 300;
 pub const INTENT_MAX_CHARS: usize = 200;
 
 const MAX_OUTPUT_TOKENS: u32 = 60;
-const TEMPERATURE: f32 = 0.3;
+const TEMPERATURE: f64 = 0.3;
 const ELLIPSIS: &str = "...";
 
 const SYSTEM_PROMPT: &str = "\
