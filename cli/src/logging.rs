@@ -2,6 +2,7 @@
 //! channel or the terminal UI). Level from `CORVID_LOG` (an env filter), default `warn`.
 
 use std::fs::OpenOptions;
+use std::io::IsTerminal;
 use std::sync::Mutex;
 
 use corvid_core::settings::{corvid_home, process_env};
@@ -32,6 +33,9 @@ pub fn init(interactive: bool) {
                 .try_init();
         }
     } else {
-        let _ = builder.with_writer(std::io::stderr).try_init();
+        let _ = builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_writer(std::io::stderr)
+            .try_init();
     }
 }

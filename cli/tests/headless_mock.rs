@@ -139,6 +139,101 @@ async fn a_two_turn_task_streams_json_and_sends_the_tool_result_back() {
     assert!(!stdout(&out).contains(KEY) && !stderr(&out).contains(KEY));
 }
 
+fn two_reads_turn() -> ScriptedResponse {
+    ScriptedResponse::sse(vec![
+        sse_event(&chunk(
+            json!({"role": "assistant", "tool_calls": [
+                {"index": 0, "id": "call_a", "type": "function",
+                 "function": {"name": "list_directory", "arguments": "{\"path\":\".\"}"}},
+                {"index": 1, "id": "call_b", "type": "function",
+                 "function": {"name": "read_file", "arguments": "{\"file_path\":\"README.md\"}"}},
+            ]}),
+            None,
+        )),
+        sse_event(&chunk(json!({}), Some("tool_calls"))),
+        sse_event(&usage_chunk()),
+        sse_event("[DONE]"),
+    ])
+}
+
+fn model_is(name: &'static str) -> impl Fn(&corvid_testkit::RecordedRequest) -> bool {
+    move |r| r.body["model"] == name
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fast_models_label_reaches_stream_json_and_the_result_with_its_usage() {
+    let server = MockServer::start().await;
+    server.push_matching(model_is("mock-model"), two_reads_turn());
+    server.push_matching(model_is("mock-model"), text_turn("Done."));
+    server.push_matching(
+        model_is("mock-fast"),
+        ScriptedResponse::json(
+            200,
+            json!({
+                "id": "c", "object": "chat.completion", "created": 1, "model": "mock-fast",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": "Label: Read the README"}}],
+                "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+            }),
+        ),
+    );
+    let sb = Sandbox::new();
+    let out = run(against(
+        &sb,
+        &server,
+        &[
+            "-p",
+            "look",
+            "--output-format",
+            "stream-json",
+            "--fast-model",
+            "mock-fast",
+        ],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let msgs = json_lines(&out);
+    let summaries: Vec<&Value> = msgs
+        .iter()
+        .filter(|m| kind(m) == "tool_use_summary")
+        .collect();
+    assert_eq!(summaries.len(), 1, "{msgs:#?}");
+    assert_eq!(summaries[0]["summary"], "Read the README");
+    assert_eq!(
+        summaries[0]["preceding_tool_use_ids"],
+        json!(["call_a", "call_b"])
+    );
+    let result = msgs.last().unwrap();
+    assert_eq!(kind(result), "result");
+    assert_eq!(
+        result["tool_use_summaries"],
+        json!([{"summary": "Read the README", "preceding_tool_use_ids": ["call_a", "call_b"]}])
+    );
+    assert_eq!(
+        result["usage_by_prompt"]["tool_use_summary_generation"],
+        json!({"input_tokens": 7, "output_tokens": 3, "total_tokens": 10,
+               "cached_input_tokens": 0, "reasoning_tokens": 0})
+    );
+    let fast = server
+        .requests()
+        .into_iter()
+        .find(|r| r.body["model"] == "mock-fast")
+        .unwrap();
+    assert_eq!(fast.body["stream"], false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_output_against_a_real_provider_is_the_last_answer_only() {
+    let server = MockServer::start().await;
+    server.push(tool_turn());
+    server.push(text_turn("Two files."));
+    let sb = Sandbox::new();
+    let out = run(against(&sb, &server, &["-p", "list"])).await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out), "Two files.\n");
+    assert!(stderr(&out).contains("● List ."), "{}", stderr(&out));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_that_refuses_the_key_fails_the_task_with_exit_1() {
     let server = MockServer::start().await;
