@@ -268,3 +268,30 @@ fn no_color_output_has_no_colours_but_keeps_bold() {
     }
     assert!(bold);
 }
+
+#[test]
+fn a_width_change_replays_the_transcript_once_at_the_new_width() {
+    let mut h = Harness::new(24, 80, false);
+    for step in two_batches(false) {
+        h.feed(&step);
+    }
+    let nz = |n: u16| std::num::NonZeroU16::new(n).unwrap();
+    h.term.parser.borrow_mut().set_size(nz(24), nz(30));
+    h.screen.on_resize(30, 24).unwrap();
+    h.screen.reset().unwrap();
+    h.history.clear();
+    h.feed(&[]);
+    for needle in [
+        "› Where is the config loaded?",
+        "I will look at the loaders.",
+        "✓ Read src/config.rs",
+        "● Read the config module",
+        "● Searched for load",
+        "Done.",
+    ] {
+        assert_eq!(h.count(needle), 1, "{needle:?} once in {:#?}", h.history);
+    }
+    // Wrapped by us at 30 columns, not cut or reflowed by the terminal.
+    assert_eq!(h.count("The config is loaded in"), 1, "{:#?}", h.history);
+    assert_eq!(h.count("settings/mod.rs."), 1, "{:#?}", h.history);
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Real-terminal test of the TUI: runs `corvid --demo` in tmux at 100x30, sends a prompt, waits
+# for the answer and checks the captured scrollback for the tool group and the summary label,
+# first in full mode, then with --compact.
+# Usage: tests/tui/tmux_demo.sh PATH_TO_CORVID [OUT_DIR]
+# Captures are written to OUT_DIR (default: a temp dir) as full.txt and compact.txt.
+set -euo pipefail
+
+BIN=${1:?usage: tmux_demo.sh PATH_TO_CORVID [OUT_DIR]}
+OUT=${2:-$(mktemp -d)}
+mkdir -p "$OUT"
+BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+SOCK="corvid-tui-$$"
+WORK=$(mktemp -d)
+CONF="$WORK/tmux.conf"
+printf 'set -g history-limit 50000\nset -g status off\n' >"$CONF"
+# A small project for the demo model to look at.
+printf '# Sample project\n\nA tiny project for the demo.\n' >"$WORK/README.md"
+mkdir -p "$WORK/home"
+
+cleanup() {
+    tmux -L "$SOCK" kill-server 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+capture() {
+    tmux -L "$SOCK" capture-pane -p -J -S -50000 -t "$1"
+}
+
+# wait_for SESSION PATTERN SECONDS: poll the pane until grep -E matches.
+wait_for() {
+    local deadline=$((SECONDS + $3))
+    while ((SECONDS < deadline)); do
+        if capture "$1" | grep -Eq "$2"; then
+            return 0
+        fi
+        sleep 0.2
+    done
+    echo "timed out waiting for /$2/ in $1:" >&2
+    capture "$1" >&2
+    return 1
+}
+
+run_mode() {
+    local name=$1
+    shift
+    tmux -L "$SOCK" -f "$CONF" new-session -d -s "$name" -x 100 -y 30 \
+        "cd '$WORK' && env CORVID_HOME='$WORK/home' TERM=xterm-256color '$BIN' --demo -y $*; echo EXITED \$?; sleep 30"
+    wait_for "$name" 'Ask corvid' 20
+    tmux -L "$SOCK" send-keys -t "$name" -l "Look around this project and tell me what it is"
+    tmux -L "$SOCK" send-keys -t "$name" Enter
+    # The task is over when the live "Working" row is gone and the answer is in.
+    wait_for "$name" '› Look around this project' 10
+    local deadline=$((SECONDS + 60))
+    while ((SECONDS < deadline)); do
+        local pane
+        pane=$(capture "$name")
+        if ! grep -q 'esc to cancel' <<<"$pane" && grep -q '✓' <<<"$pane"; then
+            break
+        fi
+        sleep 0.3
+    done
+    # Labels may land just after the task ends.
+    sleep 1
+    capture "$name" >"$OUT/$name.txt"
+    # Ctrl+C twice on the idle prompt exits.
+    tmux -L "$SOCK" send-keys -t "$name" C-c
+    tmux -L "$SOCK" send-keys -t "$name" C-c
+    wait_for "$name" 'EXITED 0' 10
+    capture "$name" >"$OUT/$name.txt"
+}
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+run_mode full
+grep -q '› Look around this project' "$OUT/full.txt" || fail "full: prompt missing"
+grep -Eq '^  ✓ ' "$OUT/full.txt" || fail "full: no finished tool row"
+grep -Eq '^● ' "$OUT/full.txt" || fail "full: no '● <label>' line"
+
+run_mode compact --compact
+grep -Eq '^✓ .+ · [0-9]+ tools?$|^✓ Tool × [0-9]+$' "$OUT/compact.txt" || fail "compact: no group header"
+# The label is the header when it came while the group was live, else its own line.
+grep -Eq '^✓ .+ · [0-9]+ tools?$|^● ' "$OUT/compact.txt" || fail "compact: no label"
+grep -Eq '^  ✓ ' "$OUT/compact.txt" && fail "compact: finished rows should fold into the header"
+
+echo "ok: captures in $OUT"

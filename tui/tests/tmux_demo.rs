@@ -1,0 +1,51 @@
+//! Real-terminal test: `tests/tui/tmux_demo.sh` drives `corvid --demo` in tmux (full and
+//! compact mode) and checks capture-pane for the tool group and the label.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// `<target>/debug/corvid`, next to this test's own executable (`<target>/debug/deps/...`).
+fn corvid_binary() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?.parent()?.join("corvid");
+    bin.exists().then_some(bin)
+}
+
+fn have_tmux() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn the_demo_shows_tool_groups_and_labels_in_tmux_in_full_and_compact_mode() {
+    let in_ci = std::env::var_os("CI").is_some();
+    let Some(bin) = corvid_binary() else {
+        assert!(!in_ci, "the corvid binary was not built next to the tests");
+        eprintln!("skipped: build it first with `cargo build -p corvid-cli`");
+        return;
+    };
+    if !have_tmux() {
+        assert!(!in_ci, "tmux is not installed");
+        eprintln!("skipped: tmux is not installed");
+        return;
+    }
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/tui/tmux_demo.sh");
+    let out_dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(&bin)
+        .arg(out_dir.path())
+        .output()
+        .unwrap_or_else(|e| panic!("bash runs: {e}"));
+    let read = |name: &str| std::fs::read_to_string(out_dir.path().join(name)).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "tmux_demo.sh failed\nstdout:\n{}\nstderr:\n{}\nfull capture:\n{}\ncompact capture:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        read("full.txt"),
+        read("compact.txt"),
+    );
+}
