@@ -79,6 +79,10 @@ pub fn spawn_agent(config: AgentConfig) -> AgentHandle {
 pub trait HistoryObserver: Send + Sync {
     /// Called once per appended message, before the next model request uses it.
     fn message_appended(&self, message: &Message);
+
+    /// Called for every core event before front ends receive it (summaries, usage and model
+    /// changes are recorded from here).
+    fn event_emitted(&self, _event: &CoreEvent) {}
 }
 
 /// [`spawn_agent`] with an observer of the history (the session recorder).

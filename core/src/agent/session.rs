@@ -91,12 +91,20 @@ impl Shared {
 }
 
 /// The core-event sender; a front end that stopped listening does not stop the agent.
+/// The observer (session recording) sees every event first, so nothing a front end misses
+/// (a summary arriving after the prompt's answer) goes unrecorded.
 #[derive(Clone)]
-pub(super) struct Emitter(mpsc::UnboundedSender<CoreEvent>);
+pub(super) struct Emitter {
+    tx: mpsc::UnboundedSender<CoreEvent>,
+    observer: Option<Arc<dyn HistoryObserver>>,
+}
 
 impl Emitter {
     pub(super) fn emit(&self, event: CoreEvent) {
-        if self.0.send(event).is_err() {
+        if let Some(observer) = &self.observer {
+            observer.event_emitted(&event);
+        }
+        if self.tx.send(event).is_err() {
             tracing::trace!("core event dropped: no receiver");
         }
     }
@@ -150,7 +158,10 @@ pub(super) async fn run_session(
     mut ops: mpsc::UnboundedReceiver<Op>,
     events: mpsc::UnboundedSender<CoreEvent>,
 ) {
-    let events = Emitter(events);
+    let events = Emitter {
+        tx: events,
+        observer: observer.clone(),
+    };
     let session_id = config.session_id;
     let stat = Arc::new(Static {
         provider: config.provider,

@@ -4,6 +4,7 @@
 //! Only complete content is recorded (messages, summaries, usage, model changes);
 //! stream-only events such as tool preparation never are.
 
+mod observe;
 mod record;
 mod replay;
 mod store;

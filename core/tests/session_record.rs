@@ -1,0 +1,148 @@
+//! Session recording through the agent: complete content and summaries are written as they
+//! happen, preparation never is, and a resumed agent sends the full earlier history.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+
+use common::fake_tools::{ExecLog, FakeTool};
+use common::scripted::*;
+use common::{collect_task, test_config};
+use corvid_core::agent::spawn_agent_observed;
+use corvid_core::session::{Record, SessionStore};
+use corvid_core::summary::SummaryConfig;
+use corvid_protocol::{CoreEvent, FinishReason, Op, Part, Role, SUMMARY_PROMPT_ID};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+fn kinds(records: &[Record]) -> Vec<String> {
+    records
+        .iter()
+        .map(|r| match r {
+            Record::Message { message } => {
+                let parts: Vec<&str> = message
+                    .parts
+                    .iter()
+                    .map(|p| match p {
+                        Part::Text { .. } => "text",
+                        Part::Thought { .. } => "thought",
+                        Part::ToolCall(_) => "tool_call",
+                        Part::ToolResult(_) => "tool_result",
+                    })
+                    .collect();
+                format!("{:?} {}", message.role, parts.join("+"))
+            }
+            Record::ToolUseSummary {
+                summary,
+                preceding_tool_use_ids,
+            } => {
+                format!("summary {summary} {}", preceding_tool_use_ids.join(","))
+            }
+            Record::Usage { prompt_id, .. } => format!("usage {prompt_id}"),
+            Record::ModelChange { from, to } => format!("model {from}->{to}"),
+            Record::Header(_) => "header".into(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_tool_task_is_recorded_with_its_summary_and_resumes_with_the_full_history() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let log = ExecLog::default();
+    let main = ScriptedProvider::new(vec![
+        vec![
+            thought("look first"),
+            text("Reading."),
+            preparing("c1", "read"),
+            call("c1", "read", json!({"tag": "a"})),
+            usage(10, 5),
+            finish(FinishReason::ToolCalls),
+        ],
+        answer("All read."),
+    ]);
+    let fast = ScriptedProvider::new(vec![vec![
+        text("Read the file"),
+        usage(7, 3),
+        finish(FinishReason::Stop),
+    ]]);
+    let mut config = test_config(
+        Arc::new(main.clone()),
+        vec![FakeTool::reader("read", 1, &log)],
+    );
+    config.summaries = Some(SummaryConfig {
+        provider: Arc::new(fast),
+        model: "fast".into(),
+    });
+    let recorder = Arc::new(store.create(cwd.path(), "rec-1", "main-model").unwrap());
+    let mut handle = spawn_agent_observed(config, recorder);
+    handle
+        .submit(Op::UserTurn {
+            prompt: "read it".into(),
+        })
+        .unwrap();
+    let mut events = collect_task(&mut handle).await;
+    while !events.iter().any(|e| {
+        matches!(
+            e,
+            CoreEvent::ToolUseSummary { .. } | CoreEvent::SummaryDropped { .. }
+        )
+    }) {
+        events.push(handle.next_event().await.unwrap());
+    }
+    // The summary's usage is emitted right after the summary itself.
+    events.push(handle.next_event().await.unwrap());
+
+    let loaded = store.load(cwd.path(), "rec-1").unwrap();
+    assert_eq!(
+        kinds(&loaded.records),
+        vec![
+            "User text",
+            "usage main",
+            "Assistant thought+text+tool_call",
+            "User tool_result",
+            "usage main",
+            "Assistant text",
+            "summary Read the file c1",
+            format!("usage {SUMMARY_PROMPT_ID}").as_str(),
+        ]
+    );
+    let raw = std::fs::read_to_string(&loaded.path).unwrap();
+    assert!(
+        !raw.contains("preparing"),
+        "preparation must never be recorded: {raw}"
+    );
+
+    // Resume: a new agent with the recorded history sends it all with the next prompt.
+    let resumed_main = ScriptedProvider::new(vec![answer("Still here.")]);
+    let mut config = test_config(
+        Arc::new(resumed_main.clone()),
+        vec![FakeTool::reader("read", 1, &log)],
+    );
+    config.history = loaded.history();
+    let recorder = Arc::new(store.reopen(&loaded).unwrap());
+    let mut handle = spawn_agent_observed(config, recorder);
+    handle
+        .submit(Op::UserTurn {
+            prompt: "and now?".into(),
+        })
+        .unwrap();
+    collect_task(&mut handle).await;
+    let sent = &resumed_main.requests()[0].messages;
+    let roles: Vec<Role> = sent.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        vec![
+            Role::User,
+            Role::Assistant,
+            Role::User,
+            Role::Assistant,
+            Role::User
+        ]
+    );
+    assert_eq!(sent[..4], loaded.history()[..]);
+    assert!(matches!(&sent[1].parts[0], Part::Thought { .. }));
+    assert_eq!(store.load(cwd.path(), "rec-1").unwrap().history().len(), 6);
+}
