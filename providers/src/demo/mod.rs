@@ -135,9 +135,10 @@ impl Provider for DemoProvider {
         };
         let pacing = self.pacing;
         async move {
-            // A fast model still takes a moment; the label must never hold up the loop.
+            // A fast model still takes a moment, but less than the next turn's batch, so the
+            // demo's labels are not dropped as stale.
             if !pacing.is_zero() {
-                tokio::time::sleep(pacing * 10).await;
+                tokio::time::sleep(pacing * 2).await;
             }
             Ok(completion)
         }
