@@ -390,3 +390,38 @@ fn corvid_home_locates_the_user_file_and_the_project_file_is_under_the_working_d
     assert_eq!(s.model.name.as_deref(), Some("from-home"));
     assert_eq!(s.tools.approval_mode, ApprovalMode::Yolo);
 }
+
+#[test]
+fn the_project_file_is_found_from_a_subdirectory_but_not_beyond_the_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let outer = dir.path().join("outer");
+    let repo = outer.join("repo");
+    let sub = repo.join("src").join("deep");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    let home = dir.path().join("home").display().to_string();
+    let no_home = |k: &str| (k == "CORVID_HOME").then(|| home.clone());
+
+    // Settings above the repository root are not the project's.
+    write(
+        &outer.join(".corvid").join("settings.json"),
+        r#"{"model": {"name": "outside"}}"#,
+    );
+    let files = SettingsFiles::discover(&sub, no_home);
+    assert_eq!(
+        files.project,
+        Some(sub.join(".corvid").join("settings.json"))
+    );
+
+    write(
+        &repo.join(".corvid").join("settings.json"),
+        r#"{"model": {"name": "repo"}}"#,
+    );
+    let files = SettingsFiles::discover(&sub, no_home);
+    assert_eq!(
+        files.project,
+        Some(repo.join(".corvid").join("settings.json"))
+    );
+    let s = load(&sub, no_home, &Overrides::default()).unwrap().settings;
+    assert_eq!(s.model.name.as_deref(), Some("repo"));
+}

@@ -167,11 +167,26 @@ pub struct SettingsFiles {
 }
 
 impl SettingsFiles {
-    /// The standard locations for a session working in `project_dir`.
-    pub fn discover(project_dir: &Path, env: impl Fn(&str) -> Option<String>) -> Self {
+    /// The standard locations for a session working in `cwd`. The project file is the
+    /// nearest `.corvid/settings.json` in `cwd` or above it, without leaving the repository
+    /// (a directory holding `.git` is the last one looked at), so starting in a
+    /// subdirectory still finds the project's settings.
+    pub fn discover(cwd: &Path, env: impl Fn(&str) -> Option<String>) -> Self {
+        let user = corvid_home(env).map(|home| home.join("settings.json"));
+        let mut project = None;
+        for dir in cwd.ancestors() {
+            let candidate = dir.join(".corvid").join("settings.json");
+            if candidate.is_file() && Some(&candidate) != user.as_ref() {
+                project = Some(candidate);
+                break;
+            }
+            if dir.join(".git").exists() {
+                break;
+            }
+        }
         Self {
-            user: corvid_home(env).map(|home| home.join("settings.json")),
-            project: Some(project_dir.join(".corvid").join("settings.json")),
+            user,
+            project: project.or_else(|| Some(cwd.join(".corvid").join("settings.json"))),
         }
     }
 }
@@ -250,13 +265,13 @@ pub enum SettingsError {
     ProviderSetup(#[from] corvid_providers::ConfigError),
 }
 
-/// Loads settings from the standard files for `project_dir`, the environment and flags.
+/// Loads settings from the standard files for a session in `cwd`, the environment and flags.
 pub fn load(
-    project_dir: &Path,
+    cwd: &Path,
     env: impl Fn(&str) -> Option<String>,
     overrides: &Overrides,
 ) -> Result<Loaded, SettingsError> {
-    let files = SettingsFiles::discover(project_dir, &env);
+    let files = SettingsFiles::discover(cwd, &env);
     load_from(&files, env, overrides)
 }
 
