@@ -71,23 +71,17 @@ fn flags_model(name: &str) -> Overrides {
 
 #[test]
 fn each_source_overrides_the_ones_below_it_for_the_model_name() {
-    // (user file, project file, env OPENAI_MODEL, flag) -> expected model.name
-    let cases: Vec<(
-        Option<&str>,
-        Option<&str>,
-        Option<&str>,
-        Option<&str>,
-        Option<&str>,
-    )> = vec![
-        (None, None, None, None, None),
-        (Some("u"), None, None, None, Some("u")),
-        (Some("u"), Some("p"), None, None, Some("p")),
-        (Some("u"), Some("p"), Some("e"), None, Some("e")),
-        (Some("u"), Some("p"), Some("e"), Some("f"), Some("f")),
-        (None, None, Some("e"), None, Some("e")),
-        (None, Some("p"), None, Some("f"), Some("f")),
+    // [user file, project file, env OPENAI_MODEL, flag, expected model.name]
+    let cases: Vec<[Option<&str>; 5]> = vec![
+        [None, None, None, None, None],
+        [Some("u"), None, None, None, Some("u")],
+        [Some("u"), Some("p"), None, None, Some("p")],
+        [Some("u"), Some("p"), Some("e"), None, Some("e")],
+        [Some("u"), Some("p"), Some("e"), Some("f"), Some("f")],
+        [None, None, Some("e"), None, Some("e")],
+        [None, Some("p"), None, Some("f"), Some("f")],
     ];
-    for (user, project, env, flag, expected) in cases {
+    for [user, project, env, flag, expected] in cases {
         let mut fx = Fixture::new();
         fx.env("OPENAI_API_KEY", "sk-test");
         if let Some(u) = user {
