@@ -646,3 +646,38 @@ async fn max_tokens_and_refusals_are_reported_as_stop_reasons() {
         (StopReason::MaxTokens, StopReason::Refusal)
     );
 }
+
+#[tokio::test]
+async fn allow_always_is_remembered_for_the_rest_of_the_session() {
+    let dir = project();
+    let write = |id: &str, file: &str| {
+        vec![
+            call(
+                id,
+                "write_file",
+                json!({"file_path": file, "content": "x\n"}),
+            ),
+            finish(FinishReason::ToolCalls),
+        ]
+    };
+    let provider = ScriptedProvider::new(vec![
+        write("w1", "b.txt"),
+        write("w2", "c.txt"),
+        answer("Both written."),
+    ]);
+    let mut client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
+    *client.policy.lock().unwrap() = PermissionPolicy::Select("allow_always");
+    let sid = client.new_session(dir.path()).await;
+    client.prompt(&sid, "write both").await.unwrap().unwrap();
+    client.drain();
+
+    let asked: Vec<Value> = client
+        .seen
+        .iter()
+        .filter(|m| m["request"] == "session/request_permission")
+        .map(|m| m["params"]["toolCall"]["toolCallId"].clone())
+        .collect();
+    assert_eq!(asked, vec![json!("w1")]);
+    assert!(dir.path().join("b.txt").exists() && dir.path().join("c.txt").exists());
+    client.assert_no_card_left_pending();
+}
