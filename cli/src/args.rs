@@ -18,7 +18,7 @@ pub struct Cli {
     #[arg(long)]
     pub include_partial_messages: bool,
     /// Serve the Agent Client Protocol over stdio (for editors such as Zed).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "prompt")]
     pub acp: bool,
     /// Use the built-in offline scripted model (no key, no network).
     #[arg(long)]

@@ -348,3 +348,45 @@ async fn sigint_cancels_the_running_task_and_exits_130() {
     assert_eq!(result["stop_reason"], "cancelled");
     assert_eq!(result["subtype"], "cancelled");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_attempt_is_announced_and_its_text_is_not_part_of_the_answer() {
+    let server = MockServer::start().await;
+    server.push(
+        ScriptedResponse::sse(vec![sse_event(&chunk(
+            json!({"role": "assistant", "content": "Partial "}),
+            None,
+        ))])
+        .cut(),
+    );
+    server.push(text_turn("Whole answer."));
+    let sb = Sandbox::new();
+    sb.user_settings(r#"{ "retry": { "initialDelayMs": 1, "maxDelayMs": 2 } }"#);
+
+    let out = run(against(
+        &sb,
+        &server,
+        &["-p", "hi", "--output-format", "stream-json"],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let msgs = json_lines(&out);
+    let retry = msgs
+        .iter()
+        .find(|m| kind(m) == "system/retry")
+        .expect("the retry is announced");
+    assert_eq!(retry["attempt"], 1);
+    assert_eq!(msgs.last().unwrap()["result"], "Whole answer.");
+
+    server.push(
+        ScriptedResponse::sse(vec![sse_event(&chunk(
+            json!({"role": "assistant", "content": "Partial "}),
+            None,
+        ))])
+        .cut(),
+    );
+    server.push(text_turn("Whole answer."));
+    let out = run(against(&sb, &server, &["-p", "hi"])).await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_eq!(stdout(&out), "Whole answer.\n");
+}

@@ -86,8 +86,16 @@ impl<W: Write> Printer<W> {
         ) {
             self.flush_text()?;
         }
+        // A new turn, and a retried or fallen-back attempt, starts the answer text over.
+        if matches!(
+            ev,
+            CoreEvent::TurnStarted { .. }
+                | CoreEvent::AttemptRetried { .. }
+                | CoreEvent::ModelFellBack { .. }
+        ) {
+            self.turn_text.clear();
+        }
         match ev {
-            CoreEvent::TurnStarted { .. } => self.turn_text.clear(),
             CoreEvent::TextDelta { text } => {
                 self.turn_text.push_str(text);
                 self.pending_text.push_str(text);
@@ -235,7 +243,8 @@ impl<W: Write> Printer<W> {
         let is_error = outcome.error.is_some() || outcome.stop_reason == StopReason::Error;
         match self.format {
             OutputFormat::Text => {
-                if !self.turn_text.is_empty() {
+                // A failed task's partial text is not an answer; stderr says what happened.
+                if !is_error && !self.turn_text.is_empty() {
                     let text = self.turn_text.trim_end().to_owned();
                     writeln!(self.out, "{text}")?;
                 }
