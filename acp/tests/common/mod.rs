@@ -2,7 +2,11 @@
 //! newline-delimited JSON over a `tokio::io::duplex` pipe, with a real core driven by a
 //! scripted provider.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
+
+mod frames;
+
+pub use frames::*;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
