@@ -10,7 +10,7 @@ use common::fake_tools::{ExecLog, FakeTool};
 use common::scripted::*;
 use common::{collect_task, test_config};
 use corvid_core::agent::spawn_agent_observed;
-use corvid_core::session::{Record, SessionStore};
+use corvid_core::session::{Record, SessionStore, spawn_resumed};
 use corvid_core::summary::SummaryConfig;
 use corvid_protocol::{CoreEvent, FinishReason, Op, Part, Role, SUMMARY_PROMPT_ID};
 use pretty_assertions::assert_eq;
@@ -117,13 +117,40 @@ async fn a_tool_task_is_recorded_with_its_summary_and_resumes_with_the_full_hist
 
     // Resume: a new agent with the recorded history sends it all with the next prompt.
     let resumed_main = ScriptedProvider::new(vec![answer("Still here.")]);
-    let mut config = test_config(
+    let config = test_config(
         Arc::new(resumed_main.clone()),
         vec![FakeTool::reader("read", 1, &log)],
     );
-    config.history = loaded.history();
-    let recorder = Arc::new(store.reopen(&loaded).unwrap());
-    let mut handle = spawn_agent_observed(config, recorder);
+    let resumed = spawn_resumed(config, &store, &loaded).unwrap();
+    let transcript: Vec<String> = resumed
+        .transcript
+        .iter()
+        .map(|e| {
+            serde_json::to_value(e).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        transcript,
+        vec![
+            "task_started",
+            "usage",
+            "thought_delta",
+            "text_delta",
+            "tool_started",
+            "tool_finished",
+            "batch_completed",
+            "usage",
+            "text_delta",
+            "tool_use_summary",
+            "usage",
+            "task_finished"
+        ]
+    );
+    let mut handle = resumed.handle;
+    assert_eq!(handle.session_id(), "rec-1");
     handle
         .submit(Op::UserTurn {
             prompt: "and now?".into(),

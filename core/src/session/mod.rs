@@ -4,11 +4,13 @@
 //! Only complete content is recorded (messages, summaries, usage, model changes);
 //! stream-only events such as tool preparation never are.
 
+mod launch;
 mod observe;
 mod record;
 mod replay;
 mod store;
 
+pub use launch::{Resumed, spawn_recorded, spawn_resumed};
 pub use record::{RECORD_VERSION, Record, RecordHeader};
 pub use replay::replay_events;
 pub use store::{LoadedSession, SessionError, SessionRecorder, SessionStore, SessionSummary};

@@ -1,0 +1,51 @@
+//! Starting an agent whose session is recorded: fresh, or resumed from a recording. Every front
+//! end starts sessions through here, so recording and resuming behave the same everywhere.
+
+use std::sync::Arc;
+
+use corvid_protocol::CoreEvent;
+use corvid_tools::ToolContext;
+use tokio_util::sync::CancellationToken;
+
+use super::replay::replay_events;
+use super::store::{LoadedSession, SessionError, SessionStore};
+use crate::agent::{AgentConfig, AgentHandle, spawn_agent_observed};
+
+/// Spawns the agent of a new session, recorded under `store` as `config.session_id`.
+pub fn spawn_recorded(
+    config: AgentConfig,
+    store: &SessionStore,
+) -> Result<AgentHandle, SessionError> {
+    let recorder = store.create(&config.cwd, &config.session_id, &config.model)?;
+    Ok(spawn_agent_observed(config, Arc::new(recorder)))
+}
+
+/// A resumed session: its agent, and its transcript as core events for the front end to show.
+pub struct Resumed {
+    pub handle: AgentHandle,
+    /// The earlier transcript, to render before any live event.
+    pub transcript: Vec<CoreEvent>,
+}
+
+/// Spawns an agent that goes on with `loaded`: same session id, the recorded history restored
+/// exactly (tool calls paired with results, thought signatures intact), appending to the same file.
+pub fn spawn_resumed(
+    mut config: AgentConfig,
+    store: &SessionStore,
+    loaded: &LoadedSession,
+) -> Result<Resumed, SessionError> {
+    let ctx = ToolContext {
+        cwd: config.cwd.clone(),
+        fs: config.fs.clone(),
+        cancel: CancellationToken::new(),
+        shell_timeout: config.shell_timeout,
+    };
+    let transcript = replay_events(loaded, &config.tools, &ctx);
+    config.session_id = loaded.header.session_id.clone();
+    config.history = loaded.history();
+    let recorder = store.reopen(loaded)?;
+    Ok(Resumed {
+        handle: spawn_agent_observed(config, Arc::new(recorder)),
+        transcript,
+    })
+}
