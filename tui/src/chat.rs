@@ -352,11 +352,17 @@ impl ChatState {
     }
 
     fn on_batch_completed(&mut self, call_ids: &[String]) {
+        // A batch with no card (only `todo_write`) is not a tool group and gets no label.
+        let Some(b) = self
+            .group
+            .as_mut()
+            .and_then(|g| g.batches.iter_mut().rev().find(|b| !b.completed))
+        else {
+            return;
+        };
+        b.completed = true;
+        b.completed_ids = call_ids.to_vec();
         self.last_completed = call_ids.to_vec();
-        let Some(g) = self.group.as_mut() else { return };
-        if let Some(b) = g.batches.iter_mut().rev().find(|b| !b.completed) {
-            b.completed = true;
-        }
         if !self.compact {
             self.commit_group();
         }
@@ -369,7 +375,7 @@ impl ChatState {
         if let Some(b) = self
             .group
             .as_mut()
-            .and_then(|g| g.batches.iter_mut().find(|b| b.ids() == ids))
+            .and_then(|g| g.batches.iter_mut().find(|b| b.completed_ids == ids))
             && self.compact
         {
             // Compact: the header of the live group changes in place; no standalone line.
@@ -467,7 +473,7 @@ impl ChatState {
             return;
         }
         self.last_committed_group = Some(CommittedGroup {
-            batch_ids: g.batches.iter().map(Batch::ids).collect(),
+            batch_ids: g.batches.iter().map(|b| b.completed_ids.clone()).collect(),
             compact: g.compact,
             labelled: g.label().is_some(),
         });

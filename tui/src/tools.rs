@@ -59,14 +59,11 @@ pub struct Batch {
     pub label: Option<String>,
     /// Asked for approval or had a failure: such a batch is never merged (SPEC §7.4).
     pub attention: bool,
+    /// The ids `BatchCompleted` listed (suppressed calls included), which summaries refer to.
+    pub completed_ids: Vec<String>,
 }
 
-impl Batch {
-    /// The call ids in order, as `BatchCompleted` and summaries list them.
-    pub fn ids(&self) -> Vec<String> {
-        self.calls.iter().map(|c| c.call_id.clone()).collect()
-    }
-}
+impl Batch {}
 
 /// One or more batches shown as one group (several only when merged in compact mode).
 #[derive(Debug, Clone, PartialEq, Default)]

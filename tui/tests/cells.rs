@@ -94,6 +94,7 @@ fn a_full_tool_group_shows_one_row_per_call_with_diffs_and_shell_tails() {
             completed: true,
             label: None,
             attention: true,
+            ..Default::default()
         }],
         compact: false,
     };
@@ -110,12 +111,14 @@ fn a_compact_group_folds_finished_calls_into_its_labelled_header() {
                 completed: true,
                 label: Some("Read the config loaders".into()),
                 attention: false,
+                ..Default::default()
             },
             Batch {
                 calls: vec![done("c", "Search \"load\"")],
                 completed: true,
                 label: Some("Searched for load".into()),
                 attention: false,
+                ..Default::default()
             },
         ],
         compact: true,
