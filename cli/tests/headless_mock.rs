@@ -390,3 +390,54 @@ async fn a_retried_attempt_is_announced_and_its_text_is_not_part_of_the_answer()
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
     assert_eq!(stdout(&out), "Whole answer.\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_prepared_by_a_cut_attempt_is_discarded_and_never_used() {
+    let server = MockServer::start().await;
+    server.push(
+        ScriptedResponse::sse(vec![
+            sse_event(&chunk(
+                json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_cut",
+                       "type": "function", "function": {"name": "list_directory", "arguments": ""}}]}),
+                None,
+            )),
+            sse_event(&chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"pa"}}]}),
+                None,
+            )),
+        ])
+        .cut(),
+    );
+    server.push(text_turn("Nothing to list."));
+    let sb = Sandbox::new();
+    sb.user_settings(r#"{ "retry": { "initialDelayMs": 1, "maxDelayMs": 2 } }"#);
+    let out = run(against(
+        &sb,
+        &server,
+        &[
+            "-p",
+            "hi",
+            "--output-format",
+            "stream-json",
+            "--include-partial-messages",
+        ],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let msgs = json_lines(&out);
+    let lifecycle: Vec<(String, Value)> = msgs
+        .iter()
+        .filter(|m| {
+            m["tool_use_id"] == "call_cut" || m["message"]["content"][0]["id"] == "call_cut"
+        })
+        .map(|m| (kind(m), m["reason"].clone()))
+        .collect();
+    assert_eq!(
+        lifecycle,
+        vec![
+            ("tool_preparing".to_owned(), Value::Null),
+            ("tool_preparing_discarded".to_owned(), json!("retry")),
+        ]
+    );
+    assert_eq!(msgs.last().unwrap()["result"], "Nothing to list.");
+}
