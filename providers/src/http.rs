@@ -13,7 +13,9 @@ use serde_json::Value;
 
 use crate::EventStream;
 use crate::error::{classify_http_error, classify_reqwest_error};
-use crate::wire::{Emitted, StreamDecoder, WireProtocol};
+use crate::wire::{
+    Emitted, StreamDecoder, WireProtocol, collect_completion, decode_whole_response,
+};
 
 /// How long to wait for a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -182,18 +184,22 @@ impl Endpoint {
         stream::unfold(state, next_item).boxed()
     }
 
-    /// A non-streaming request, its body handed to `decode`.
+    /// A non-streaming request, assembled by the same parser as a stream.
     pub(crate) async fn complete(
         self,
         body: Value,
-        decode: fn(&[u8]) -> Result<Completion, ErrorInfo>,
+        protocol: WireProtocol,
     ) -> Result<Completion, ErrorInfo> {
         let response = self.send(&body).await?;
         let bytes = response
             .bytes()
             .await
             .map_err(|e| classify_reqwest_error(&e, true))?;
-        decode(&bytes)
+        collect_completion(
+            decode_whole_response(protocol, &bytes)
+                .into_iter()
+                .map(|e| e.item),
+        )
     }
 }
 
@@ -218,6 +224,23 @@ async fn next_item(mut state: State) -> Option<(StreamItem, State)> {
             State::Send(request) => {
                 let (endpoint, body, protocol) = *request;
                 match endpoint.send(&body).await {
+                    Ok(response) if is_json(&response) => {
+                        // Some servers and proxies ignore `stream: true` and answer whole.
+                        let items: VecDeque<StreamItem> = match response.bytes().await {
+                            Ok(bytes) => decode_whole_response(protocol, &bytes)
+                                .into_iter()
+                                .map(|e| e.item)
+                                .collect(),
+                            Err(e) => VecDeque::from([Err(classify_reqwest_error(&e, true))]),
+                        };
+                        State::Body(Box::new(Body {
+                            chunks: stream::empty().boxed(),
+                            decoder: StreamDecoder::new(protocol),
+                            scratch: Vec::new(),
+                            pending: items,
+                            over: true,
+                        }))
+                    }
                     Ok(response) => State::Body(Box::new(Body {
                         chunks: response.bytes_stream().boxed(),
                         decoder: StreamDecoder::new(protocol),
@@ -252,4 +275,12 @@ async fn next_item(mut state: State) -> Option<(StreamItem, State)> {
             }
         };
     }
+}
+
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"))
 }

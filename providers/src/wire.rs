@@ -135,6 +135,15 @@ pub fn decode_body(protocol: WireProtocol, body: &[u8]) -> Vec<Emitted> {
     out
 }
 
+/// Decodes a whole JSON response (a non-streaming call, or a server that ignored `stream`)
+/// into the same items a stream of it would have produced, minus early tool identity.
+pub fn decode_whole_response(protocol: WireProtocol, body: &[u8]) -> Vec<Emitted> {
+    match protocol {
+        WireProtocol::OpenAiChat => crate::openai_chat::decode_whole(body),
+        WireProtocol::AnthropicMessages => crate::anthropic::decode_whole(body),
+    }
+}
+
 /// Folds a finished stream's items into one [`Completion`] (the non-streaming result).
 pub fn collect_completion(
     items: impl IntoIterator<Item = StreamItem>,

@@ -309,3 +309,20 @@ async fn complete_converts_a_whole_message_with_input_in_the_block() {
     );
     assert_eq!(server.requests()[0].body["stream"], json!(false));
 }
+
+#[tokio::test]
+async fn complete_reports_an_error_object_sent_under_http_200() {
+    let server = MockServer::start().await;
+    server.push(ScriptedResponse::json(
+        200,
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    ));
+    let error = provider(&server)
+        .complete(request())
+        .await
+        .expect_err("an error");
+    assert_eq!(
+        (error.kind, error.message.as_str()),
+        (ErrorKind::Overloaded, "Overloaded")
+    );
+}

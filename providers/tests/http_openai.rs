@@ -326,3 +326,37 @@ async fn the_api_key_never_shows_in_debug_output() {
         "{debug}"
     );
 }
+
+#[tokio::test]
+async fn a_server_that_ignores_stream_true_is_decoded_as_a_whole_response() {
+    let server = MockServer::start().await;
+    server.push(ScriptedResponse::json(
+        200,
+        json!({"choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Whole."}}]}),
+    ));
+    server.push(ScriptedResponse::json(
+        200,
+        json!({"error": {"message": "model is loading", "type": "server_error"}}),
+    ));
+    let items = drain(provider(&server).stream(request())).await;
+    assert_eq!(
+        items,
+        vec![
+            Ok(StreamEvent::Text {
+                text: "Whole.".into()
+            }),
+            Ok(StreamEvent::Finished {
+                reason: FinishReason::Stop
+            }),
+        ]
+    );
+    let items = drain(provider(&server).stream(request())).await;
+    let errors: Vec<_> = items
+        .into_iter()
+        .map(|i| i.map_err(|e| (e.kind, e.message)))
+        .collect();
+    assert_eq!(
+        errors,
+        vec![Err((ErrorKind::Server, "model is loading".to_owned()))]
+    );
+}

@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 use reqwest::header::HeaderName;
 
 pub use parser::AnthropicParser;
+pub(crate) use parser::decode_whole;
 pub use request::DEFAULT_MAX_TOKENS;
 
 use crate::http::{ConfigError, Endpoint, ProviderConfig};
@@ -58,6 +59,6 @@ impl Provider for AnthropicProvider {
     fn complete(&self, request: ModelRequest) -> BoxFuture<'static, Result<Completion, ErrorInfo>> {
         let body = request::build_body(&request, false);
         let endpoint = Endpoint::clone(&self.endpoint);
-        Box::pin(endpoint.complete(body, parser::decode_message))
+        Box::pin(endpoint.complete(body, WireProtocol::AnthropicMessages))
     }
 }

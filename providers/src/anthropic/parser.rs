@@ -2,17 +2,13 @@
 
 use std::collections::HashSet;
 
-use corvid_protocol::{
-    Completion, ErrorInfo, ErrorKind, FinishReason, StreamEvent, ToolCall, Usage,
-};
+use corvid_protocol::{ErrorInfo, ErrorKind, FinishReason, StreamEvent, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::classify_stream_error;
 use crate::sse::{BodyEnd, SseEvent};
-use crate::wire::{
-    Emitted, Str, WireParser, collect_completion, lenient_u64, parse_args, truncated,
-};
+use crate::wire::{Emitted, Str, WireParser, lenient_u64, parse_args, truncated};
 
 #[derive(Deserialize)]
 struct Event<'a> {
@@ -328,6 +324,10 @@ fn normalise_stop(raw: Option<&str>, has_calls: bool) -> FinishReason {
 
 #[derive(Deserialize)]
 struct WholeMessage<'a> {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    error: Option<Value>,
     #[serde(borrow, default)]
     content: Vec<Block<'a>>,
     #[serde(default)]
@@ -336,16 +336,25 @@ struct WholeMessage<'a> {
     usage: Option<RawUsage>,
 }
 
-/// Converts a non-streaming Messages response through the same assembly as the stream.
-pub(crate) fn decode_message(body: &[u8]) -> Result<Completion, ErrorInfo> {
-    let message: WholeMessage<'_> = serde_json::from_slice(body).map_err(|e| {
-        ErrorInfo::new(
-            ErrorKind::Server,
-            format!("the provider's response is not a Messages object: {e}"),
-        )
-    })?;
-    let mut parser = AnthropicParser::default();
+/// Converts a whole (non-streaming) Messages response through the same assembly as the stream.
+pub(crate) fn decode_whole(body: &[u8]) -> Vec<Emitted> {
+    let message: WholeMessage<'_> = match serde_json::from_slice(body) {
+        Ok(message) => message,
+        Err(e) => {
+            let message = format!("the provider's response is not a Messages object: {e}");
+            return vec![Emitted::err(
+                None,
+                ErrorInfo::new(ErrorKind::Server, message),
+            )];
+        }
+    };
     let mut out = Vec::new();
+    if message.kind.as_deref() == Some("error") || message.error.is_some() {
+        let payload = serde_json::from_slice(body).unwrap_or(Value::Null);
+        out.push(Emitted::err(None, classify_stream_error(&payload)));
+        return out;
+    }
+    let mut parser = AnthropicParser::default();
     for (index, block) in message.content.into_iter().enumerate() {
         parser.start_block(index, block, None, &mut out);
         parser.stop_block(index);
@@ -355,5 +364,5 @@ pub(crate) fn decode_message(body: &[u8]) -> Result<Completion, ErrorInfo> {
         parser.add_usage(&usage, None, &mut out);
     }
     parser.finish(None, &mut out);
-    collect_completion(out.into_iter().map(|e| e.item))
+    out
 }

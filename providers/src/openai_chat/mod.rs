@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 use reqwest::header::AUTHORIZATION;
 
 pub use parser::OpenAiChatParser;
+pub(crate) use parser::decode_whole;
 pub use request::MaxTokensField;
 
 use crate::http::{ConfigError, Endpoint, ProviderConfig};
@@ -67,6 +68,6 @@ impl Provider for OpenAiChatProvider {
     fn complete(&self, request: ModelRequest) -> BoxFuture<'static, Result<Completion, ErrorInfo>> {
         let body = build_body(&request, Delivery::Whole, self.max_tokens_field);
         let endpoint = Endpoint::clone(&self.endpoint);
-        Box::pin(endpoint.complete(body, parser::decode_response))
+        Box::pin(endpoint.complete(body, WireProtocol::OpenAiChat))
     }
 }

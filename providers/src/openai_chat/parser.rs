@@ -3,17 +3,13 @@
 
 use std::collections::HashSet;
 
-use corvid_protocol::{
-    Completion, ErrorInfo, ErrorKind, FinishReason, StreamEvent, ToolCall, Usage,
-};
+use corvid_protocol::{ErrorInfo, ErrorKind, FinishReason, StreamEvent, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::classify_stream_error;
 use crate::sse::{BodyEnd, SseEvent};
-use crate::wire::{
-    Emitted, Str, WireParser, collect_completion, lenient_u64, parse_args, truncated,
-};
+use crate::wire::{Emitted, Str, WireParser, lenient_u64, parse_args, truncated};
 
 #[derive(Deserialize)]
 struct Chunk<'a> {
@@ -360,18 +356,23 @@ fn normalise_finish(raw: Option<&str>, has_calls: bool) -> FinishReason {
     }
 }
 
-/// Converts a non-streaming Chat Completions response through the same assembly as the stream.
-pub(crate) fn decode_response(body: &[u8]) -> Result<Completion, ErrorInfo> {
-    let chunk: Chunk<'_> = serde_json::from_slice(body).map_err(|e| {
-        ErrorInfo::new(
-            ErrorKind::Server,
-            format!("the provider's response is not a chat completion: {e}"),
-        )
-    })?;
+/// Converts a whole (non-streaming) Chat Completions response through the same assembly as
+/// the stream.
+pub(crate) fn decode_whole(body: &[u8]) -> Vec<Emitted> {
+    let chunk: Chunk<'_> = match serde_json::from_slice(body) {
+        Ok(chunk) => chunk,
+        Err(e) => {
+            let message = format!("the provider's response is not a chat completion: {e}");
+            return vec![Emitted::err(
+                None,
+                ErrorInfo::new(ErrorKind::Server, message),
+            )];
+        }
+    };
     let mut parser = OpenAiChatParser::default();
     let mut out = Vec::new();
     if !parser.apply_chunk(chunk, None, &mut out) {
         parser.finish(None, &mut out);
     }
-    collect_completion(out.into_iter().map(|e| e.item))
+    out
 }
