@@ -139,6 +139,11 @@ impl Endpoint {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
+        // reqwest (built without a default provider) panics without one; the binary installs
+        // ring at startup, and this keeps library users such as tests from crashing.
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
         let client = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .read_timeout(READ_TIMEOUT)

@@ -16,7 +16,9 @@ use crate::sse::{BodyEnd, SseDecoder, SseEvent};
 /// A decoded item and the 0-based data event that produced it (`None`: the end of the body).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Emitted {
+    /// 0-based index of the data-carrying SSE event that produced the item.
     pub at: Option<usize>,
+    /// The event, or the error that ended the stream.
     pub item: StreamItem,
 }
 
