@@ -289,3 +289,34 @@ fn anthropic_body_ending_after_the_stop_reason_but_before_message_stop_is_trunca
             .any(|e| matches!(e.item, Ok(StreamEvent::ToolCall(_))))
     );
 }
+
+#[test]
+fn a_named_error_event_is_an_error_whatever_its_data_looks_like() {
+    let anthropic = "event: error\ndata: {\"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}\n\n";
+    let openai = "data: {\"choices\": []}\n\nevent: error\ndata: upstream rate limit exceeded\n\n";
+    let got: Vec<_> = [(AnthropicMessages, anthropic), (OpenAiChat, openai)]
+        .into_iter()
+        .map(|(protocol, body)| {
+            let out = decode_body(protocol, body.as_bytes());
+            out.into_iter()
+                .map(|e| (e.at, e.item.map_err(|err| (err.kind, err.message))))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            vec![(
+                Some(0),
+                Err((ErrorKind::Overloaded, "Overloaded".to_owned()))
+            )],
+            vec![(
+                Some(1),
+                Err((
+                    ErrorKind::RateLimited,
+                    "upstream rate limit exceeded".to_owned()
+                ))
+            )],
+        ]
+    );
+}

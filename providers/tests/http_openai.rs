@@ -360,3 +360,51 @@ async fn a_server_that_ignores_stream_true_is_decoded_as_a_whole_response() {
         vec![Err((ErrorKind::Server, "model is loading".to_owned()))]
     );
 }
+
+#[tokio::test]
+async fn dropping_the_stream_closes_the_connection() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // A hand-rolled server, because only the socket itself can tell that the client left.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut request = Vec::new();
+        while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = socket.read(&mut buf).await.unwrap();
+            request.extend_from_slice(&buf[..n]);
+        }
+        let event = "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"name\":\"glob\"}}]}}]}\n\n";
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+        let chunk = format!("{head}{:x}\r\n{event}\r\n", event.len());
+        socket.write_all(chunk.as_bytes()).await.unwrap();
+        // Hold the rest back; the read returns 0 (or fails) once the client closes the socket.
+        loop {
+            match socket.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    });
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let provider = OpenAiChatProvider::new(&ProviderConfig {
+        base_url: url,
+        ..ProviderConfig::default()
+    })
+    .unwrap();
+    let mut stream = provider.stream(request());
+    let first = next(&mut stream).await;
+    assert_eq!(
+        first,
+        Some(Ok(StreamEvent::ToolPreparing {
+            call_id: "c1".into(),
+            tool_name: "glob".into()
+        }))
+    );
+    drop(stream);
+    tokio::time::timeout(LIMIT, server)
+        .await
+        .expect("the connection stayed open")
+        .unwrap();
+}

@@ -132,6 +132,9 @@ pub struct AnthropicParser {
 impl WireParser for AnthropicParser {
     fn on_event(&mut self, event: &SseEvent<'_>, out: &mut Vec<Emitted>) -> bool {
         let at = Some(event.index);
+        if event.event == "error" {
+            return self.fail(event, out);
+        }
         let value: Event<'_> = match serde_json::from_str(event.data) {
             Ok(value) => value,
             Err(e) => {
@@ -168,12 +171,7 @@ impl WireParser for AnthropicParser {
                 self.finish(at, out);
                 return true;
             }
-            "error" => {
-                // Reparse as a plain value: error payloads are rare and their shape varies.
-                let payload = serde_json::from_str(event.data).unwrap_or(Value::Null);
-                out.push(Emitted::err(at, classify_stream_error(&payload)));
-                return true;
-            }
+            "error" => return self.fail(event, out),
             _ => {} // `ping` and types added later
         }
         false
@@ -191,6 +189,18 @@ impl WireParser for AnthropicParser {
 }
 
 impl AnthropicParser {
+    /// Ends the stream with the error an `error` event carries.
+    fn fail(&mut self, event: &SseEvent<'_>, out: &mut Vec<Emitted>) -> bool {
+        // Reparsed as a plain value: error payloads are rare and their shape varies.
+        let payload = serde_json::from_str(event.data)
+            .unwrap_or_else(|_| Value::String(event.data.to_owned()));
+        out.push(Emitted::err(
+            Some(event.index),
+            classify_stream_error(&payload),
+        ));
+        true
+    }
+
     fn add_usage(&mut self, usage: &RawUsage, at: Option<usize>, out: &mut Vec<Emitted>) {
         self.usage.merge(usage);
         out.push(Emitted::ok(at, StreamEvent::Usage(self.usage.normalise())));

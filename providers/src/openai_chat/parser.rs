@@ -150,6 +150,13 @@ impl WireParser for OpenAiChatParser {
             self.finish(at, out);
             return true;
         }
+        if event.event == "error" {
+            // Some compatible servers name the event instead of sending an `error` object.
+            let payload =
+                serde_json::from_str(data).unwrap_or_else(|_| Value::String(data.to_owned()));
+            out.push(Emitted::err(at, classify_stream_error(&payload)));
+            return true;
+        }
         let chunk: Chunk<'_> = match serde_json::from_str(data) {
             Ok(chunk) => chunk,
             Err(e) => {
