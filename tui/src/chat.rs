@@ -84,7 +84,19 @@ impl ChatState {
     }
 
     /// Appends a finished cell (also used for command output such as `/help`).
+    ///
+    /// A finished compact group stays live (its header can still take a label) until a
+    /// non-tool item is committed after it: then the group goes first.
     pub fn commit(&mut self, cell: HistoryCell) {
+        let ends_group = !matches!(cell, HistoryCell::Tools(_) | HistoryCell::Summary(_));
+        if ends_group
+            && self
+                .group
+                .as_ref()
+                .is_some_and(|g| g.batches.iter().all(|b| b.completed))
+        {
+            self.commit_group();
+        }
         self.transcript.push(cell);
     }
 
@@ -125,11 +137,9 @@ impl ChatState {
                 });
                 self.awaiting_summaries = 0;
             }
-            CoreEvent::TurnStarted { .. } | CoreEvent::SummaryDropped { .. } => {
-                if matches!(ev, CoreEvent::SummaryDropped { .. }) {
-                    self.summary_settled();
-                }
-            }
+            // A new turn's text is a new block, never glued to the previous turn's.
+            CoreEvent::TurnStarted { .. } => self.flush_stream(),
+            CoreEvent::SummaryDropped { .. } => self.summary_settled(),
             CoreEvent::TextDelta { text } => self.on_text(text),
             CoreEvent::ThoughtDelta { text } => {
                 if !self.stream.trim().is_empty() {
@@ -217,7 +227,11 @@ impl ChatState {
                 self.on_summary(summary, preceding_tool_use_ids);
                 self.summary_settled();
             }
-            CoreEvent::Plan { todos } => self.commit(HistoryCell::Plan(todos.clone())),
+            CoreEvent::Plan { todos } => {
+                self.flush_stream();
+                self.flush_thought();
+                self.commit(HistoryCell::Plan(todos.clone()));
+            }
             CoreEvent::AttemptRetried {
                 attempt,
                 max_attempts,
@@ -260,8 +274,8 @@ impl ChatState {
 
     fn on_text(&mut self, text: &str) {
         if !text.trim().is_empty() {
-            // A non-tool item follows: the live group (compact mode) and thought are done.
-            self.commit_group();
+            // The answer follows the reasoning. A finished compact group stays live while the
+            // text's first block streams, so a label arriving meanwhile still becomes its header.
             self.flush_thought();
         }
         self.stream.push_str(text);

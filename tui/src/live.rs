@@ -52,7 +52,15 @@ impl LiveView<'_> {
         let mut out: Vec<Line<'static>> = Vec::new();
         let dim = Style::new().fg(Color::DarkGray);
         let chat = self.chat;
+        // A live group precedes any text: text streaming after a finished (compact) group
+        // belongs to the next turn.
+        if let Some(g) = &chat.group {
+            out.extend(g.render(width, self.frame));
+        }
         if !chat.thought.trim().is_empty() {
+            if !out.is_empty() {
+                out.push(Line::default());
+            }
             let last = chat
                 .thought
                 .lines()
@@ -66,15 +74,12 @@ impl LiveView<'_> {
             )));
         }
         if !chat.stream.trim().is_empty() {
-            let rows = render_wrapped(&chat.stream, width);
-            let skip = rows.len().saturating_sub(STREAM_ROWS);
-            out.extend(rows.into_iter().skip(skip));
-        }
-        if let Some(g) = &chat.group {
             if !out.is_empty() {
                 out.push(Line::default());
             }
-            out.extend(g.render(width, self.frame));
+            let rows = render_wrapped(&chat.stream, width);
+            let skip = rows.len().saturating_sub(STREAM_ROWS);
+            out.extend(rows.into_iter().skip(skip));
         }
         if let Some(t) = &chat.task {
             let secs = self.now.saturating_duration_since(t.started).as_secs();

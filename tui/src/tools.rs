@@ -216,6 +216,11 @@ fn short_result(kind: ToolKind, o: &ToolOutput, failed: bool) -> Option<String> 
         .trim()
         .to_string();
     let count = text.lines().count();
+    if kind == ToolKind::Execute {
+        // The tail is shown under the row; a failure's last line is the useful one.
+        let last = text.lines().rev().find(|l| !l.trim().is_empty())?.trim();
+        return (failed || count == 1).then(|| last.to_string());
+    }
     if failed || count == 1 {
         return Some(first);
     }

@@ -163,3 +163,24 @@ fn a_thought_is_committed_before_the_answer_it_preceded() {
     );
     assert_eq!(tags(&chat), vec!["prompt go", "thought", "text Answer."]);
 }
+
+#[test]
+fn compact_mode_lets_a_label_reach_the_header_while_the_next_answer_block_streams() {
+    let mut chat = ChatState::new(true);
+    feed(&mut chat, &[task_started("go")]);
+    feed(&mut chat, &read_batch("a", "a.rs"));
+    feed(&mut chat, &[text("The file says")]);
+    assert_eq!(tags(&chat), vec!["prompt go"], "the group is still live");
+    feed(
+        &mut chat,
+        &[summary("Read a.rs", &["a"]), text(" hello.\n\nMore.")],
+    );
+    assert_eq!(
+        tags(&chat),
+        vec!["prompt go", "tools compact a", "text The file says hello."]
+    );
+    let Some(HistoryCell::Tools(g)) = chat.transcript().get(1) else {
+        panic!()
+    };
+    assert_eq!(g.label(), Some("Read a.rs"));
+}
