@@ -92,6 +92,11 @@ impl StreamDecoder {
         }
     }
 
+    /// How many data-carrying SSE events were framed so far (diagnostics; the `at` counter).
+    pub fn data_events(&self) -> usize {
+        self.sse.data_events()
+    }
+
     /// Whether the stream already ended (finished or failed).
     pub fn is_done(&self) -> bool {
         self.done

@@ -21,7 +21,8 @@ struct Outcome {
     calls: Vec<(String, String, Value)>,
     finish: Option<String>,
     usage: Option<Usage>,
-    error: Option<ErrorKind>,
+    /// The error kind and the data event that carried it (`None`: the end of the body).
+    error: Option<(ErrorKind, Option<usize>)>,
 }
 
 fn outcome_of(emitted: &[Emitted]) -> Outcome {
@@ -47,7 +48,7 @@ fn outcome_of(emitted: &[Emitted]) -> Outcome {
             Ok(StreamEvent::Finished { reason }) => out.finish = Some(reason.as_str().to_owned()),
             Ok(StreamEvent::Usage(u)) => out.usage = Some(*u),
             Ok(StreamEvent::Thought { .. } | StreamEvent::ThoughtSignature { .. }) => {}
-            Err(error) => out.error = Some(error.kind),
+            Err(error) => out.error = Some((error.kind, e.at)),
         }
     }
     out
@@ -96,7 +97,7 @@ fn expected_outcome(f: &Fixture) -> Outcome {
             (None, Some(other)) => Some(other.to_owned()),
         },
         usage: f.expected_usage(),
-        error,
+        error: error.map(|kind| (kind, exp["error"]["at_event"].as_u64().map(|n| n as usize))),
     }
 }
 
@@ -130,6 +131,19 @@ fn every_stream_fixture_decodes_to_what_its_sidecar_states() {
         assert_eq!(
             (f.name.as_str(), outcome_of(&emitted)),
             (f.name.as_str(), expected_outcome(f))
+        );
+    }
+}
+
+#[test]
+fn the_framing_counts_as_many_data_events_as_the_sidecar() {
+    for f in stream_fixtures() {
+        let mut decoder = StreamDecoder::new(f.protocol().expect("protocol"));
+        decoder.push(&f.body, &mut Vec::new());
+        let expected = f.expected["data_event_count"].as_u64().expect("count") as usize;
+        assert_eq!(
+            (f.name.as_str(), decoder.data_events()),
+            (f.name.as_str(), expected)
         );
     }
 }
