@@ -81,10 +81,27 @@ pub enum ApprovalModeArg {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Recorded sessions of this project.
+    Sessions {
+        #[command(subcommand)]
+        command: SessionsCommand,
+    },
     /// Tools for diagnosing providers.
     Debug {
         #[command(subcommand)]
         command: DebugCommand,
+    },
+}
+
+/// `corvid sessions ...`
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// This project's sessions, newest first.
+    List,
+    /// One session as a readable transcript.
+    Show {
+        /// The session id (or a unique prefix of it).
+        id: String,
     },
 }
 

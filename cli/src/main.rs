@@ -11,6 +11,7 @@ mod args;
 mod headless;
 mod logging;
 mod replay;
+mod sessions;
 mod wiring;
 
 use std::process::ExitCode;
@@ -19,7 +20,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::args::{Cli, Command, DebugCommand};
+use crate::args::{Cli, Command, DebugCommand, SessionsCommand};
 use crate::wiring::{ConfigError, Setup};
 
 /// A usage or configuration error.
@@ -55,10 +56,17 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> ExitCode {
-    if cli.resume.is_some() || cli.continue_session {
-        return config_error(&ConfigError(
-            "--resume and --continue are not available yet in this build".into(),
-        ));
+    if let Some(Command::Sessions { command }) = &cli.command {
+        let cwd = match wiring::resolve_cwd(&cli) {
+            Ok(cwd) => cwd,
+            Err(e) => return config_error(&e),
+        };
+        let mut out = std::io::stdout().lock();
+        let done = match command {
+            SessionsCommand::List => sessions::list(&cwd, &mut out),
+            SessionsCommand::Show { id } => sessions::show(&cwd, id, &mut out),
+        };
+        return done.map_or_else(|e| config_error(&e), |()| ExitCode::SUCCESS);
     }
     if cli.acp {
         let factory = acp_factory::SettingsFactory::new(wiring::overrides(&cli));
@@ -78,6 +86,7 @@ async fn run(cli: Cli) -> ExitCode {
         Ok(config) => config,
         Err(e) => return config_error(&e),
     };
+    let which = sessions::Which::from_flags(cli.resume.as_deref(), cli.continue_session);
     match &cli.prompt {
         Some(flag) => {
             let prompt = match wiring::read_prompt(flag) {
@@ -89,11 +98,26 @@ async fn run(cli: Cli) -> ExitCode {
                 }
                 Err(e) => return config_error(&ConfigError(format!("{e:#}"))),
             };
+            let sigint = match headless::listen_for_sigint() {
+                Ok(sigint) => sigint,
+                Err(e) => {
+                    eprintln!("corvid: cannot listen for Ctrl+C: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let mut init = headless::init_info(&config);
+            let started = match sessions::start(config, which) {
+                Ok(started) => started,
+                Err(e) => return config_error(&e),
+            };
+            init.session_id = started.handle.session_id().to_owned();
             headless::run(
-                config,
+                started.handle,
+                init,
                 prompt,
                 cli.output_format,
                 cli.include_partial_messages,
+                sigint,
                 std::io::stdout().lock(),
             )
             .await
@@ -105,8 +129,18 @@ async fn run(cli: Cli) -> ExitCode {
                 approval_mode: config.approval_mode,
                 no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
             };
-            let agent = corvid_core::agent::spawn_agent(config);
-            match corvid_tui::run(agent, options).await {
+            let started = match sessions::start(config, which) {
+                Ok(started) => started,
+                Err(e) => return config_error(&e),
+            };
+            if !started.transcript.is_empty() {
+                // The terminal UI does not replay transcripts yet; the model has the history.
+                eprintln!(
+                    "corvid: resuming session {}; its history is restored",
+                    started.handle.session_id()
+                );
+            }
+            match corvid_tui::run(started.handle, options).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("corvid: {e:#}");

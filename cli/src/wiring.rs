@@ -23,20 +23,7 @@ pub struct Setup {
 impl Setup {
     /// Resolves `--cwd` and loads settings; warnings (unknown keys) go to stderr.
     pub fn load(cli: &Cli) -> Result<Self, ConfigError> {
-        let cwd = match &cli.cwd {
-            Some(dir) => dir.clone(),
-            None => std::env::current_dir()
-                .map_err(|e| ConfigError(format!("cannot read the current directory: {e}")))?,
-        };
-        let cwd = cwd.canonicalize().map_err(|e| {
-            ConfigError(format!(
-                "the working directory {} is not usable: {e}",
-                cwd.display()
-            ))
-        })?;
-        if !cwd.is_dir() {
-            return Err(ConfigError(format!("{} is not a directory", cwd.display())));
-        }
+        let cwd = resolve_cwd(cli)?;
         let loaded = settings::load(&cwd, process_env, &overrides(cli))
             .map_err(|e| ConfigError(e.to_string()))?;
         for warning in &loaded.warnings {
@@ -53,6 +40,25 @@ impl Setup {
         settings::agent_config(&self.settings, process_env, &self.cwd, session_id)
             .map_err(|e| ConfigError(e.to_string()))
     }
+}
+
+/// `--cwd` (else the current directory), absolute and checked to be a directory.
+pub fn resolve_cwd(cli: &Cli) -> Result<PathBuf, ConfigError> {
+    let cwd = match &cli.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| ConfigError(format!("cannot read the current directory: {e}")))?,
+    };
+    let cwd = cwd.canonicalize().map_err(|e| {
+        ConfigError(format!(
+            "the working directory {} is not usable: {e}",
+            cwd.display()
+        ))
+    })?;
+    if !cwd.is_dir() {
+        return Err(ConfigError(format!("{} is not a directory", cwd.display())));
+    }
+    Ok(cwd)
 }
 
 /// The command-line flags that override settings.

@@ -9,42 +9,30 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use corvid_core::agent::{AgentConfig, spawn_agent};
+use corvid_core::agent::{AgentConfig, AgentHandle};
 use corvid_protocol::{ApprovalDecision, ApprovalPreview, CoreEvent, Op, StopReason};
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::args::OutputFormat;
-use output::{InitInfo, Outcome, Printer};
+pub use output::InitInfo;
+use output::{Outcome, Printer};
 
 /// Exit code of a cancelled task (128 + SIGINT).
 pub const EXIT_CANCELLED: u8 = 130;
 
-/// Runs `prompt` as one task and prints its output to `out`.
+/// Runs `prompt` as one task on `agent` and prints its output to `out`. `sigint` is listened
+/// to from before the agent started, so an early Ctrl+C cancels instead of killing.
 pub async fn run(
-    config: AgentConfig,
+    mut agent: AgentHandle,
+    init: InitInfo,
     prompt: String,
     format: OutputFormat,
     partial: bool,
+    sigint: Signal,
     out: impl Write,
 ) -> ExitCode {
     let started = Instant::now();
-    let init = InitInfo {
-        session_id: config.session_id.clone(),
-        model: config.model.clone(),
-        cwd: config.cwd.display().to_string(),
-        tools: config.tools.iter().map(|t| t.name().to_owned()).collect(),
-        approval_mode: config.approval_mode.as_str().to_owned(),
-    };
-    // Listen before anything runs, so an early Ctrl+C cancels instead of killing.
-    let sigint = match signal(SignalKind::interrupt()) {
-        Ok(sigint) => sigint,
-        Err(e) => {
-            eprintln!("corvid: cannot listen for Ctrl+C: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let mut printer = Printer::new(format, partial, config.session_id.clone(), out);
-    let mut agent = spawn_agent(config);
+    let mut printer = Printer::new(format, partial, init.session_id.clone(), out);
     let result = drive(&mut agent, &mut printer, &init, prompt, sigint).await;
     let outcome = match result {
         Ok(outcome) => outcome,
@@ -77,10 +65,26 @@ pub async fn run(
     }
 }
 
+/// The `system/init` facts of a session about to start.
+pub fn init_info(config: &AgentConfig) -> InitInfo {
+    InitInfo {
+        session_id: config.session_id.clone(),
+        model: config.model.clone(),
+        cwd: config.cwd.display().to_string(),
+        tools: config.tools.iter().map(|t| t.name().to_owned()).collect(),
+        approval_mode: config.approval_mode.as_str().to_owned(),
+    }
+}
+
+/// Listens for SIGINT; call before the agent starts.
+pub fn listen_for_sigint() -> std::io::Result<Signal> {
+    signal(SignalKind::interrupt())
+}
+
 /// Submits the prompt and translates events until the task ended and every pending summary
 /// settled (SPEC §7.2: the wait happens after the last turn, never between turns).
 async fn drive<W: Write>(
-    agent: &mut corvid_core::agent::AgentHandle,
+    agent: &mut AgentHandle,
     printer: &mut Printer<W>,
     init: &InitInfo,
     prompt: String,

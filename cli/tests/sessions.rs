@@ -1,0 +1,158 @@
+//! Recorded sessions through the binary: every headless run is recorded, `--continue` and
+//! `--resume` go on with one, `sessions list|show` read them back (SPEC §9).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Sandbox, json_lines, run, stderr, stdout};
+use corvid_testkit::{MockServer, ScriptedResponse, sse_event};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+fn text_turn(text: &str) -> ScriptedResponse {
+    let chunk = |delta: Value, finish: Option<&str>| {
+        json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        .to_string()
+    };
+    ScriptedResponse::sse(vec![
+        sse_event(&chunk(json!({"role": "assistant", "content": text}), None)),
+        sse_event(&chunk(json!({}), Some("stop"))),
+        sse_event("[DONE]"),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continue_and_resume_go_on_with_the_recorded_history() {
+    let server = MockServer::start().await;
+    server.push(text_turn("One."));
+    server.push(text_turn("Two."));
+    server.push(text_turn("Three."));
+    let sb = Sandbox::new();
+    let corvid = |args: &[&str]| {
+        let mut cmd = sb.corvid(args);
+        cmd.env("OPENAI_API_KEY", "k")
+            .env("OPENAI_BASE_URL", server.url());
+        cmd
+    };
+
+    let first = run(corvid(&["-p", "first prompt", "--output-format", "json"])).await;
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let id = json_lines(&first)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let second = run(corvid(&[
+        "--continue",
+        "-p",
+        "second prompt",
+        "--output-format",
+        "json",
+    ]))
+    .await;
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert_eq!(json_lines(&second)[0]["session_id"], id.as_str());
+
+    let third = run(corvid(&[
+        "--resume",
+        &id[..8],
+        "-p",
+        "third",
+        "--output-format",
+        "json",
+    ]))
+    .await;
+    assert_eq!(third.status.code(), Some(0), "{}", stderr(&third));
+    assert_eq!(json_lines(&third)[0]["result"], "Three.");
+
+    let sent: Vec<(String, String)> = server.requests()[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let pairs = |r: &str, c: &str| (r.to_owned(), c.to_owned());
+    assert_eq!(
+        sent,
+        vec![
+            pairs("user", "first prompt"),
+            pairs("assistant", "One."),
+            pairs("user", "second prompt"),
+            pairs("assistant", "Two."),
+            pairs("user", "third"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn sessions_list_and_show_read_a_demo_session_back() {
+    let sb = Sandbox::new();
+    let out = run(sb.corvid(&[
+        "--demo",
+        "-y",
+        "-p",
+        "look around",
+        "--output-format",
+        "json",
+    ]))
+    .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let id = json_lines(&out)[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let list = run(sb.corvid(&["sessions", "list"])).await;
+    assert_eq!(list.status.code(), Some(0), "{}", stderr(&list));
+    let listing = stdout(&list);
+    assert_eq!(listing.lines().count(), 1, "{listing}");
+    assert!(listing.starts_with(&id), "{listing}");
+    assert!(
+        listing.trim_end().ends_with("corvid-demo  look around"),
+        "{listing}"
+    );
+
+    let show = run(sb.corvid(&["sessions", "show", &id])).await;
+    assert_eq!(show.status.code(), Some(0), "{}", stderr(&show));
+    let transcript = stdout(&show);
+    for expected in [
+        "› look around",
+        "● List .",
+        "● Read README.md",
+        "  [x] Survey the project layout",
+        "● Run ls -la",
+        "● Ran ls -la",
+        "## What I found",
+    ] {
+        assert!(
+            transcript.contains(expected),
+            "missing {expected:?} in\n{transcript}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_session_is_a_configuration_error_pointing_at_the_list() {
+    let sb = Sandbox::new();
+    let out = run(sb.corvid(&["--demo", "--resume", "nope", "-p", "hi"])).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("corvid sessions list"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(sb.corvid(&["--demo", "--continue", "-p", "hi"])).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("no recorded session"),
+        "{}",
+        stderr(&out)
+    );
+}
