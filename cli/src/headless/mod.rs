@@ -118,10 +118,7 @@ async fn drive<W: Write>(
             // The agent is gone; whatever it did not finish cannot be waited for.
             return Ok(outcome.unwrap_or(Outcome {
                 stop_reason: StopReason::Error,
-                error: Some(corvid_protocol::ErrorInfo::new(
-                    corvid_protocol::ErrorKind::Network,
-                    "the agent stopped unexpectedly",
-                )),
+                error: Some("the agent stopped unexpectedly".to_owned()),
             }));
         };
         printer.event(&ev)?;
@@ -155,7 +152,7 @@ async fn drive<W: Write>(
                 unsettled = *pending_summaries;
                 outcome = Some(Outcome {
                     stop_reason: *stop_reason,
-                    error: error.clone(),
+                    error: error.as_ref().map(ToString::to_string),
                 });
             }
             CoreEvent::ToolUseSummary { .. } | CoreEvent::SummaryDropped { .. }

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::io::Write;
 
 use corvid_core::usage::UsageStats;
-use corvid_protocol::{ApprovalPreview, CoreEvent, ErrorInfo, StopReason, ToolStatus};
+use corvid_protocol::{ApprovalPreview, CoreEvent, StopReason, ToolStatus};
 use serde_json::{Value, json};
 
 use crate::args::OutputFormat;
@@ -21,7 +21,8 @@ pub struct SummaryItem {
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub stop_reason: StopReason,
-    pub error: Option<ErrorInfo>,
+    /// What went wrong, when the task failed.
+    pub error: Option<String>,
 }
 
 /// Static facts shown in `system/init`.
@@ -269,7 +270,7 @@ impl<W: Write> Printer<W> {
                     "is_error": is_error,
                 });
                 if let Some(error) = &outcome.error {
-                    result["error"] = json!(error.to_string());
+                    result["error"] = json!(error);
                 }
                 self.write_line(&result)?;
             }
