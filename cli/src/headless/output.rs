@@ -81,9 +81,17 @@ impl<W: Write> Printer<W> {
     /// Translates one core event.
     pub fn event(&mut self, ev: &CoreEvent) -> std::io::Result<()> {
         self.stats.observe(ev);
+        // Text ends where other content begins; background and stream-only events (labels,
+        // usage, preparation) may arrive mid-text and must not split the message.
         if !matches!(
             ev,
-            CoreEvent::TextDelta { .. } | CoreEvent::ThoughtDelta { .. }
+            CoreEvent::TextDelta { .. }
+                | CoreEvent::ThoughtDelta { .. }
+                | CoreEvent::ToolUseSummary { .. }
+                | CoreEvent::SummaryDropped { .. }
+                | CoreEvent::Usage { .. }
+                | CoreEvent::ToolPreparing { .. }
+                | CoreEvent::PreparationDiscarded { .. }
         ) {
             self.flush_text()?;
         }
@@ -324,5 +332,86 @@ impl<W: Write> Printer<W> {
         if self.format == OutputFormat::Text {
             eprintln!("{line}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn kinds(out: &[u8]) -> Vec<(String, Value)> {
+        String::from_utf8_lossy(out)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|v| {
+                (
+                    v["type"].as_str().unwrap().to_owned(),
+                    v["message"]["content"][0]["text"].clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_label_arriving_mid_text_does_not_split_the_assistant_message() {
+        let mut p = Printer::new(OutputFormat::StreamJson, false, "s".into(), Vec::new());
+        let text = |t: &str| CoreEvent::TextDelta { text: t.into() };
+        p.event(&text("Here is ")).unwrap();
+        p.event(&CoreEvent::ToolUseSummary {
+            summary: "Read a.txt".into(),
+            preceding_tool_use_ids: vec!["c1".into()],
+        })
+        .unwrap();
+        p.event(&text("my plan.")).unwrap();
+        p.event(&CoreEvent::TurnStarted {
+            turn: 2,
+            model: "m".into(),
+        })
+        .unwrap();
+        assert_eq!(
+            kinds(&p.out),
+            vec![
+                ("tool_use_summary".to_owned(), Value::Null),
+                ("assistant".to_owned(), json!("Here is my plan.")),
+            ]
+        );
+    }
+
+    #[test]
+    fn text_format_prints_the_last_turns_text_and_nothing_for_a_failed_task() {
+        let mut p = Printer::new(OutputFormat::Text, false, "s".into(), Vec::new());
+        for ev in [
+            CoreEvent::TextDelta {
+                text: "first".into(),
+            },
+            CoreEvent::TurnStarted {
+                turn: 2,
+                model: "m".into(),
+            },
+            CoreEvent::TextDelta {
+                text: "second\n".into(),
+            },
+        ] {
+            p.event(&ev).unwrap();
+        }
+        let ok = Outcome {
+            stop_reason: StopReason::EndTurn,
+            error: None,
+        };
+        p.finish(&ok, 1).unwrap();
+        assert_eq!(String::from_utf8_lossy(&p.out), "second\n");
+
+        let mut p = Printer::new(OutputFormat::Text, false, "s".into(), Vec::new());
+        p.event(&CoreEvent::TextDelta {
+            text: "partial".into(),
+        })
+        .unwrap();
+        let failed = Outcome {
+            stop_reason: StopReason::Error,
+            error: Some("server error".into()),
+        };
+        p.finish(&failed, 1).unwrap();
+        assert_eq!(String::from_utf8_lossy(&p.out), "");
     }
 }
