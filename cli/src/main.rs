@@ -12,6 +12,7 @@ mod headless;
 mod logging;
 mod replay;
 mod sessions;
+mod sessions_cmd;
 mod wiring;
 
 use std::process::ExitCode;
@@ -61,12 +62,19 @@ async fn run(cli: Cli) -> ExitCode {
             Ok(cwd) => cwd,
             Err(e) => return config_error(&e),
         };
+        let store = match sessions::store() {
+            Ok(store) => store,
+            Err(e) => return config_error(&e),
+        };
         let mut out = std::io::stdout().lock();
         let done = match command {
-            SessionsCommand::List => sessions::list(&cwd, &mut out),
-            SessionsCommand::Show { id } => sessions::show(&cwd, id, &mut out),
+            SessionsCommand::List => sessions_cmd::list_sessions(&store, &cwd, &mut out),
+            SessionsCommand::Show { id } => sessions_cmd::show_session(&store, &cwd, id, &mut out),
         };
-        return done.map_or_else(|e| config_error(&e), |()| ExitCode::SUCCESS);
+        return done.map_or_else(
+            |e| config_error(&ConfigError(format!("{e:#}"))),
+            |()| ExitCode::SUCCESS,
+        );
     }
     if cli.acp {
         let factory = acp_factory::SettingsFactory::new(wiring::overrides(&cli));
