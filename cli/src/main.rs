@@ -71,10 +71,17 @@ async fn run(cli: Cli) -> ExitCode {
             SessionsCommand::List => sessions_cmd::list_sessions(&store, &cwd, &mut out),
             SessionsCommand::Show { id } => sessions_cmd::show_session(&store, &cwd, id, &mut out),
         };
-        return done.map_or_else(
-            |e| config_error(&ConfigError(format!("{e:#}"))),
-            |()| ExitCode::SUCCESS,
-        );
+        return match done {
+            Ok(()) => ExitCode::SUCCESS,
+            // `corvid sessions show ID | head` closes the pipe early; that is not an error.
+            Err(e)
+                if e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
+            {
+                ExitCode::SUCCESS
+            }
+            Err(e) => config_error(&ConfigError(format!("{e:#}"))),
+        };
     }
     if cli.acp {
         let factory = acp_factory::SettingsFactory::new(wiring::overrides(&cli));
