@@ -43,9 +43,9 @@ wait_for() {
 }
 
 run_mode() {
-    local name=$1
-    shift
-    tmux -L "$SOCK" -f "$CONF" new-session -d -s "$name" -x 100 -y 30 \
+    local name=$1 cols=$2 rows=$3
+    shift 3
+    tmux -L "$SOCK" -f "$CONF" new-session -d -s "$name" -x "$cols" -y "$rows" \
         "cd '$WORK' && env CORVID_HOME='$WORK/home' TERM=xterm-256color '$BIN' --demo -y $*; echo EXITED \$?; sleep 30"
     wait_for "$name" 'Ask corvid' 20
     tmux -L "$SOCK" send-keys -t "$name" -l "Look around this project and tell me what it is"
@@ -76,15 +76,29 @@ fail() {
     exit 1
 }
 
-run_mode full
+# No live-area row (task row, composer, status line) may end up in the history.
+no_leaks() {
+    if grep -Eq 'esc to cancel|ctrl\+o compact' "$OUT/$1.txt"; then
+        fail "$1: live-area rows leaked into the scrollback"
+    fi
+}
+
+run_mode full 100 30
+no_leaks full
 grep -q '› Look around this project' "$OUT/full.txt" || fail "full: prompt missing"
 grep -Eq '^  ✓ ' "$OUT/full.txt" || fail "full: no finished tool row"
 grep -Eq '^● ' "$OUT/full.txt" || fail "full: no '● <label>' line"
 
-run_mode compact --compact
+run_mode compact 100 30 --compact
+no_leaks compact
 grep -Eq '^✓ .+ · [0-9]+ tools?$|^✓ Tool × [0-9]+$' "$OUT/compact.txt" || fail "compact: no group header"
 # The label is the header when it came while the group was live, else its own line.
 grep -Eq '^✓ .+ · [0-9]+ tools?$|^● ' "$OUT/compact.txt" || fail "compact: no label"
 grep -Eq '^  ✓ ' "$OUT/compact.txt" && fail "compact: finished rows should fold into the header"
+
+# A terminal shorter than the live area (the approval-free run still shows a tall group).
+run_mode short 70 8 --compact
+no_leaks short
+grep -Eq '^✓ .+ · [0-9]+ tools?$|^● ' "$OUT/short.txt" || fail "short: no label"
 
 echo "ok: captures in $OUT"

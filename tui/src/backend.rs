@@ -138,7 +138,19 @@ impl<W: Write, P: Probe> Backend for SafeScroll<W, P> {
     }
 
     fn clear_region(&mut self, clear_type: ClearType) -> io::Result<()> {
-        self.inner.clear_region(clear_type)
+        // tmux moves the whole screen into its history on "erase below" issued from the
+        // top-left corner: a stale copy of the live area in scrollback. Erase row by row
+        // instead; erasing lines never touches history.
+        let Some(c) = self.cursor.filter(|_| clear_type == ClearType::AfterCursor) else {
+            return self.inner.clear_region(clear_type);
+        };
+        let rows = self.probe.size()?.height;
+        self.inner.write_all(b"\x1b[K")?;
+        for y in c.y.saturating_add(1)..rows {
+            write!(self.inner, "\x1b[{};1H\x1b[2K", y + 1)?;
+        }
+        write!(self.inner, "\x1b[{};{}H", c.y + 1, c.x + 1)?;
+        Backend::flush(&mut self.inner)
     }
 
     fn size(&self) -> io::Result<Size> {
@@ -178,5 +190,71 @@ impl<W: Write, P: Probe> Backend for SafeScroll<W, P> {
 
     fn scroll_region_down(&mut self, region: Range<u16>, n: u16) -> io::Result<()> {
         self.inner.scroll_region_down(region, n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    struct Fixed;
+
+    impl Probe for Fixed {
+        fn size(&self) -> io::Result<Size> {
+            Ok(Size {
+                width: 10,
+                height: 4,
+            })
+        }
+        fn query_cursor(&mut self) -> io::Result<Position> {
+            Ok(Position::new(0, 3))
+        }
+    }
+
+    #[derive(Clone, Default)]
+    struct Shared(std::rc::Rc<std::cell::RefCell<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.borrow_mut().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn written(f: impl FnOnce(&mut SafeScroll<Shared, Fixed>)) -> String {
+        let out = Shared::default();
+        let mut b = SafeScroll::new(out.clone(), Fixed, Some(Position::ORIGIN));
+        f(&mut b);
+        String::from_utf8_lossy(&out.0.borrow()).into_owned()
+    }
+
+    #[test]
+    fn erasing_below_the_top_left_corner_erases_lines_so_tmux_keeps_no_copy() {
+        let out = written(|b| {
+            b.set_cursor_position(Position::ORIGIN).unwrap();
+            b.clear_region(ClearType::AfterCursor).unwrap();
+        });
+        assert!(!out.contains("\x1b[J"), "{out:?}");
+        assert!(out.ends_with("\x1b[K\x1b[2;1H\x1b[2K\x1b[3;1H\x1b[2K\x1b[4;1H\x1b[2K\x1b[1;1H"));
+    }
+
+    #[test]
+    fn a_top_anchored_region_scroll_becomes_full_screen_line_feeds() {
+        let out = written(|b| b.scroll_region_up(0..2, 1).unwrap());
+        assert_eq!(out, "\x1b[r\x1b[4;1H\n\x1b[2;4r\x1b[1T\x1b[r");
+    }
+
+    #[test]
+    fn cursor_queries_are_answered_from_the_cache_unless_allowed() {
+        let mut b = SafeScroll::new(Shared::default(), Fixed, Some(Position::new(2, 1)));
+        assert_eq!(b.get_cursor_position().unwrap(), Position::new(2, 1));
+        b.append_lines(9).unwrap();
+        assert_eq!(b.get_cursor_position().unwrap(), Position::new(2, 3));
+        b.allow_cursor_query(true);
+        assert_eq!(b.get_cursor_position().unwrap(), Position::new(0, 3));
     }
 }

@@ -75,15 +75,23 @@ fn install_panic_hook() {
     std::panic::set_hook(Box::new(move |info| {
         let mut out = io::stdout();
         let top = VIEWPORT_TOP.load(Ordering::Relaxed);
+        let rows = crossterm::terminal::size().map_or(top + 1, |(_, rows)| rows);
         let _ = queue!(
             out,
             EndSynchronizedUpdate,
             PopKeyboardEnhancementFlags,
-            DisableBracketedPaste,
-            cursor::MoveTo(0, top),
-            crossterm::terminal::Clear(crossterm::terminal::ClearType::FromCursorDown),
-            cursor::Show
+            DisableBracketedPaste
         );
+        // Line by line: "erase below" from the top-left corner would push the screen into
+        // tmux's history (see the backend).
+        for row in top..rows {
+            let _ = queue!(
+                out,
+                cursor::MoveTo(0, row),
+                crossterm::terminal::Clear(crossterm::terminal::ClearType::CurrentLine)
+            );
+        }
+        let _ = queue!(out, cursor::MoveTo(0, top), cursor::Show);
         let _ = out.flush();
         let _ = disable_raw_mode();
         previous(info);

@@ -5,8 +5,8 @@ use std::io::{self, Write};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Instant;
 
-use crossterm::terminal::{BeginSynchronizedUpdate, Clear, ClearType, EndSynchronizedUpdate};
-use crossterm::{cursor, queue};
+use crossterm::queue;
+use crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use ratatui::backend::Backend;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
@@ -125,8 +125,7 @@ impl<W: Write, P: Probe> Screen<W, P> {
         let top = self.terminal.get_frame().area().y;
         let backend = self.terminal.backend_mut();
         backend.set_cursor_position(Position::new(0, top))?;
-        queue!(backend, Clear(ClearType::FromCursorDown))?;
-        Backend::flush(backend)?;
+        backend.clear_region(ratatui::backend::ClearType::AfterCursor)?;
         let cursor = backend.cached_cursor();
         self.terminal = Terminal::with_options(
             (self.make)(cursor),
@@ -168,12 +167,9 @@ impl<W: Write, P: Probe> Screen<W, P> {
     pub fn restore(&mut self) -> io::Result<()> {
         let top = self.terminal.get_frame().area().y;
         let backend = self.terminal.backend_mut();
-        queue!(
-            backend,
-            cursor::MoveTo(0, top),
-            Clear(ClearType::FromCursorDown),
-            cursor::Show
-        )?;
+        backend.set_cursor_position(Position::new(0, top))?;
+        backend.clear_region(ratatui::backend::ClearType::AfterCursor)?;
+        backend.show_cursor()?;
         Backend::flush(backend)
     }
 

@@ -52,6 +52,12 @@ impl Harness {
             self.history,
             history
         );
+        for row in &history {
+            assert!(
+                !row.contains("esc to cancel") && !row.contains("ctrl+o compact"),
+                "a live-area row leaked into history: {history:#?}"
+            );
+        }
         self.history = history;
     }
 
@@ -294,4 +300,51 @@ fn a_width_change_replays_the_transcript_once_at_the_new_width() {
     // Wrapped by us at 30 columns, not cut or reflowed by the terminal.
     assert_eq!(h.count("The config is loaded in"), 1, "{:#?}", h.history);
     assert_eq!(h.count("settings/mod.rs."), 1, "{:#?}", h.history);
+}
+
+#[test]
+fn a_compact_session_on_an_eight_row_terminal_leaks_no_live_rows() {
+    let mut h = Harness::new(8, 70, true);
+    h.feed(&[task_started("again")]);
+    h.feed(&[text(
+        "I'll start by looking around the working directory and reading the most telling file.",
+    )]);
+    h.feed(&[preparing("a", "list_directory", "List")]);
+    h.feed(&[preparing("b", "read_file", "ReadFile")]);
+    h.feed(&[started("a", "list_directory", "List .")]);
+    h.feed(&[started("b", "read_file", "Read README.md")]);
+    h.feed(&[ok("a", "list_directory", "x\ny")]);
+    h.feed(&[ok("b", "read_file", "# Demo"), batch(&["a", "b"])]);
+    h.feed(&[CoreEvent::TurnStarted {
+        turn: 2,
+        model: "m".into(),
+    }]);
+    h.feed(&[text("Here is my plan")]);
+    h.feed(&[summary("Listed files and read README.md", &["a", "b"])]);
+    h.feed(&[text(" for this task.")]);
+    h.feed(&[CoreEvent::TurnStarted {
+        turn: 3,
+        model: "m".into(),
+    }]);
+    h.feed(&[text("Let me run a harmless command.")]);
+    h.feed(&[permission(
+        "s",
+        "run_shell_command",
+        "Run ls -la",
+        corvid_protocol::ApprovalPreview::Command {
+            command: "ls -la".into(),
+        },
+    )]);
+    h.feed(&[CoreEvent::PermissionResolved {
+        call_id: "s".into(),
+        decision: corvid_protocol::ApprovalDecision::AllowOnce,
+    }]);
+    h.feed(&[ok("s", "run_shell_command", "total 0"), batch(&["s"])]);
+    h.feed(&[text("Done."), task_finished(0)]);
+    assert_eq!(
+        h.count("Listed files and read README.md · 2 tools"),
+        1,
+        "{:#?}",
+        h.history
+    );
 }
