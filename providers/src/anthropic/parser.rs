@@ -17,13 +17,14 @@ struct Event<'a> {
     #[serde(default)]
     index: Option<usize>,
     #[serde(default)]
-    message: Option<MessageStart>,
+    /// Rare fields are boxed: every event is built and moved, so its size is paid per event.
+    message: Option<Box<MessageStart>>,
     #[serde(borrow, default)]
-    content_block: Option<Block<'a>>,
+    content_block: Option<Box<Block<'a>>>,
     #[serde(borrow, default)]
     delta: Option<Delta<'a>>,
     #[serde(default)]
-    usage: Option<RawUsage>,
+    usage: Option<Box<RawUsage>>,
 }
 
 #[derive(Deserialize)]
@@ -150,7 +151,7 @@ impl WireParser for AnthropicParser {
             }
             "content_block_start" => {
                 if let Some(block) = value.content_block {
-                    self.start_block(value.index.unwrap_or(0), block, at, out);
+                    self.start_block(value.index.unwrap_or(0), *block, at, out);
                 }
             }
             "content_block_delta" => {

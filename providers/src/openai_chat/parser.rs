@@ -16,17 +16,18 @@ struct Chunk<'a> {
     #[serde(borrow, default)]
     pub choices: Option<Vec<Choice<'a>>>,
     #[serde(default)]
-    pub usage: Option<RawUsage>,
+    /// Rare fields are boxed: every chunk is built and moved, so its size is paid per event.
+    pub usage: Option<Box<RawUsage>>,
     #[serde(default)]
-    pub x_groq: Option<XGroq>,
+    pub x_groq: Option<Box<XGroq>>,
     #[serde(default)]
-    pub error: Option<Value>,
+    pub error: Option<Box<Value>>,
 }
 
 #[derive(Deserialize)]
 struct XGroq {
     #[serde(default)]
-    usage: Option<RawUsage>,
+    usage: Option<Box<RawUsage>>,
 }
 
 #[derive(Deserialize)]
