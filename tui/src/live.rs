@@ -109,6 +109,10 @@ impl LiveView<'_> {
             out.push(Line::default());
             out.extend(approval_lines(a, self.approval_choice, width));
         }
+        if !out.is_empty() {
+            // Separates live content from the last committed item, as cells are separated.
+            out.insert(0, Line::default());
+        }
         out.push(Line::from(Span::styled(
             "─".repeat(usize::from(width)),
             dim,
