@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Real-terminal test of the TUI: runs `corvid --demo` in tmux at 100x30, sends a prompt, waits
 # for the answer and checks the captured scrollback for the tool group and the summary label,
-# first in full mode, then with --compact.
+# in full mode, with --compact, and with --compact on a 70x8 terminal (shorter than the live area).
 # Usage: tests/tui/tmux_demo.sh PATH_TO_CORVID [OUT_DIR]
-# Captures are written to OUT_DIR (default: a temp dir) as full.txt and compact.txt.
+# Captures are written to OUT_DIR (default: a temp dir) as full.txt, compact.txt and short.txt.
 set -euo pipefail
+# tmux needs a terminal type even when this runs without one (CI).
+export TERM=${TERM:-xterm-256color}
 
 BIN=${1:?usage: tmux_demo.sh PATH_TO_CORVID [OUT_DIR]}
 OUT=${2:-$(mktemp -d)}
