@@ -1,9 +1,10 @@
 //! corvid's Agent Client Protocol server (`corvid --acp`, SPEC §6).
 //!
-//! Editors talk to corvid over ACP on stdio. Each `session/new` spawns one core agent; its
-//! core events are translated into frames by the single [`mapping`] module. The agent's
-//! configuration comes from an [`AgentFactory`], so the binary injects the settings-based one
-//! and tests inject a scripted provider.
+//! Editors talk to corvid over ACP on stdio. Each `session/new` spawns one core agent, recorded
+//! in the factory's session store, and `session/load` resumes a recorded one (SPEC §9); core
+//! events, live or replayed, are translated into frames by the single [`mapping`] module. The
+//! agent's configuration comes from an [`AgentFactory`], so the binary injects the
+//! settings-based one and tests inject a scripted provider.
 
 pub mod fs;
 pub mod mapping;
@@ -15,11 +16,11 @@ use std::sync::Arc;
 
 use agent_client_protocol::{Agent, ConnectTo, Stdio};
 use corvid_core::agent::AgentConfig;
+use corvid_core::session::SessionStore;
 use corvid_tools::FileSystem;
 
-/// Whether `initialize` advertises `session/load`. Sessions land later (SPEC §9); flip this
-/// one constant when `session/load` is handled.
-pub const LOAD_SESSION: bool = false;
+/// Whether `initialize` advertises `session/load` (SPEC §6, §9).
+pub const LOAD_SESSION: bool = true;
 
 /// What a new session needs from the host to build its agent.
 #[derive(Clone)]
@@ -49,8 +50,11 @@ pub enum FactoryError {
 pub trait AgentFactory: Send + Sync {
     /// Whether a provider is configured (for `authenticate`); the error says what to set.
     fn check_provider(&self) -> Result<(), FactoryError>;
-    /// The configuration of a new session's agent.
+    /// The configuration of a session's agent (a new one, or one `session/load` resumes).
     fn build(&self, spec: SessionSpec) -> Result<AgentConfig, FactoryError>;
+    /// Where sessions are recorded and loaded from; `None` records nothing and makes
+    /// `session/load` an error.
+    fn session_store(&self) -> Option<SessionStore>;
 }
 
 /// Serves ACP on stdin/stdout until the client closes stdin. Logs must go elsewhere.

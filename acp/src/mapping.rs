@@ -112,13 +112,31 @@ impl Mapper {
             _ => None,
         };
         update
-            .map(|update| {
-                vec![Frame {
-                    method: SESSION_UPDATE_METHOD,
-                    params: json!({"sessionId": self.session_id.0.as_ref(), "update": update}),
-                }]
-            })
+            .map(|update| vec![self.update_frame(update)])
             .unwrap_or_default()
+    }
+
+    /// The frames of an event replayed by `session/load`: the live frames, plus the user's
+    /// prompt as a `user_message_chunk` (a live prompt is never echoed; the client sent it).
+    /// Replayed calls were never prepared, so each one is a `tool_call` `in_progress` followed
+    /// by its `completed` / `failed` update, exactly as a live call of a provider that does not
+    /// reveal calls early.
+    pub fn replay_frames(&self, event: &CoreEvent) -> Vec<Frame> {
+        match event {
+            CoreEvent::TaskStarted { prompt, .. } => {
+                vec![self.update_frame(json_of(&SessionUpdate::UserMessageChunk(
+                    ContentChunk::new(ContentBlock::from(prompt.clone())),
+                )))]
+            }
+            other => self.frames(other),
+        }
+    }
+
+    fn update_frame(&self, update: Value) -> Frame {
+        Frame {
+            method: SESSION_UPDATE_METHOD,
+            params: json!({"sessionId": self.session_id.0.as_ref(), "update": update}),
+        }
     }
 
     /// `in_progress`: an update of the preparing card, or a new card when there was none.

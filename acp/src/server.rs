@@ -2,20 +2,22 @@
 //! them waits on the client: prompts are answered later by the session's event pump.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
     CancelNotification, ContentBlock, EmbeddedResourceResource, FileSystemCapabilities,
-    Implementation, InitializeRequest, InitializeResponse, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptRequest, PromptResponse, SessionId, SessionMode, SessionModeState,
-    SetSessionModeRequest, SetSessionModeResponse,
+    Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
+    McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
+    PromptResponse, SessionId, SessionMode, SessionModeState, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::{Agent, Client, ConnectTo, Error, ErrorCode};
-use corvid_core::agent::spawn_agent;
+use agent_client_protocol::{Agent, Client, ConnectTo, Error, ErrorCode, UntypedMessage};
+use corvid_core::agent::{AgentHandle, spawn_agent};
+use corvid_core::session::{SessionError, spawn_recorded, spawn_resumed};
 use corvid_protocol::ApprovalMode;
 
 use corvid_tools::LocalFs;
@@ -59,7 +61,8 @@ pub(crate) async fn serve(
         fs_caps: Mutex::new(FileSystemCapabilities::default()),
         sessions: Mutex::new(HashMap::new()),
     });
-    let (s1, s2, s3, s4, s5, s6) = (
+    let (s1, s2, s3, s4, s5, s6, s7) = (
+        server.clone(),
         server.clone(),
         server.clone(),
         server.clone(),
@@ -93,6 +96,14 @@ pub(crate) async fn serve(
                         responder: Responder<NewSessionResponse>,
                         cx: ConnectionTo<Client>| {
                 responder.respond_with_result(new_session(&s3, req, cx))
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: LoadSessionRequest,
+                        responder: Responder<LoadSessionResponse>,
+                        cx: ConnectionTo<Client>| {
+                responder.respond_with_result(load_session(&s7, req, cx))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -144,35 +155,124 @@ fn new_session(
     req: NewSessionRequest,
     cx: ConnectionTo<Client>,
 ) -> Result<NewSessionResponse, Error> {
-    if !req.cwd.is_absolute() {
+    require_absolute(&req.cwd)?;
+    let session_id = SessionId::new(uuid::Uuid::new_v4().to_string());
+    let spec = session_spec(server, &session_id, &req.cwd, &req.mcp_servers, &cx);
+    let config = server.factory.build(spec.clone()).map_err(factory_error)?;
+    let mode = config.approval_mode;
+    let handle = match server.factory.session_store() {
+        Some(store) => match spawn_recorded(config, &store) {
+            Ok(handle) => handle,
+            Err(e) => {
+                // A session that cannot be recorded still runs; only resuming it is lost.
+                tracing::warn!(session = %session_id.0, "this session is not recorded: {e}");
+                spawn_agent(server.factory.build(spec).map_err(factory_error)?)
+            }
+        },
+        None => spawn_agent(config),
+    };
+    let mapper = Mapper::new(session_id.clone(), req.cwd);
+    open_session(server, &session_id, handle, mode, mapper, cx);
+    Ok(NewSessionResponse::new(session_id).modes(modes(mode)))
+}
+
+/// Resumes a recorded session (SPEC §9): its transcript is replayed as `session/update` frames
+/// (and summary notifications) before the answer, then prompts go on with the full history.
+fn load_session(
+    server: &Server,
+    req: LoadSessionRequest,
+    cx: ConnectionTo<Client>,
+) -> Result<LoadSessionResponse, Error> {
+    require_absolute(&req.cwd)?;
+    let id = req.session_id.0.to_string();
+    if lock(&server.sessions).contains_key(&id) {
         return Err(Error::new(
-            ErrorCode::INVALID_PARAMS,
-            format!("cwd must be an absolute path, got `{}`", req.cwd.display()),
+            ErrorCode::INVALID_REQUEST,
+            format!("session `{id}` is already open on this connection"),
         ));
     }
-    let session_id = SessionId::new(uuid::Uuid::new_v4().to_string());
-    let caps = lock(&server.fs_caps).clone();
-    let fs = ClientFs::for_session(cx.clone(), session_id.clone(), &caps, Arc::new(LocalFs));
-    let mcp_servers = req
-        .mcp_servers
-        .iter()
-        .filter_map(|s| serde_json::to_value(s).ok())
-        .collect();
-    let config = server
-        .factory
-        .build(SessionSpec {
-            session_id: session_id.0.to_string(),
-            cwd: req.cwd.clone(),
-            fs,
-            mcp_servers,
-        })
-        .map_err(factory_error)?;
+    let store = server.factory.session_store().ok_or_else(|| {
+        Error::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!(
+                "cannot load session `{id}`: this corvid records no sessions \
+                 (no home directory; set CORVID_HOME)"
+            ),
+        )
+    })?;
+    let loaded = store.load(&req.cwd, &id).map_err(|e| load_error(&id, e))?;
+    for warning in &loaded.warnings {
+        tracing::warn!(session = %id, "{warning}");
+    }
+    let spec = session_spec(server, &req.session_id, &req.cwd, &req.mcp_servers, &cx);
+    let config = server.factory.build(spec).map_err(factory_error)?;
     let mode = config.approval_mode;
-    let (ops, events) = spawn_agent(config).split();
-    let mapper = Mapper::new(session_id.clone(), req.cwd);
+    let resumed = spawn_resumed(config, &store, &loaded).map_err(|e| load_error(&id, e))?;
+    // Frames are the client's view, so they carry the id it asked for (even a prefix).
+    let mapper = Mapper::new(req.session_id.clone(), req.cwd);
+    for event in &resumed.transcript {
+        for frame in mapper.replay_frames(event) {
+            cx.send_notification(UntypedMessage::new(frame.method, frame.params)?)?;
+        }
+    }
+    open_session(server, &req.session_id, resumed.handle, mode, mapper, cx);
+    Ok(LoadSessionResponse::new().modes(modes(mode)))
+}
+
+/// What the factory needs to build a session's agent; file access goes through the client
+/// when it offers `fs/*`.
+fn session_spec(
+    server: &Server,
+    session_id: &SessionId,
+    cwd: &Path,
+    mcp_servers: &[McpServer],
+    cx: &ConnectionTo<Client>,
+) -> SessionSpec {
+    let caps = lock(&server.fs_caps).clone();
+    SessionSpec {
+        session_id: session_id.0.to_string(),
+        cwd: cwd.to_path_buf(),
+        fs: ClientFs::for_session(cx.clone(), session_id.clone(), &caps, Arc::new(LocalFs)),
+        mcp_servers: mcp_servers
+            .iter()
+            .filter_map(|s| serde_json::to_value(s).ok())
+            .collect(),
+    }
+}
+
+/// Starts pumping the agent's events to the client and makes the session reachable.
+fn open_session(
+    server: &Server,
+    session_id: &SessionId,
+    handle: AgentHandle,
+    mode: ApprovalMode,
+    mapper: Mapper,
+    cx: ConnectionTo<Client>,
+) {
+    let (ops, events) = handle.split();
     let session = Session::start(ops, events, mode, mapper, cx);
     lock(&server.sessions).insert(session_id.0.to_string(), session);
-    Ok(NewSessionResponse::new(session_id).modes(modes(mode)))
+}
+
+fn require_absolute(cwd: &Path) -> Result<(), Error> {
+    if cwd.is_absolute() {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ErrorCode::INVALID_PARAMS,
+            format!("cwd must be an absolute path, got `{}`", cwd.display()),
+        ))
+    }
+}
+
+/// A session that cannot be loaded, named in the message; an unknown id is "not found".
+fn load_error(id: &str, error: SessionError) -> Error {
+    let code = match &error {
+        SessionError::NotFound { .. } => ErrorCode::RESOURCE_NOT_FOUND,
+        SessionError::Ambiguous { .. } => ErrorCode::INVALID_PARAMS,
+        SessionError::Io { .. } | SessionError::Corrupt { .. } => ErrorCode::INTERNAL_ERROR,
+    };
+    Error::new(code, format!("cannot load session `{id}`: {error}"))
 }
 
 /// The approval modes, offered as ACP session modes.

@@ -27,10 +27,7 @@ async fn initialize_and_new_session_advertise_corvid_and_its_modes() {
         .unwrap();
     let init = serde_json::to_value(init).unwrap();
     assert_eq!(init["agentInfo"]["name"], json!("corvid"));
-    assert_eq!(
-        init["agentCapabilities"]["loadSession"],
-        json!(corvid_acp::LOAD_SESSION)
-    );
+    assert_eq!(init["agentCapabilities"]["loadSession"], json!(true));
     assert_eq!(
         init["agentCapabilities"]["promptCapabilities"]["embeddedContext"],
         json!(true)
@@ -359,6 +356,9 @@ async fn without_a_provider_authenticate_and_session_new_say_what_to_set() {
             _spec: corvid_acp::SessionSpec,
         ) -> Result<corvid_core::agent::AgentConfig, corvid_acp::FactoryError> {
             Err(self.check_provider().unwrap_err())
+        }
+        fn session_store(&self) -> Option<corvid_core::session::SessionStore> {
+            None
         }
     }
     let client = TestClient::start(std::sync::Arc::new(NoProvider), fs_caps(false, false)).await;

@@ -1,9 +1,13 @@
 //! The settings-based agent factory behind `corvid --acp`: every ACP session loads the
-//! settings of its own working directory (project file included) with the binary's flags.
+//! settings of its own working directory (project file included) with the binary's flags,
+//! and is recorded under `$CORVID_HOME/sessions` (SPEC §9).
 
 use corvid_acp::{AgentFactory, FactoryError, SessionSpec};
 use corvid_core::agent::AgentConfig;
-use corvid_core::settings::{self, Overrides, SettingsError, process_env, resolve_provider};
+use corvid_core::session::SessionStore;
+use corvid_core::settings::{
+    self, Overrides, SettingsError, corvid_home, process_env, resolve_provider,
+};
 
 /// Builds session agents from settings files, environment and command-line flags.
 pub struct SettingsFactory {
@@ -42,6 +46,10 @@ impl AgentFactory for SettingsFactory {
                 .map_err(to_factory)?;
         config.fs = spec.fs;
         Ok(config)
+    }
+
+    fn session_store(&self) -> Option<SessionStore> {
+        corvid_home(process_env).map(|home| SessionStore::new(&home))
     }
 }
 

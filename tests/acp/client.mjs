@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Drives an ACP agent with the official client library (@agentclientprotocol/sdk 2.4.0) and
 // prints one JSON object per line on stdout for every message the client receives:
+//   {"kind":"session","sessionId":...}          the session created (session/new)
+//   {"kind":"loaded","response":{...}}          the session/load answer (after its replayed updates)
 //   {"kind":"update","update":{...}}            a session/update
 //   {"kind":"permission","toolCall":{...}}      a session/request_permission (auto-answered)
 //   {"kind":"notification","method":M,"params"} any other notification (e.g. _corvid/*)
@@ -8,7 +10,10 @@
 //   {"kind":"error","message":...}              a failed request
 //
 // Usage: node client.mjs [--prompt TEXT] [--reject] [--cancel-on-tool-call] [--timeout SECONDS]
-//                        [--cwd DIR] -- AGENT_CMD [ARGS...]
+//                        [--cwd DIR] [--load SESSION_ID] [--wait-summary] -- AGENT_CMD [ARGS...]
+// --load resumes a recorded session with session/load instead of session/new, then prompts.
+// --wait-summary keeps the connection open after the prompt's answer until a
+// `_corvid/tool_use_summary` notification arrived (summaries may follow the answer).
 // Exit codes: 0 ok, 1 protocol or agent error, 2 agent could not start, 3 timeout, 64 usage.
 
 import { spawn } from "node:child_process";
@@ -25,7 +30,15 @@ const split = argv.indexOf("--");
 if (split < 0 || split === argv.length - 1) usage("missing `-- AGENT_CMD`");
 const flags = argv.slice(0, split);
 const [command, ...commandArgs] = argv.slice(split + 1);
-const options = { prompt: "hello", reject: false, cancelOnToolCall: false, timeout: 30, cwd: process.cwd() };
+const options = {
+  prompt: "hello",
+  reject: false,
+  cancelOnToolCall: false,
+  timeout: 30,
+  cwd: process.cwd(),
+  load: null,
+  waitSummary: false,
+};
 for (let i = 0; i < flags.length; i++) {
   switch (flags[i]) {
     case "--prompt": options.prompt = flags[++i]; break;
@@ -33,6 +46,8 @@ for (let i = 0; i < flags.length; i++) {
     case "--cancel-on-tool-call": options.cancelOnToolCall = true; break;
     case "--timeout": options.timeout = Number(flags[++i]); break;
     case "--cwd": options.cwd = flags[++i]; break;
+    case "--load": options.load = flags[++i]; break;
+    case "--wait-summary": options.waitSummary = true; break;
     default: usage(`unknown flag ${flags[i]}`);
   }
 }
@@ -64,6 +79,10 @@ const timer = setTimeout(() => {
 }, options.timeout * 1000);
 
 let cancel = () => {};
+let summaryArrived;
+const summary = new Promise((resolve) => {
+  summaryArrived = resolve;
+});
 const app = acp
   .client({ name: "corvid-e2e" })
   .onNotification(acp.methods.client.session.update, ({ params }) => {
@@ -72,6 +91,7 @@ const app = acp
   })
   .onNotification("*", ({ method, params }) => {
     emit({ kind: "notification", method, params });
+    if (method === "_corvid/tool_use_summary") summaryArrived();
   })
   .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
     emit({ kind: "permission", toolCall: params.toolCall });
@@ -92,8 +112,20 @@ try {
       clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
     });
     emit({ kind: "initialize", response: init });
-    const session = await ctx.request(acp.methods.agent.session.new, { cwd: options.cwd, mcpServers: [] });
-    const sessionId = session.sessionId;
+    let sessionId;
+    if (options.load) {
+      sessionId = options.load;
+      const loaded = await ctx.request(acp.methods.agent.session.load, {
+        sessionId,
+        cwd: options.cwd,
+        mcpServers: [],
+      });
+      emit({ kind: "loaded", response: loaded });
+    } else {
+      const session = await ctx.request(acp.methods.agent.session.new, { cwd: options.cwd, mcpServers: [] });
+      sessionId = session.sessionId;
+      emit({ kind: "session", sessionId });
+    }
     let cancelled = false;
     cancel = () => {
       if (cancelled) return;
@@ -105,6 +137,7 @@ try {
       prompt: [{ type: "text", text: options.prompt }],
     });
     emit({ kind: "response", response });
+    if (options.waitSummary) await summary;
   });
 } catch (error) {
   emit({ kind: "error", message: String(error?.message ?? error) });

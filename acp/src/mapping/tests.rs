@@ -226,3 +226,26 @@ fn a_permission_request_offers_the_four_options_and_maps_them_back() {
         ]
     );
 }
+
+#[test]
+fn a_replayed_prompt_is_a_user_chunk_but_a_live_one_is_not_echoed() {
+    let started = CoreEvent::TaskStarted {
+        task_id: "t1".into(),
+        prompt: "read a".into(),
+    };
+    assert_eq!(mapper().frames(&started), vec![]);
+    assert_eq!(
+        mapper().replay_frames(&started),
+        vec![Frame {
+            method: SESSION_UPDATE_METHOD,
+            params: json!({
+                "sessionId": "s1",
+                "update": {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "read a"}},
+            }),
+        }]
+    );
+    let text = CoreEvent::TextDelta {
+        text: "Done.".into(),
+    };
+    assert_eq!(mapper().replay_frames(&text), mapper().frames(&text));
+}

@@ -16,15 +16,17 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    ClientCapabilities, ContentBlock, FileSystemCapabilities, InitializeRequest, NewSessionRequest,
-    PermissionOptionId, PromptRequest, PromptResponse, ReadTextFileRequest, ReadTextFileResponse,
-    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, WriteTextFileRequest, WriteTextFileResponse,
+    ClientCapabilities, ContentBlock, FileSystemCapabilities, InitializeRequest,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, PermissionOptionId, PromptRequest,
+    PromptResponse, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome,
+    RequestPermissionRequest, RequestPermissionResponse, SelectedPermissionOutcome,
+    WriteTextFileRequest, WriteTextFileResponse,
 };
 use agent_client_protocol::{Agent, ByteStreams, Client, Error, ErrorCode, UntypedMessage};
 use corvid_acp::{AgentFactory, FactoryError, SessionSpec};
 use corvid_core::agent::AgentConfig;
 use corvid_core::retry::RetryPolicy;
+use corvid_core::session::SessionStore;
 use corvid_core::summary::SummaryConfig;
 use corvid_protocol::{
     ApprovalMode, Completion, ErrorInfo, ErrorKind, FinishReason, ModelRequest, StreamEvent,
@@ -178,6 +180,8 @@ pub struct TestFactory {
     pub provider: Arc<ScriptedProvider>,
     pub summaries: bool,
     pub mode: ApprovalMode,
+    /// Where sessions are recorded; `None` records nothing.
+    pub store: Option<SessionStore>,
 }
 
 impl TestFactory {
@@ -186,6 +190,7 @@ impl TestFactory {
             provider,
             summaries: false,
             mode: ApprovalMode::Default,
+            store: None,
         })
     }
 }
@@ -220,6 +225,10 @@ impl AgentFactory for TestFactory {
             }),
             history: Vec::new(),
         })
+    }
+
+    fn session_store(&self) -> Option<SessionStore> {
+        self.store.clone()
     }
 }
 
@@ -354,6 +363,18 @@ impl TestClient {
             .await
             .expect("session/new");
         resp.session_id.0.to_string()
+    }
+
+    /// `session/load`; the replayed frames are in the log when it returns.
+    pub async fn load_session(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+    ) -> Result<LoadSessionResponse, Error> {
+        self.cx
+            .send_request(LoadSessionRequest::new(session_id.to_owned(), cwd))
+            .block_task()
+            .await
     }
 
     /// Sends a prompt; the answer arrives on the returned task.

@@ -1,0 +1,263 @@
+//! Sessions over ACP (SPEC §9): every session is recorded, and `session/load` in a new
+//! connection replays its transcript as frames before answering, then goes on with the full
+//! history. In-process, over a duplex pipe, with a scripted model and a temporary store.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use agent_client_protocol::ErrorCode;
+use common::*;
+use corvid_core::session::{Record, SessionStore};
+use corvid_protocol::{ApprovalMode, Message, Part, Role, ToolCall, ToolResult};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+/// What `read_file a.txt` returned to the model (and so what the recording holds).
+const READ_A_OUTPUT: &str = "hello\n";
+
+fn recording_factory(provider: Arc<ScriptedProvider>, home: &Path) -> Arc<TestFactory> {
+    Arc::new(TestFactory {
+        provider,
+        summaries: true,
+        mode: ApprovalMode::Default,
+        store: Some(SessionStore::new(home)),
+    })
+}
+
+/// Records "read a" (one `read_file` call, its summary, then "Done.") in a first connection;
+/// returns the session id once the summary arrived, so the recording is complete.
+async fn record_read_task(home: &Path, dir: &Path) -> String {
+    let provider = ScriptedProvider::new(vec![read_a_script("call_1"), answer("Done.")]);
+    let mut client =
+        TestClient::start(recording_factory(provider, home), fs_caps(false, false)).await;
+    let sid = client.new_session(dir).await;
+    client.prompt(&sid, "read a").await.unwrap().unwrap();
+    client
+        .until(|m| m["method"] == "_corvid/tool_use_summary")
+        .await;
+    sid
+}
+
+/// The `session/update`s that replay [`record_read_task`].
+fn replayed_read_task(dir: &Path) -> Vec<Value> {
+    vec![
+        json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "read a"}}),
+        json!({
+            "sessionUpdate": "tool_call",
+            "toolCallId": "call_1",
+            "status": "in_progress",
+            "title": "Read a.txt",
+            "kind": "read",
+            "content": [],
+            "locations": [{"path": abs(dir, "a.txt")}],
+            "rawInput": {"file_path": "a.txt"},
+            "_meta": {"toolName": "read_file", "provenance": "builtin"},
+        }),
+        json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "call_1",
+            "status": "completed",
+            "content": [{"type": "content", "content": {"type": "text", "text": READ_A_OUTPUT}}],
+            "rawOutput": {"output": READ_A_OUTPUT},
+            "_meta": {"toolName": "read_file", "provenance": "builtin"},
+        }),
+        message("Done."),
+    ]
+}
+
+/// The history the model must receive with a prompt that follows the replay.
+fn history_then(prompt: &str) -> Vec<Message> {
+    vec![
+        Message::user_text("read a"),
+        Message {
+            role: Role::Assistant,
+            parts: vec![Part::ToolCall(ToolCall {
+                call_id: "call_1".into(),
+                name: "read_file".into(),
+                args: json!({"file_path": "a.txt"}),
+            })],
+        },
+        Message {
+            role: Role::User,
+            parts: vec![Part::ToolResult(ToolResult {
+                call_id: "call_1".into(),
+                name: "read_file".into(),
+                output: READ_A_OUTPUT.into(),
+                is_error: false,
+            })],
+        },
+        Message {
+            role: Role::Assistant,
+            parts: vec![Part::Text {
+                text: "Done.".into(),
+            }],
+        },
+        Message::user_text(prompt),
+    ]
+}
+
+/// Index in the log of the first message satisfying `pred`.
+fn position(client: &TestClient, pred: impl Fn(&Value) -> bool) -> usize {
+    client.seen.iter().position(pred).unwrap()
+}
+
+#[tokio::test]
+async fn a_loaded_session_replays_its_transcript_and_goes_on_with_the_full_history() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = project();
+    let sid = record_read_task(home.path(), dir.path()).await;
+
+    let provider = ScriptedProvider::new(vec![answer("Again.")]);
+    let mut client = TestClient::start(
+        recording_factory(provider.clone(), home.path()),
+        fs_caps(false, false),
+    )
+    .await;
+    let response = client.load_session(&sid, dir.path()).await.unwrap();
+    client.drain();
+
+    assert_eq!(client.updates(), replayed_read_task(dir.path()));
+    let summaries: Vec<Value> = client
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "_corvid/tool_use_summary")
+        .cloned()
+        .collect();
+    assert_eq!(
+        summaries,
+        vec![json!({
+            "method": "_corvid/tool_use_summary",
+            "params": {"sessionId": sid, "summary": "Read a.txt", "precedingToolUseIds": ["call_1"]},
+        })]
+    );
+    // The label follows its batch, as it did live.
+    assert!(
+        position(&client, |m| m["params"]["update"]["status"] == "completed")
+            < position(&client, |m| m["method"] == "_corvid/tool_use_summary")
+    );
+    assert_eq!(
+        serde_json::to_value(&response).unwrap()["modes"]["currentModeId"],
+        json!("default")
+    );
+
+    let replayed = client.seen.len();
+    let answer = client.prompt(&sid, "and now?").await.unwrap().unwrap();
+    client.drain();
+    assert_eq!(
+        answer.stop_reason,
+        agent_client_protocol::v1::schema::StopReason::EndTurn
+    );
+    // A live prompt is not echoed back; only the answer streams.
+    assert_eq!(
+        client.seen[replayed..].to_vec(),
+        vec![
+            json!({"method": "session/update", "params": {"sessionId": sid, "update": message("Again.")}})
+        ]
+    );
+    assert_eq!(provider.requests()[0].messages, history_then("and now?"));
+    let store = SessionStore::new(home.path());
+    let reloaded = store.load(dir.path(), &sid).unwrap();
+    assert_eq!(reloaded.history().len(), 6);
+    assert_eq!(reloaded.warnings, Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn loading_an_unknown_session_is_an_error_naming_it() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![]);
+    let client = TestClient::start(
+        recording_factory(provider, home.path()),
+        fs_caps(false, false),
+    )
+    .await;
+    let error = client
+        .load_session("no-such-session", dir.path())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (error.code, error.message),
+        (
+            ErrorCode::RESOURCE_NOT_FOUND,
+            format!(
+                "cannot load session `no-such-session`: no session no-such-session for {}; \
+                 `corvid sessions list` shows the recorded ones",
+                dir.path().display()
+            )
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_recording_torn_mid_line_loads_replays_and_resumes() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = project();
+    let sid = record_read_task(home.path(), dir.path()).await;
+    // A crash while writing the next record leaves half a line at the end of the file.
+    let store = SessionStore::new(home.path());
+    let path = store.load(dir.path(), &sid).unwrap().path;
+    let record = serde_json::to_string(&Record::Message {
+        message: Message::user_text("this prompt never finished"),
+    })
+    .unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(&record.as_bytes()[..record.len() / 2]);
+    std::fs::write(&path, bytes).unwrap();
+    assert_eq!(store.load(dir.path(), &sid).unwrap().warnings.len(), 1);
+
+    let provider = ScriptedProvider::new(vec![answer("Again.")]);
+    let mut client = TestClient::start(
+        recording_factory(provider.clone(), home.path()),
+        fs_caps(false, false),
+    )
+    .await;
+    client.load_session(&sid, dir.path()).await.unwrap();
+    client.drain();
+    assert_eq!(client.updates(), replayed_read_task(dir.path()));
+
+    client.prompt(&sid, "and now?").await.unwrap().unwrap();
+    assert_eq!(provider.requests()[0].messages, history_then("and now?"));
+    // The torn tail was cut off before the new records were appended.
+    let reloaded = store.load(dir.path(), &sid).unwrap();
+    assert_eq!(
+        (reloaded.history(), reloaded.warnings),
+        (
+            {
+                let mut history = history_then("and now?");
+                history.push(Message {
+                    role: Role::Assistant,
+                    parts: vec![Part::Text {
+                        text: "Again.".into(),
+                    }],
+                });
+                history
+            },
+            Vec::<String>::new()
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_session_open_on_this_connection_cannot_be_loaded_twice() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![]);
+    let client = TestClient::start(
+        recording_factory(provider, home.path()),
+        fs_caps(false, false),
+    )
+    .await;
+    let sid = client.new_session(dir.path()).await;
+    let error = client.load_session(&sid, dir.path()).await.unwrap_err();
+    assert_eq!(
+        (error.code, error.message),
+        (
+            ErrorCode::INVALID_REQUEST,
+            format!("session `{sid}` is already open on this connection")
+        )
+    );
+}

@@ -1,0 +1,415 @@
+//! End to end: the official ACP TypeScript client (`tests/acp/client.mjs`, on
+//! `@agentclientprotocol/sdk` 2.4.0) drives the real `corvid --acp` binary, whose model is the
+//! testkit's loopback mock OpenAI server.
+//!
+//! Needs `node` and `cd tests/acp && npm ci`; without them the tests skip with a message,
+//! except under `CI`, where they fail.
+
+// A skipped test says so on stderr, so a local run without node is not mistaken for a pass.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use corvid_testkit::{Chunk, MockServer, ScriptedResponse, sse_event};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+/// Where the client script and its `node_modules` live.
+fn client_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/acp")
+}
+
+/// The `corvid` binary cargo built for this test.
+fn corvid_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_corvid"))
+}
+
+/// Whether node and the client library are installed; otherwise skip locally, fail in CI.
+fn ready() -> bool {
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let sdk = client_dir()
+        .join("node_modules/@agentclientprotocol/sdk/package.json")
+        .exists();
+    if node && sdk {
+        return true;
+    }
+    let missing = format!(
+        "node on PATH: {node}; the client library in tests/acp/node_modules \
+         (run `cd tests/acp && npm ci`): {sdk}"
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("the official ACP client test cannot run in CI: {missing}");
+    }
+    eprintln!("SKIPPED: the official ACP client test needs {missing}");
+    false
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> Chunk {
+    sse_event(
+        &json!({
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "mock",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        })
+        .to_string(),
+    )
+}
+
+/// The first chunk of a tool call: id and name known, arguments not yet.
+fn tool_start(id: &str, name: &str) -> Chunk {
+    chunk(
+        json!({"role": "assistant", "tool_calls": [{"index": 0, "id": id, "type": "function",
+            "function": {"name": name, "arguments": ""}}]}),
+        None,
+    )
+}
+
+fn read_a_call(id: &str) -> ScriptedResponse {
+    ScriptedResponse::sse(vec![
+        tool_start(id, "read_file"),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"file_path\":"}}]}),
+            None,
+        ),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"a.txt\"}"}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        Chunk::new("data: [DONE]\n\n"),
+    ])
+}
+
+fn text_answer(text: &str) -> ScriptedResponse {
+    ScriptedResponse::sse(vec![
+        chunk(json!({"role": "assistant", "content": text}), None),
+        chunk(json!({}), Some("stop")),
+        Chunk::new("data: [DONE]\n\n"),
+    ])
+}
+
+/// A recognisable provider key: it must never show up in a session recording.
+const API_KEY: &str = "sk-corvid-e2e-NEVER-RECORD-4f2a9c";
+
+/// A project with `a.txt` and fast retries, and the `CORVID_HOME` its sessions are recorded in.
+struct Project {
+    dir: tempfile::TempDir,
+    home: tempfile::TempDir,
+}
+
+impl Project {
+    /// `settings` is the project's `.corvid/settings.json`.
+    fn new(settings: &Value) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
+        std::fs::create_dir(dir.path().join(".corvid")).unwrap();
+        std::fs::write(
+            dir.path().join(".corvid/settings.json"),
+            settings.to_string(),
+        )
+        .unwrap();
+        Self {
+            dir,
+            home: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Runs the client against `corvid --acp` here; returns its output lines.
+    async fn run(&self, server: &MockServer, flags: &[&str], summaries: bool) -> Vec<Value> {
+        let output = tokio::process::Command::new("node")
+            .arg(client_dir().join("client.mjs"))
+            .args([
+                "--cwd",
+                self.dir.path().to_str().unwrap(),
+                "--timeout",
+                "60",
+            ])
+            .args(flags)
+            .arg("--")
+            .arg(corvid_bin())
+            .arg("--acp")
+            .current_dir(self.dir.path())
+            .env("CORVID_HOME", self.home.path())
+            .env("OPENAI_BASE_URL", server.url())
+            .env("OPENAI_API_KEY", API_KEY)
+            .env("OPENAI_MODEL", "mock-model")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env(
+                "CORVID_EMIT_TOOL_USE_SUMMARIES",
+                if summaries { "1" } else { "0" },
+            )
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output()
+            .await
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "client failed ({}):\n{stdout}",
+            output.status
+        );
+        stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l}: {e}")))
+            .collect()
+    }
+}
+
+/// Fast retries, so the cut-stream scenario does not wait a second.
+fn fast_retries() -> Value {
+    json!({"retry": {"initialDelayMs": 10, "maxDelayMs": 10}})
+}
+
+/// Runs the client against `corvid --acp` in a fresh project without summaries.
+async fn run_client(server: &MockServer, flags: &[&str]) -> Vec<Value> {
+    Project::new(&fast_retries())
+        .run(server, flags, false)
+        .await
+}
+
+/// `(toolCallId, status, discarded?)` of every card frame, in order.
+fn card_statuses(lines: &[Value]) -> Vec<(String, String, bool)> {
+    lines
+        .iter()
+        .filter(|l| l["kind"] == "update")
+        .map(|l| &l["update"])
+        .filter(|u| u["sessionUpdate"] == "tool_call" || u["sessionUpdate"] == "tool_call_update")
+        .map(|u| {
+            (
+                u["toolCallId"].as_str().unwrap().to_owned(),
+                u["status"].as_str().unwrap_or("").to_owned(),
+                u["_meta"]["preparationDiscarded"] == json!(true),
+            )
+        })
+        .collect()
+}
+
+fn stop_reason(lines: &[Value]) -> Value {
+    lines
+        .iter()
+        .find(|l| l["kind"] == "response")
+        .map(|l| l["response"]["stopReason"].clone())
+        .unwrap_or(Value::Null)
+}
+
+fn card(id: &str, status: &str, discarded: bool) -> (String, String, bool) {
+    (id.to_owned(), status.to_owned(), discarded)
+}
+
+#[tokio::test]
+async fn the_official_client_sees_a_tool_call_go_from_pending_to_completed() {
+    if !ready() {
+        return;
+    }
+    let server = MockServer::start().await;
+    server.push(read_a_call("call_1"));
+    server.push(text_answer("Done."));
+    let lines = run_client(&server, &["--prompt", "read a.txt"]).await;
+
+    let initialize = lines.iter().find(|l| l["kind"] == "initialize").unwrap();
+    assert_eq!(initialize["response"]["agentInfo"]["name"], json!("corvid"));
+    assert_eq!(
+        card_statuses(&lines),
+        vec![
+            card("call_1", "pending", false),
+            card("call_1", "in_progress", false),
+            card("call_1", "completed", false),
+        ]
+    );
+    let preparing = lines
+        .iter()
+        .find(|l| l["update"]["sessionUpdate"] == "tool_call")
+        .unwrap();
+    assert_eq!(
+        preparing["update"],
+        json!({
+            "sessionUpdate": "tool_call",
+            "toolCallId": "call_1",
+            "status": "pending",
+            "title": "ReadFile",
+            "kind": "read",
+            "content": [],
+            "locations": [],
+            "rawInput": {},
+            "_meta": {"toolName": "read_file", "provenance": "builtin", "phase": "preparing"},
+        })
+    );
+    assert_eq!(stop_reason(&lines), json!("end_turn"));
+}
+
+#[tokio::test]
+async fn the_official_client_sees_a_cut_stream_discard_its_card_before_the_retry() {
+    if !ready() {
+        return;
+    }
+    let server = MockServer::start().await;
+    server.push(ScriptedResponse::sse(vec![tool_start("call_1", "write_file")]).cut());
+    server.push(read_a_call("call_2"));
+    server.push(text_answer("Done."));
+    let lines = run_client(&server, &["--prompt", "go"]).await;
+
+    assert_eq!(
+        card_statuses(&lines),
+        vec![
+            card("call_1", "pending", false),
+            card("call_1", "failed", true),
+            card("call_2", "pending", false),
+            card("call_2", "in_progress", false),
+            card("call_2", "completed", false),
+        ]
+    );
+    assert_eq!(stop_reason(&lines), json!("end_turn"));
+}
+
+#[tokio::test]
+async fn the_official_client_cancels_while_arguments_stream() {
+    if !ready() {
+        return;
+    }
+    let server = MockServer::start().await;
+    server.push(ScriptedResponse::sse(vec![tool_start("call_1", "write_file")]).hang());
+    let lines = run_client(&server, &["--prompt", "go", "--cancel-on-tool-call"]).await;
+
+    assert_eq!(
+        card_statuses(&lines),
+        vec![
+            card("call_1", "pending", false),
+            card("call_1", "failed", true)
+        ]
+    );
+    assert_eq!(stop_reason(&lines), json!("cancelled"));
+}
+
+/// The session files under `home`, with their contents.
+fn recordings(home: &Path) -> Vec<(PathBuf, String)> {
+    let mut found = Vec::new();
+    let mut dirs = vec![home.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "jsonl") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                found.push((path, text));
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn the_official_client_loads_a_recorded_session_and_sees_it_replayed_with_its_summary() {
+    if !ready() {
+        return;
+    }
+    let server = MockServer::start().await;
+    server.push(read_a_call("call_1"));
+    server.push(text_answer("Done."));
+    server.push(text_answer("Again."));
+    // A fast model turns summaries on; a single read is labelled locally, without a call.
+    let mut settings = fast_retries();
+    settings["fastModel"] = json!("mock-fast");
+    let project = Project::new(&settings);
+    let first = project
+        .run(&server, &["--prompt", "read a.txt", "--wait-summary"], true)
+        .await;
+    let session = first.iter().find(|l| l["kind"] == "session").unwrap();
+    let sid = session["sessionId"].as_str().unwrap().to_owned();
+
+    let lines = project
+        .run(&server, &["--load", &sid, "--prompt", "and now?"], true)
+        .await;
+    let loaded = lines.iter().position(|l| l["kind"] == "loaded").unwrap();
+    let (replay, live) = lines.split_at(loaded);
+    let updates = |lines: &[Value]| -> Vec<Value> {
+        lines
+            .iter()
+            .filter(|l| l["kind"] == "update")
+            .map(|l| l["update"].clone())
+            .collect()
+    };
+    let a_txt = project.dir.path().join("a.txt").display().to_string();
+    assert_eq!(
+        updates(replay),
+        vec![
+            json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "read a.txt"}}),
+            json!({
+                "sessionUpdate": "tool_call",
+                "toolCallId": "call_1",
+                "status": "in_progress",
+                "title": "Read a.txt",
+                "kind": "read",
+                "content": [],
+                "locations": [{"path": a_txt}],
+                "rawInput": {"file_path": "a.txt"},
+                "_meta": {"toolName": "read_file", "provenance": "builtin"},
+            }),
+            json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "call_1",
+                "status": "completed",
+                "content": [{"type": "content", "content": {"type": "text", "text": "hello\n"}}],
+                "rawOutput": {"output": "hello\n"},
+                "_meta": {"toolName": "read_file", "provenance": "builtin"},
+            }),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Done."}}),
+        ]
+    );
+    let summaries: Vec<&Value> = replay
+        .iter()
+        .filter(|l| l["kind"] == "notification")
+        .collect();
+    assert_eq!(
+        summaries,
+        vec![&json!({
+            "kind": "notification",
+            "method": "_corvid/tool_use_summary",
+            "params": {"sessionId": sid, "summary": "Read a.txt", "precedingToolUseIds": ["call_1"]},
+        })]
+    );
+    assert_eq!(
+        lines[loaded]["response"]["modes"]["currentModeId"],
+        json!("default")
+    );
+    assert_eq!(
+        updates(live),
+        vec![
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Again."}})
+        ]
+    );
+    assert_eq!(stop_reason(&lines), json!("end_turn"));
+
+    // The resumed model request carries the whole earlier conversation, call paired with result.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    let messages = requests[2].body["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[1..].to_vec(),
+        vec![
+            json!({"role": "user", "content": "read a.txt"}),
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+                "function": {"name": "read_file", "arguments": "{\"file_path\":\"a.txt\"}"}}]}),
+            json!({"role": "tool", "tool_call_id": "call_1", "content": "hello\n"}),
+            json!({"role": "assistant", "content": "Done."}),
+            json!({"role": "user", "content": "and now?"}),
+        ]
+    );
+
+    // One recording, and the provider key is nowhere in it.
+    let files = recordings(project.home.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(
+        !files[0].1.contains(API_KEY),
+        "the API key leaked into {}",
+        files[0].0.display()
+    );
+}
