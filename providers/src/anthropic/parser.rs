@@ -56,14 +56,17 @@ struct Block<'a> {
 struct Delta<'a> {
     #[serde(rename = "type", borrow, default)]
     kind: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    text: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    partial_json: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    thinking: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    signature: Option<Str<'a>>,
+    /// The one payload a delta carries, under the name its `type` gives it. One field instead
+    /// of four keeps the per-event struct small (it is built and moved for every event).
+    #[serde(
+        borrow,
+        default,
+        alias = "text",
+        alias = "partial_json",
+        alias = "thinking",
+        alias = "signature"
+    )]
+    payload: Option<Str<'a>>,
     #[serde(borrow, default)]
     stop_reason: Option<Str<'a>>,
 }
@@ -254,17 +257,19 @@ impl AnthropicParser {
         out: &mut Vec<Emitted>,
     ) {
         match delta.kind.as_ref().map(Str::as_str) {
-            Some("text_delta") => push_text(delta.text, at, out, |text| StreamEvent::Text { text }),
-            Some("thinking_delta") => push_text(delta.thinking, at, out, |text| {
-                StreamEvent::Thought { text }
-            }),
-            Some("signature_delta") => push_text(delta.signature, at, out, |signature| {
+            Some("text_delta") => {
+                push_text(delta.payload, at, out, |text| StreamEvent::Text { text })
+            }
+            Some("thinking_delta") => {
+                push_text(delta.payload, at, out, |text| StreamEvent::Thought { text })
+            }
+            Some("signature_delta") => push_text(delta.payload, at, out, |signature| {
                 StreamEvent::ThoughtSignature { signature }
             }),
             Some("input_json_delta") => {
                 if let (Some(tool), Some(part)) = (
                     self.open_tools.iter_mut().rfind(|t| t.index == index),
-                    delta.partial_json,
+                    delta.payload,
                 ) {
                     tool.json.push_str(part.as_str());
                 }
