@@ -162,19 +162,30 @@ impl LiveView<'_> {
     /// Draws into `area` (bottom rows win when it is too short); returns the cursor position.
     pub fn render(&self, area: Rect, buf: &mut Buffer) -> Position {
         let (lines, cursor) = self.lines(area.width);
-        let skip = lines.len().saturating_sub(usize::from(area.height));
-        let skip16 = u16::try_from(skip).unwrap_or(u16::MAX);
-        let shown: Vec<Line<'static>> = lines.into_iter().skip(skip).collect();
-        Paragraph::new(shown).render(area, buf);
-        Position::new(
-            area.x + cursor.x.min(area.width.saturating_sub(1)),
-            area.y
-                + cursor
-                    .y
-                    .saturating_sub(skip16)
-                    .min(area.height.saturating_sub(1)),
-        )
+        render_lines(lines, cursor, area, buf)
     }
+}
+
+/// Draws rows from [`LiveView::lines`] into `area` (bottom rows win when it is too short);
+/// returns the cursor position.
+pub fn render_lines(
+    lines: Vec<Line<'static>>,
+    cursor: Position,
+    area: Rect,
+    buf: &mut Buffer,
+) -> Position {
+    let skip = lines.len().saturating_sub(usize::from(area.height));
+    let skip16 = u16::try_from(skip).unwrap_or(u16::MAX);
+    let shown: Vec<Line<'static>> = lines.into_iter().skip(skip).collect();
+    Paragraph::new(shown).render(area, buf);
+    Position::new(
+        area.x + cursor.x.min(area.width.saturating_sub(1)),
+        area.y
+            + cursor
+                .y
+                .saturating_sub(skip16)
+                .min(area.height.saturating_sub(1)),
+    )
 }
 
 fn approval_lines(a: &PendingApproval, choice: usize, width: u16) -> Vec<Line<'static>> {

@@ -73,6 +73,8 @@ struct Renderer {
     spans: Vec<Span<'static>>,
     styles: Vec<Style>,
     lists: Vec<Option<u64>>,
+    /// Per open list: the column where its current item's text starts.
+    item_cols: Vec<usize>,
     item_marker: Option<String>,
     quote: usize,
     code: Option<(String, String)>,
@@ -159,6 +161,8 @@ impl Renderer {
                     self.flush();
                 }
                 self.lists.push(start);
+                self.item_cols
+                    .push(self.item_cols.last().copied().unwrap_or(0));
             }
             Tag::Item => {
                 self.flush();
@@ -170,6 +174,16 @@ impl Renderer {
                     }
                     _ => "- ".to_string(),
                 };
+                // A nested list starts under its parent item's text, not under its marker.
+                let depth = self.item_cols.len();
+                let base = if depth >= 2 {
+                    self.item_cols[depth - 2]
+                } else {
+                    0
+                };
+                if let Some(col) = self.item_cols.last_mut() {
+                    *col = base + marker.chars().count();
+                }
                 self.item_marker = Some(marker);
             }
             Tag::Emphasis => self.push_style(Style::new().add_modifier(Modifier::ITALIC)),
@@ -212,6 +226,7 @@ impl Renderer {
             TagEnd::List(_) => {
                 self.flush();
                 self.lists.pop();
+                self.item_cols.pop();
                 self.blank_before_next = true;
             }
             TagEnd::Item => self.flush(),
@@ -247,13 +262,22 @@ impl Renderer {
         if self.spans.is_empty() && self.item_marker.is_none() {
             return;
         }
-        let depth = self.lists.len().saturating_sub(1);
+        let depth = self.item_cols.len();
+        let base = if depth >= 2 {
+            self.item_cols[depth - 2]
+        } else {
+            0
+        };
+        let text_col = self.item_cols.last().copied().unwrap_or(0);
         let mut prefix = "▌ ".repeat(self.quote);
         let mut prefix_spans = Vec::new();
         if !self.lists.is_empty() {
-            prefix.push_str(&"  ".repeat(depth));
+            prefix.push_str(&" ".repeat(base));
             // Continuation paragraphs of an item line up under its text.
-            let marker = self.item_marker.take().unwrap_or_else(|| "  ".to_string());
+            let marker = self
+                .item_marker
+                .take()
+                .unwrap_or_else(|| " ".repeat(text_col - base));
             if !prefix.is_empty() {
                 prefix_spans.push(Span::styled(
                     prefix.clone(),

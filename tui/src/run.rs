@@ -171,7 +171,8 @@ async fn run_with(
                 screen.reset()?;
             }
         }
-        if !agent_open && app.chat.is_running() {
+        // We hold an operation sender, so a closed agent means it stopped on its own.
+        if !agent_open {
             app.chat.commit(HistoryCell::Notice(
                 NoticeKind::Error,
                 "The agent stopped unexpectedly".into(),

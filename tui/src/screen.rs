@@ -18,6 +18,7 @@ use ratatui::{Terminal, TerminalOptions, Viewport};
 use crate::app::App;
 use crate::backend::{Probe, SafeScroll};
 use crate::cells::HistoryCell;
+use crate::live::render_lines;
 
 /// The viewport's top row, for the panic hook (which cannot reach the [`Screen`]).
 pub static VIEWPORT_TOP: AtomicU16 = AtomicU16::new(0);
@@ -75,8 +76,8 @@ impl<W: Write, P: Probe> Screen<W, P> {
         )?;
         self.inserted = app.chat.transcript().len();
 
-        let view = app.view(now);
-        let (lines, _) = view.lines(size.width);
+        // Rendered once per frame: the height decision and the drawing use the same rows.
+        let (lines, cursor) = app.view(now).lines(size.width);
         let wanted = u16::try_from(lines.len())
             .unwrap_or(u16::MAX)
             .clamp(1, size.height.max(1));
@@ -86,7 +87,7 @@ impl<W: Write, P: Probe> Screen<W, P> {
         let no_color = self.no_color;
         let frame = self.terminal.draw(|f| {
             let area = f.area();
-            let pos = view.render(area, f.buffer_mut());
+            let pos = render_lines(lines, cursor, area, f.buffer_mut());
             if no_color {
                 strip_colors(f.buffer_mut());
             }
