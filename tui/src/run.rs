@@ -17,7 +17,6 @@ use futures::{FutureExt, StreamExt};
 
 use crate::app::{Action, App, TuiOptions};
 use crate::backend::{SafeScroll, TtyProbe};
-use crate::cells::{HistoryCell, NoticeKind};
 use crate::screen::{Screen, VIEWPORT_TOP};
 
 /// Spinner frame interval while something animates.
@@ -173,10 +172,7 @@ async fn run_with(
         }
         // We hold an operation sender, so a closed agent means it stopped on its own.
         if !agent_open {
-            app.chat.commit(HistoryCell::Notice(
-                NoticeKind::Error,
-                "The agent stopped unexpectedly".into(),
-            ));
+            // What it still sent is shown; the caller reports the failure.
             screen.frame(&app, Instant::now())?;
             break;
         }
@@ -188,7 +184,11 @@ async fn run_with(
         let _ = sender.submit(Op::Cancel);
     }
     screen.restore()?;
-    Ok(())
+    if agent_open {
+        Ok(())
+    } else {
+        Err(anyhow::anyhow!("the agent stopped unexpectedly"))
+    }
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {
