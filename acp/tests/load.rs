@@ -261,3 +261,95 @@ async fn a_session_open_on_this_connection_cannot_be_loaded_twice() {
         )
     );
 }
+
+#[tokio::test]
+async fn thoughts_plans_and_failed_calls_replay_as_they_ended() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = project();
+    let todos =
+        json!({"todos": [{"id": "1", "content": "Read the notes", "status": "in_progress"}]});
+    let provider = ScriptedProvider::new(vec![
+        vec![
+            Step::Event(corvid_protocol::StreamEvent::Thought {
+                text: "notes first".into(),
+            }),
+            call("call_t", "todo_write", todos),
+            call("call_r", "read_file", json!({"file_path": "notes.txt"})),
+            finish(corvid_protocol::FinishReason::ToolCalls),
+        ],
+        answer("No notes."),
+    ]);
+    let mut client = TestClient::start(
+        recording_factory(provider, home.path()),
+        fs_caps(false, false),
+    )
+    .await;
+    let sid = client.new_session(dir.path()).await;
+    client.prompt(&sid, "plan").await.unwrap().unwrap();
+    client.drain();
+    let live_failure = client.cards().last().unwrap().clone();
+
+    let provider = ScriptedProvider::new(vec![]);
+    let mut client = TestClient::start(
+        recording_factory(provider, home.path()),
+        fs_caps(false, false),
+    )
+    .await;
+    client.load_session(&sid, dir.path()).await.unwrap();
+    client.drain();
+    let error_text = live_failure["content"][0]["content"]["text"].clone();
+    assert_eq!(
+        client.updates(),
+        vec![
+            json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "plan"}}),
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "notes first"}}),
+            json!({"sessionUpdate": "plan", "entries": [
+                {"content": "Read the notes", "priority": "medium", "status": "in_progress"},
+            ]}),
+            json!({
+                "sessionUpdate": "tool_call",
+                "toolCallId": "call_r",
+                "status": "in_progress",
+                "title": "Read notes.txt",
+                "kind": "read",
+                "content": [],
+                "locations": [{"path": abs(dir.path(), "notes.txt")}],
+                "rawInput": {"file_path": "notes.txt"},
+                "_meta": {"toolName": "read_file", "provenance": "builtin"},
+            }),
+            json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "call_r",
+                "status": "failed",
+                "content": [{"type": "content", "content": {"type": "text", "text": error_text}}],
+                "rawOutput": {"output": error_text},
+                "_meta": {"toolName": "read_file", "provenance": "builtin"},
+            }),
+            message("No notes."),
+        ]
+    );
+    assert_eq!(live_failure["status"], json!("failed"));
+    // Nothing succeeded, so there was no summary to replay.
+    assert!(
+        client
+            .seen
+            .iter()
+            .all(|m| m["method"] != "_corvid/tool_use_summary")
+    );
+}
+
+#[tokio::test]
+async fn a_session_that_cannot_be_recorded_still_runs() {
+    // The store's root is a file, so no session folder can be created under it.
+    let home = tempfile::tempdir().unwrap();
+    let blocked = home.path().join("not-a-dir");
+    std::fs::write(&blocked, "").unwrap();
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![answer("Still fine.")]);
+    let mut client =
+        TestClient::start(recording_factory(provider, &blocked), fs_caps(false, false)).await;
+    let sid = client.new_session(dir.path()).await;
+    client.prompt(&sid, "hi").await.unwrap().unwrap();
+    client.drain();
+    assert_eq!(client.updates(), vec![message("Still fine.")]);
+}
