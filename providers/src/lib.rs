@@ -40,4 +40,4 @@ pub use anthropic::AnthropicProvider;
 pub use error::{classify_http_error, classify_reqwest_error, classify_stream_error};
 pub use http::{ApiKey, ConfigError, ProviderConfig};
 pub use openai_chat::OpenAiChatProvider;
-pub use wire::{decode_body, Emitted, StreamDecoder, WireProtocol};
+pub use wire::{Emitted, StreamDecoder, WireProtocol, decode_body};
