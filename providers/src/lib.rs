@@ -40,4 +40,6 @@ pub use anthropic::AnthropicProvider;
 pub use error::{classify_http_error, classify_reqwest_error, classify_stream_error};
 pub use http::{ApiKey, ConfigError, ProviderConfig};
 pub use openai_chat::OpenAiChatProvider;
-pub use wire::{Emitted, StreamDecoder, WireProtocol, decode_body};
+pub use wire::{
+    Emitted, StreamDecoder, WireProtocol, collect_completion, decode_body, decode_whole_response,
+};

@@ -9,7 +9,7 @@ use corvid_protocol::{Completion, ErrorInfo, ModelRequest};
 use futures::future::BoxFuture;
 use reqwest::header::HeaderName;
 
-pub use parser::AnthropicParser;
+pub(crate) use parser::AnthropicParser;
 pub(crate) use parser::decode_whole;
 pub use request::DEFAULT_MAX_TOKENS;
 

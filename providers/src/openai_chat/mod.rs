@@ -9,7 +9,7 @@ use corvid_protocol::{Completion, ErrorInfo, ModelRequest};
 use futures::future::BoxFuture;
 use reqwest::header::AUTHORIZATION;
 
-pub use parser::OpenAiChatParser;
+pub(crate) use parser::OpenAiChatParser;
 pub(crate) use parser::decode_whole;
 pub use request::MaxTokensField;
 
