@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::EventStream;
 use crate::error::{classify_http_error, classify_reqwest_error};
 use crate::wire::{
-    Emitted, StreamDecoder, WireProtocol, collect_completion, decode_whole_response,
+    Emitted, StreamDecoder, WireProtocol, collect_completion, decode_body, decode_whole_response,
 };
 
 /// How long to wait for a connection.
@@ -232,10 +232,7 @@ async fn next_item(mut state: State) -> Option<(StreamItem, State)> {
                     Ok(response) if is_json(&response) => {
                         // Some servers and proxies ignore `stream: true` and answer whole.
                         let items: VecDeque<StreamItem> = match response.bytes().await {
-                            Ok(bytes) => decode_whole_response(protocol, &bytes)
-                                .into_iter()
-                                .map(|e| e.item)
-                                .collect(),
+                            Ok(bytes) => decode_json_answer(protocol, &bytes),
                             Err(e) => VecDeque::from([Err(classify_reqwest_error(&e, true))]),
                         };
                         State::Body(Box::new(Body {
@@ -280,6 +277,18 @@ async fn next_item(mut state: State) -> Option<(StreamItem, State)> {
             }
         };
     }
+}
+
+/// Decodes a body labelled JSON: a whole response, unless it is really SSE under the wrong label.
+fn decode_json_answer(protocol: WireProtocol, bytes: &[u8]) -> VecDeque<StreamItem> {
+    let text = String::from_utf8_lossy(bytes);
+    let sse = text.trim_start().starts_with("data:") || text.contains("\ndata:");
+    let emitted = if sse {
+        decode_body(protocol, bytes)
+    } else {
+        decode_whole_response(protocol, bytes)
+    };
+    emitted.into_iter().map(|e| e.item).collect()
 }
 
 fn is_json(response: &reqwest::Response) -> bool {

@@ -408,3 +408,18 @@ async fn dropping_the_stream_closes_the_connection() {
         .expect("the connection stayed open")
         .unwrap();
 }
+
+#[tokio::test]
+async fn sse_mislabelled_as_json_is_still_decoded_as_sse() {
+    let fixture = fixtures::load("ollama/parallel_whole_calls_one_chunk_each");
+    let server = MockServer::start().await;
+    server.push(
+        ScriptedResponse::sse_body(fixture.body.clone()).header("content-type", "application/json"),
+    );
+    let items = drain(provider(&server).stream(request())).await;
+    let expected: Vec<StreamItem> = decode_body(WireProtocol::OpenAiChat, &fixture.body)
+        .into_iter()
+        .map(|e| e.item)
+        .collect();
+    assert_eq!(items, expected);
+}
