@@ -225,10 +225,24 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
             fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
                 Ok(Str(Cow::Owned(v)))
             }
-            // Some servers send an already-parsed arguments object instead of a string.
+            // Some servers send already-parsed arguments instead of a string, or a numeric id:
+            // keep their JSON text rather than dropping the whole chunk.
             fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
                 let value = Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
                 Ok(Str(Cow::Owned(value.to_string())))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                let value = Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(Str(Cow::Owned(value.to_string())))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v.to_string())))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v.to_string())))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v.to_string())))
             }
         }
         deserializer.deserialize_any(V)

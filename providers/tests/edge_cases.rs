@@ -320,3 +320,34 @@ fn a_named_error_event_is_an_error_whatever_its_data_looks_like() {
         ]
     );
 }
+
+#[test]
+fn arguments_sent_as_an_object_and_a_numeric_id_are_still_understood() {
+    let body = [
+        data(json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "id": 7, "function": {"name": "glob", "arguments": {"pattern": "*"}}}
+        ]}}]})),
+        finish("tool_calls"),
+        "data: [DONE]\n\n".to_owned(),
+    ]
+    .concat();
+    let expected_call = ToolCall {
+        call_id: "7".into(),
+        name: "glob".into(),
+        args: json!({"pattern": "*"}),
+    };
+    assert_eq!(
+        decode_body(OpenAiChat, body.as_bytes()),
+        vec![
+            ok(
+                Some(0),
+                StreamEvent::ToolPreparing {
+                    call_id: "7".into(),
+                    tool_name: "glob".into()
+                }
+            ),
+            ok(Some(2), StreamEvent::ToolCall(expected_call)),
+            finished(Some(2), FinishReason::ToolCalls),
+        ]
+    );
+}
