@@ -161,14 +161,13 @@ fn new_session(
     let config = server.factory.build(spec.clone()).map_err(factory_error)?;
     let mode = config.approval_mode;
     let handle = match server.factory.session_store() {
-        Some(store) => match spawn_recorded(config, &store) {
-            Ok(handle) => handle,
-            Err(e) => {
-                // A session that cannot be recorded still runs; only resuming it is lost.
+        Some(store) => {
+            let recorded = spawn_recorded(config, &store);
+            if let Some(e) = recorded.not_recorded {
                 tracing::warn!(session = %session_id.0, "this session is not recorded: {e}");
-                spawn_agent(server.factory.build(spec).map_err(factory_error)?)
             }
-        },
+            recorded.handle
+        }
         None => spawn_agent(config),
     };
     let mapper = Mapper::new(session_id.clone(), req.cwd);

@@ -50,13 +50,14 @@ pub fn start(config: AgentConfig, which: Which<'_>) -> Result<Started, ConfigErr
     let store = store()?;
     let loaded = match which {
         Which::Fresh => {
-            let handle = spawn_recorded(config, &store).map_err(|e| {
-                ConfigError(format!(
-                    "{e}; set CORVID_HOME to a writable directory to record sessions"
-                ))
-            })?;
+            let recorded = spawn_recorded(config, &store);
+            if let Some(e) = recorded.not_recorded {
+                eprintln!(
+                    "corvid: warning: this session is not recorded ({e}); set CORVID_HOME to a writable directory to record it"
+                );
+            }
             return Ok(Started {
-                handle,
+                handle: recorded.handle,
                 transcript: Vec::new(),
             });
         }

@@ -2,8 +2,8 @@
 //! approvals, tool-use summaries, usage stats. Every front end consumes its core events.
 
 pub mod agent;
+pub mod retry;
 pub mod session;
 pub mod settings;
 pub mod summary;
-pub mod retry;
 pub mod usage;

@@ -9,15 +9,29 @@ use tokio_util::sync::CancellationToken;
 
 use super::replay::replay_events;
 use super::store::{LoadedSession, SessionError, SessionStore};
-use crate::agent::{AgentConfig, AgentHandle, spawn_agent_observed};
+use crate::agent::{AgentConfig, AgentHandle, spawn_agent, spawn_agent_observed};
+
+/// A new session's agent, and why it is not being recorded when recording failed.
+pub struct Recorded {
+    pub handle: AgentHandle,
+    /// Set when the recording could not be created: the session runs anyway (only resuming it
+    /// later is lost), and the front end tells the user.
+    pub not_recorded: Option<SessionError>,
+}
 
 /// Spawns the agent of a new session, recorded under `store` as `config.session_id`.
-pub fn spawn_recorded(
-    config: AgentConfig,
-    store: &SessionStore,
-) -> Result<AgentHandle, SessionError> {
-    let recorder = store.create(&config.cwd, &config.session_id, &config.model)?;
-    Ok(spawn_agent_observed(config, Arc::new(recorder)))
+/// Recording is best effort: a session never fails because its file cannot be written.
+pub fn spawn_recorded(config: AgentConfig, store: &SessionStore) -> Recorded {
+    match store.create(&config.cwd, &config.session_id, &config.model) {
+        Ok(recorder) => Recorded {
+            handle: spawn_agent_observed(config, Arc::new(recorder)),
+            not_recorded: None,
+        },
+        Err(e) => Recorded {
+            handle: spawn_agent(config),
+            not_recorded: Some(e),
+        },
+    }
 }
 
 /// A resumed session: its agent, and its transcript as core events for the front end to show.

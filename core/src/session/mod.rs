@@ -10,7 +10,7 @@ mod record;
 mod replay;
 mod store;
 
-pub use launch::{Resumed, spawn_recorded, spawn_resumed};
+pub use launch::{Recorded, Resumed, spawn_recorded, spawn_resumed};
 pub use record::{RECORD_VERSION, Record, RecordHeader};
 pub use replay::replay_events;
 pub use store::{LoadedSession, SessionError, SessionRecorder, SessionStore, SessionSummary};
