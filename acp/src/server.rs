@@ -200,6 +200,16 @@ fn load_session(
         )
     })?;
     let loaded = store.load(&req.cwd, &id).map_err(|e| load_error(&id, e))?;
+    // Editors hold full ids; a prefix would key a second agent onto the same recording.
+    if loaded.header.session_id != id {
+        return Err(Error::new(
+            ErrorCode::INVALID_PARAMS,
+            format!(
+                "session/load needs the full session id; `{id}` is a prefix of `{}`",
+                loaded.header.session_id
+            ),
+        ));
+    }
     for warning in &loaded.warnings {
         tracing::warn!(session = %id, "{warning}");
     }
@@ -207,7 +217,6 @@ fn load_session(
     let config = server.factory.build(spec).map_err(factory_error)?;
     let mode = config.approval_mode;
     let resumed = spawn_resumed(config, &store, &loaded).map_err(|e| load_error(&id, e))?;
-    // Frames are the client's view, so they carry the id it asked for (even a prefix).
     let mapper = Mapper::new(req.session_id.clone(), req.cwd);
     for event in &resumed.transcript {
         for frame in mapper.replay_frames(event) {
