@@ -97,7 +97,7 @@ fn install_panic_hook() {
     }));
 }
 
-/// The loop proper, over any source of core events.
+/// Sets the terminal up, runs the loop, and always puts the terminal back.
 async fn run_with(
     sender: &OpSender,
     events: &mut EventReceiver,
@@ -110,13 +110,29 @@ async fn run_with(
         options.no_color,
     )?;
     let mut app = App::new(&options);
+    let result = event_loop(sender, events, &mut screen, &mut app).await;
+    if app.chat.is_running() {
+        let _ = sender.submit(Op::Cancel);
+    }
+    let restored = screen.restore();
+    result?;
+    Ok(restored?)
+}
+
+/// Input, core events and ticks until the user quits (Ok) or the agent stops (Err).
+async fn event_loop(
+    sender: &OpSender,
+    events: &mut EventReceiver,
+    screen: &mut Screen<io::Stdout, TtyProbe>,
+    app: &mut App,
+) -> anyhow::Result<()> {
     let mut input = EventStream::new();
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut width = crossterm::terminal::size()?.0;
     let mut replay_at: Option<tokio::time::Instant> = None;
     let mut agent_open = true;
-    screen.frame(&app, Instant::now())?;
+    screen.frame(app, Instant::now())?;
 
     'outer: loop {
         let mut redraw = true;
@@ -173,17 +189,13 @@ async fn run_with(
         // We hold an operation sender, so a closed agent means it stopped on its own.
         if !agent_open {
             // What it still sent is shown; the caller reports the failure.
-            screen.frame(&app, Instant::now())?;
+            screen.frame(app, Instant::now())?;
             break;
         }
         if redraw {
-            screen.frame(&app, Instant::now())?;
+            screen.frame(app, Instant::now())?;
         }
     }
-    if app.chat.is_running() {
-        let _ = sender.submit(Op::Cancel);
-    }
-    screen.restore()?;
     if agent_open {
         Ok(())
     } else {
