@@ -198,7 +198,9 @@ fn render_call(
         for d in &o.diffs {
             out.extend(render_diff(d, width, MAX_DIFF_LINES));
         }
-        if call.kind == ToolKind::Execute && o.diffs.is_empty() {
+        // A one-line output is already in the row.
+        if call.kind == ToolKind::Execute && o.diffs.is_empty() && o.text.trim().lines().count() > 1
+        {
             out.extend(shell_tail(&o.text, width));
         }
     }
