@@ -244,3 +244,41 @@ async fn plans_and_failed_batches_are_not_summarised() {
     );
     assert!(fast.requests().is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_plan_update_after_a_batch_does_not_make_its_label_stale() {
+    let log = ExecLog::default();
+    let gate = Arc::new(Notify::new());
+    let main = ScriptedProvider::new(vec![
+        vec![
+            call("a", "read", json!({"tag": "a"})),
+            finish(FinishReason::ToolCalls),
+        ],
+        vec![
+            call("t", "todo_write", json!({"tag": "plan"})),
+            finish(FinishReason::ToolCalls),
+        ],
+        answer("done"),
+    ]);
+    let fast = ScriptedProvider::new(vec![label("Read a", Some(&gate))]);
+    let mut handle = start(&main, &fast, &log);
+    handle
+        .submit(Op::UserTurn {
+            prompt: "go".into(),
+        })
+        .unwrap();
+    let mut events = collect_task(&mut handle).await;
+    gate.notify_one();
+    events.extend(next_n(&mut handle, 2).await);
+    check_invariants(&events, &["todo_write"]).unwrap();
+    assert_eq!(
+        summaries(&events),
+        vec![
+            "batch a",
+            "batch t",
+            "task_finished pending=1",
+            "summary \"Read a\" a",
+            "summary usage 30",
+        ]
+    );
+}

@@ -31,7 +31,11 @@ impl SummaryTracker {
     ) {
         let seq = {
             let mut latest = lock(&ctx.shared.latest_batch);
-            *latest += 1;
+            // Only batches with cards make earlier labels stale: a plan update (`todo_write`
+            // alone) is no tool group a label could be mistaken for (front ends agree).
+            if !calls.is_empty() {
+                *latest += 1;
+            }
             ctx.events.emit(CoreEvent::BatchCompleted { call_ids });
             *latest
         };
