@@ -12,8 +12,6 @@ use common::*;
 use corvid_protocol::ApprovalMode;
 use corvid_tui::app::{App, TuiOptions};
 
-const ROWS: u16 = 30;
-const COLS: u16 = 100;
 const ITEMS: usize = 30;
 
 fn tests_dir() -> PathBuf {
@@ -22,13 +20,23 @@ fn tests_dir() -> PathBuf {
 
 #[test]
 fn history_survives_in_xterm_js_scrollback_in_order() {
+    replay_session(30, 100, false);
+}
+
+#[test]
+fn history_survives_in_xterm_js_when_the_live_area_fills_a_short_terminal() {
+    // 10 rows: the approval dialog makes the viewport the whole screen (notes P2).
+    replay_session(10, 60, true);
+}
+
+fn replay_session(rows: u16, cols: u16, approvals: bool) {
     let dir = tests_dir();
     if !dir.join("node_modules/@xterm/headless").exists() && std::env::var_os("CI").is_none() {
         eprintln!("skipped: run `npm ci` in tests/tui to enable the xterm.js replay");
         return;
     }
 
-    let term = VtTerm::new(ROWS, COLS);
+    let term = VtTerm::new(rows, cols);
     let mut screen = term.screen(false);
     let mut app = App::new(&TuiOptions {
         compact: false,
@@ -44,6 +52,22 @@ fn history_survives_in_xterm_js_scrollback_in_order() {
             &format!("Read file{i}.rs"),
             &[&format!("c{i}")],
         )]);
+        if approvals {
+            let e = format!("e{i}");
+            let preview = corvid_protocol::ApprovalPreview::Diff(sample_diff());
+            steps.push(vec![permission(&e, "edit", "Edit src/lib.rs", preview)]);
+            steps.push(vec![corvid_protocol::CoreEvent::Warning {
+                message: format!("warning {i}."),
+            }]);
+            steps.push(vec![
+                corvid_protocol::CoreEvent::PermissionResolved {
+                    call_id: e.clone(),
+                    decision: corvid_protocol::ApprovalDecision::AllowOnce,
+                },
+                ok(&e, "edit", "edited"),
+                batch(&[&e]),
+            ]);
+        }
         steps.push(vec![text(&format!("answer {i}.\n\nsecond paragraph {i}."))]);
         steps.push(vec![task_finished(0)]);
         for step in steps {
@@ -59,8 +83,8 @@ fn history_survives_in_xterm_js_scrollback_in_order() {
     let out = Command::new("node")
         .arg(dir.join("xterm_replay.mjs"))
         .arg(file.path())
-        .arg(COLS.to_string())
-        .arg(ROWS.to_string())
+        .arg(cols.to_string())
+        .arg(rows.to_string())
         .current_dir(&dir)
         .output()
         .expect("node runs");
@@ -77,19 +101,29 @@ fn history_survives_in_xterm_js_scrollback_in_order() {
         .map(|l| l.as_str().unwrap_or_default().to_string())
         .collect();
     assert!(
-        lines.len() > usize::from(ROWS) * 3,
+        lines.len() > usize::from(rows) * 3,
         "xterm.js kept only {} rows: history was lost",
         lines.len()
     );
+    for l in &lines {
+        assert!(
+            !l.contains("esc to cancel"),
+            "a live row leaked into history: {lines:#?}"
+        );
+    }
     let mut last = 0;
     for i in 0..ITEMS {
-        for needle in [
+        let mut needles = vec![
             format!("› prompt {i}."),
             format!("✓ Read file{i}.rs"),
             format!("● Read file{i}.rs"),
-            format!("answer {i}."),
-            format!("second paragraph {i}."),
-        ] {
+        ];
+        if approvals {
+            needles.push(format!("warning {i}."));
+        }
+        needles.push(format!("answer {i}."));
+        needles.push(format!("second paragraph {i}."));
+        for needle in needles {
             let hits: Vec<usize> = lines
                 .iter()
                 .enumerate()
