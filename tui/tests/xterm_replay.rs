@@ -1,6 +1,6 @@
 //! The UI's exact output bytes replayed into xterm.js (VS Code's terminal engine): history
 //! must survive in its scrollback (stock partial-region scrolls lose it there, notes P1).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // test helpers outside #[test] fns
 
 mod common;
 
