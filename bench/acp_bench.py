@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Measures corvid's ACP budgets (SPEC §11) against a loopback SSE server in this process.
+
+usage: bench/acp_bench.py CORVID_BIN [--turns 100] [--starts 20]
+
+Reports:
+  * process start -> `initialize` answer (median / p90 over --starts fresh processes);
+  * first tool-call chunk flushed by the server -> preparing frame read by the client (p50 / p99);
+  * finish chunk flushed -> `in_progress` frame read (p50 / p99);
+  * peak RSS (VmHWM) of the agent over a --turns-turn scripted session.
+Both timestamps of each latency come from this one process (time.perf_counter), so they share a clock.
+Only 127.0.0.1 is contacted.
+"""
+import argparse, json, os, queue, statistics, subprocess, sys, tempfile, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ARG_FRAGMENTS = ['{"file', '_path"', ': "', 'notes', '.txt', '"}']
+
+
+def chunk(obj):
+    return ("data: " + json.dumps(obj) + "\n\n").encode()
+
+
+class Script:
+    """The responses the mock server gives, in order, and when it flushed the key chunks."""
+
+    def __init__(self, turns):
+        self.turns = turns
+        self.served = 0
+        self.first_chunk_at = {}   # call id -> perf_counter when its id+name chunk was flushed
+        self.finish_at = {}        # call id -> perf_counter when the finish chunk was flushed
+        self.lock = threading.Lock()
+
+
+def make_handler(script):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"  # body ends when the connection closes
+
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            with script.lock:
+                n = script.served
+                script.served += 1
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            base = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "bench"}
+            if n < script.turns:
+                cid = f"call_{n}"
+                self.wfile.write(chunk({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+                    {"index": 0, "id": cid, "type": "function", "function": {"name": "read_file", "arguments": ""}}]}}]}))
+                self.wfile.flush()
+                script.first_chunk_at[cid] = time.perf_counter()
+                for frag in ARG_FRAGMENTS:
+                    time.sleep(0.002)
+                    self.wfile.write(chunk({**base, "choices": [{"index": 0, "delta": {"tool_calls": [
+                        {"index": 0, "function": {"arguments": frag}}]}}]}))
+                    self.wfile.flush()
+                time.sleep(0.002)
+                self.wfile.write(chunk({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}))
+                self.wfile.flush()
+                script.finish_at[cid] = time.perf_counter()
+            else:
+                self.wfile.write(chunk({**base, "choices": [{"index": 0, "delta": {"content": "done"}}]}))
+                self.wfile.write(chunk({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+class Agent:
+    """A raw JSON-RPC client over the agent's stdio, timestamping every line it reads."""
+
+    def __init__(self, binary, env, cwd):
+        self.t0 = time.perf_counter()
+        self.proc = subprocess.Popen([binary, "--acp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+        self.lines = queue.Queue()
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put((time.perf_counter(), json.loads(line)))
+        self.lines.put((time.perf_counter(), None))
+
+    def send(self, obj):
+        self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def request(self, method, params):
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return self.next_id
+
+    def until_response(self, rid, on_message=None, timeout=120):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            at, msg = self.lines.get(timeout=timeout)
+            if msg is None:
+                raise SystemExit("agent exited early")
+            if msg.get("id") == rid and "method" not in msg:
+                if "error" in msg:
+                    raise SystemExit(f"agent error: {msg['error']}")
+                return at, msg["result"]
+            if "method" in msg and "id" in msg:  # a request to the client: allow everything
+                opts = msg["params"].get("options", [])
+                allow = next((o["optionId"] for o in opts if o["kind"].startswith("allow")), None)
+                self.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"outcome": (
+                    {"outcome": "selected", "optionId": allow} if allow else {"outcome": "cancelled"})}})
+            elif on_message:
+                on_message(at, msg)
+        raise SystemExit("timed out")
+
+    def peak_rss_kib(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+        return 0
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=10)
+
+
+def pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("--turns", type=int, default=100)
+    ap.add_argument("--starts", type=int, default=20)
+    a = ap.parse_args()
+
+    script = Script(a.turns)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(script))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    work = tempfile.mkdtemp(prefix="corvid-bench-")
+    with open(os.path.join(work, "notes.txt"), "w") as f:
+        f.write("bench notes\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CORVID_"))}
+    env.update({"OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": f"http://127.0.0.1:{server.server_port}/v1",
+                "OPENAI_MODEL": "bench", "CORVID_HOME": os.path.join(work, "home"),
+                "CORVID_EMIT_TOOL_USE_SUMMARIES": "0"})
+    init = {"protocolVersion": 1, "clientCapabilities": {}}
+
+    starts = []
+    for _ in range(a.starts):
+        agent = Agent(a.binary, env, work)
+        at, _ = agent.until_response(agent.request("initialize", init))
+        starts.append((at - agent.t0) * 1000)
+        agent.close()
+
+    agent = Agent(a.binary, env, work)
+    agent.until_response(agent.request("initialize", init))
+    _, new = agent.until_response(agent.request("session/new", {"cwd": work, "mcpServers": []}))
+    prepared, started = {}, {}
+
+    def on_message(at, msg):
+        upd = msg.get("params", {}).get("update", {})
+        cid = upd.get("toolCallId")
+        if upd.get("sessionUpdate") == "tool_call" and upd.get("_meta", {}).get("phase") == "preparing":
+            prepared.setdefault(cid, at)
+        if upd.get("status") == "in_progress":
+            started.setdefault(cid, at)
+
+    agent.until_response(agent.request("session/prompt", {"sessionId": new["sessionId"], "prompt": [
+        {"type": "text", "text": "read notes.txt again and again"}]}), on_message, timeout=600)
+    rss = agent.peak_rss_kib()
+    agent.close()
+    server.shutdown()
+
+    prep = [(prepared[c] - t) * 1000 for c, t in script.first_chunk_at.items() if c in prepared]
+    inprog = [(started[c] - t) * 1000 for c, t in script.finish_at.items() if c in started]
+    if len(prep) != a.turns or len(inprog) != a.turns:
+        raise SystemExit(f"missing frames: {len(prep)} preparing, {len(inprog)} in_progress of {a.turns} turns")
+    print(f"start -> initialize answer: median {statistics.median(starts):.1f} ms, p90 {pct(starts, 90):.1f} ms ({a.starts} starts)")
+    print(f"first tool chunk -> preparing frame: p50 {pct(prep, 50):.3f} ms, p99 {pct(prep, 99):.3f} ms ({len(prep)} calls)")
+    print(f"finish chunk -> in_progress frame: p50 {pct(inprog, 50):.3f} ms, p99 {pct(inprog, 99):.3f} ms")
+    print(f"peak RSS over a {a.turns}-turn session: {rss / 1024:.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()
