@@ -138,23 +138,24 @@ async fn run(cli: Cli) -> ExitCode {
             .await
         }
         None => {
-            let options = corvid_tui::TuiOptions {
-                compact: setup.settings.ui.compact_mode,
-                model: config.model.clone(),
-                approval_mode: config.approval_mode,
-                no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
-            };
+            let compact = setup.settings.ui.compact_mode;
+            let model = config.model.clone();
+            let approval_mode = config.approval_mode;
             let started = match sessions::start(config, which) {
                 Ok(started) => started,
                 Err(e) => return config_error(&e),
             };
-            if !started.transcript.is_empty() {
-                // The terminal UI does not replay transcripts yet; the model has the history.
-                eprintln!(
-                    "corvid: resuming session {}; its history is restored",
-                    started.handle.session_id()
-                );
-            }
+            // Without a session store `start` failed above, so this only fails in theory;
+            // the UI then says `/resume` is unavailable.
+            let launcher = sessions::Launcher::new(setup).ok();
+            let options = corvid_tui::TuiOptions {
+                compact,
+                model,
+                approval_mode,
+                no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+                transcript: started.transcript,
+                sessions: launcher.map(|l| Arc::new(l) as Arc<dyn corvid_tui::SessionLauncher>),
+            };
             match corvid_tui::run(started.handle, options).await {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {

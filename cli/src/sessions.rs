@@ -4,11 +4,13 @@
 use std::path::Path;
 
 use corvid_core::agent::{AgentConfig, AgentHandle};
-use corvid_core::session::{LoadedSession, SessionStore, spawn_recorded, spawn_resumed};
+use corvid_core::session::{
+    LoadedSession, Resumed, SessionStore, SessionSummary, spawn_recorded, spawn_resumed,
+};
 use corvid_core::settings::{corvid_home, process_env};
 use corvid_protocol::CoreEvent;
 
-use crate::wiring::ConfigError;
+use crate::wiring::{ConfigError, Setup, new_session_id};
 
 /// Which session an invocation works in.
 pub enum Which<'a> {
@@ -87,4 +89,44 @@ fn load(store: &SessionStore, cwd: &Path, id: &str) -> Result<LoadedSession, Con
         eprintln!("corvid: warning: {}: {warning}", loaded.path.display());
     }
     Ok(loaded)
+}
+
+/// `/resume` in the terminal UI: lists this project's sessions and starts a resumed agent
+/// configured exactly like the binary's first one (same settings and flags).
+pub struct Launcher {
+    setup: Setup,
+    store: SessionStore,
+}
+
+impl Launcher {
+    /// A launcher for the project and settings of `setup`.
+    pub fn new(setup: Setup) -> Result<Self, ConfigError> {
+        Ok(Self {
+            setup,
+            store: store()?,
+        })
+    }
+}
+
+impl corvid_tui::SessionLauncher for Launcher {
+    fn list(&self) -> Result<Vec<SessionSummary>, String> {
+        self.store.list(&self.setup.cwd).map_err(|e| e.to_string())
+    }
+
+    fn resume(&self, id: &str) -> Result<Resumed, String> {
+        let loaded = self
+            .store
+            .load(&self.setup.cwd, id)
+            .map_err(|e| e.to_string())?;
+        // The terminal belongs to the UI here: warnings go to the log, not stderr.
+        for warning in &loaded.warnings {
+            tracing::warn!("{}: {warning}", loaded.path.display());
+        }
+        // The id is replaced by the resumed session's own.
+        let config = self
+            .setup
+            .agent_config(&new_session_id())
+            .map_err(|e| e.to_string())?;
+        spawn_resumed(config, &self.store, &loaded).map_err(|e| e.to_string())
+    }
 }

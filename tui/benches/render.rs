@@ -82,6 +82,8 @@ fn setup(items: usize) -> (App, Screen<io::Sink, Fixed>) {
         model: "demo".into(),
         approval_mode: ApprovalMode::Yolo,
         no_color: false,
+        transcript: Vec::new(),
+        sessions: None,
     });
     let mut screen = match Screen::new(Box::new(|c| SafeScroll::new(io::sink(), Fixed, c)), false) {
         Ok(s) => s,

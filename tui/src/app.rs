@@ -1,15 +1,18 @@
 //! The application state: transcript, composer, key handling and slash commands.
 //! Pure: input and core events in, [`Action`]s out; the run loop performs them.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use corvid_protocol::{ApprovalDecision, ApprovalMode, CoreEvent, Op};
+use corvid_protocol::{ApprovalDecision, ApprovalMode, CoreEvent, Op, StopReason};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::cells::{HistoryCell, NoticeKind};
 use crate::chat::ChatState;
 use crate::composer::Composer;
 use crate::live::{APPROVAL_CHOICES, LiveView, StatusInfo};
+use crate::picker::{PickerOutcome, SessionLauncher, SessionPicker};
+use crate::replay::replay_order;
 use corvid_core::usage::UsageStats;
 
 /// How long a first Ctrl+C on an idle prompt waits for the second one.
@@ -20,12 +23,13 @@ const HELP: &str = "Commands
 /stats          token usage per prompt id, turns and tool calls
 /compact        toggle compact tool groups (also ctrl+o)
 /model NAME     use another model for later turns
+/resume [ID]    go back to an earlier session of this project
 /clear          clear the screen and the transcript
 /quit           exit
 Keys: enter send · shift+enter or ctrl+j newline · up/down history · esc or ctrl+c cancel · ctrl+c twice exit";
 
 /// How the UI starts (from flags and settings).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone)]
 pub struct TuiOptions {
     /// Start in compact mode (`--compact`, `ui.compactMode`).
     pub compact: bool,
@@ -34,6 +38,23 @@ pub struct TuiOptions {
     pub approval_mode: ApprovalMode,
     /// Plain output (`NO_COLOR` set).
     pub no_color: bool,
+    /// The earlier transcript of a resumed session (`--resume`, `--continue`), shown first.
+    pub transcript: Vec<CoreEvent>,
+    /// Lists and resumes recorded sessions for `/resume`; `None` where sessions are unavailable.
+    pub sessions: Option<Arc<dyn SessionLauncher>>,
+}
+
+impl std::fmt::Debug for TuiOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TuiOptions")
+            .field("compact", &self.compact)
+            .field("model", &self.model)
+            .field("approval_mode", &self.approval_mode)
+            .field("no_color", &self.no_color)
+            .field("transcript", &self.transcript.len())
+            .field("sessions", &self.sessions.is_some())
+            .finish()
+    }
 }
 
 /// Something the run loop must do after input.
@@ -43,6 +64,8 @@ pub enum Action {
     Submit(Op),
     /// Clear the screen and scrollback (`/clear`).
     ClearScreen,
+    /// Swap the agent for one going on with this recorded session (`/resume`).
+    Resume(String),
     Quit,
 }
 
@@ -52,6 +75,11 @@ pub struct App {
     pub composer: Composer,
     pub status: StatusInfo,
     pub stats: UsageStats,
+    /// The `/resume` picker, while open.
+    pub picker: Option<SessionPicker>,
+    /// The session the agent works in (left out of the `/resume` picker).
+    pub session_id: String,
+    sessions: Option<Arc<dyn SessionLauncher>>,
     approval_choice: usize,
     ctrl_c_at: Option<Instant>,
     frame: usize,
@@ -69,6 +97,9 @@ impl App {
                 hint: None,
             },
             stats: UsageStats::default(),
+            picker: None,
+            session_id: String::new(),
+            sessions: options.sessions.clone(),
             approval_choice: 0,
             ctrl_c_at: None,
             frame: 0,
@@ -85,6 +116,37 @@ impl App {
             _ => {}
         }
         self.chat.on_event(ev);
+    }
+
+    /// Shows a recorded transcript through the live event path, with nothing left running:
+    /// no approval is asked, and an unfinished last task is closed.
+    pub fn replay(&mut self, transcript: &[CoreEvent]) {
+        for ev in replay_order(transcript) {
+            self.on_core_event(&ev);
+        }
+        if self.chat.is_running() {
+            self.on_core_event(&CoreEvent::TaskFinished {
+                task_id: "replay".into(),
+                stop_reason: StopReason::EndTurn,
+                error: None,
+                pending_summaries: 0,
+            });
+        }
+    }
+
+    /// The agent now works in the resumed session `session_id`: a notice, then its transcript.
+    pub fn on_resumed(&mut self, session_id: &str, transcript: &[CoreEvent]) {
+        self.session_id = session_id.to_string();
+        self.notice(
+            NoticeKind::Info,
+            format!("Resumed session {session_id}; its earlier transcript follows"),
+        );
+        self.replay(transcript);
+    }
+
+    /// Commits a notice line (also for failures the run loop meets, such as a failed resume).
+    pub fn notice(&mut self, kind: NoticeKind, text: String) {
+        self.chat.commit(HistoryCell::Notice(kind, text));
     }
 
     /// Advances spinners.
@@ -111,6 +173,7 @@ impl App {
             composer: &self.composer,
             status: &self.status,
             approval_choice: self.approval_choice,
+            picker: self.picker.as_ref(),
             frame: self.frame,
             now,
         }
@@ -125,6 +188,19 @@ impl App {
     pub fn on_key(&mut self, key: KeyEvent, now: Instant) -> Vec<Action> {
         if key.kind == KeyEventKind::Release {
             return Vec::new();
+        }
+        if let Some(picker) = self.picker.as_mut() {
+            return match picker.on_key(key) {
+                PickerOutcome::Open => Vec::new(),
+                PickerOutcome::Closed => {
+                    self.picker = None;
+                    Vec::new()
+                }
+                PickerOutcome::Chosen(id) => {
+                    self.picker = None;
+                    self.resume_action(id)
+                }
+            };
         }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if ctrl && key.code == KeyCode::Char('c') {
@@ -275,15 +351,53 @@ impl App {
                 return vec![Action::ClearScreen];
             }
             "/quit" | "/exit" => return vec![Action::Quit],
-            "/resume" => info(
-                self,
-                "Resuming from inside the UI is not available yet: restart with `corvid --resume [ID]` or `corvid --continue`".into(),
-            ),
+            "/resume" => return self.open_picker(arg),
             _ => self.chat.commit(HistoryCell::Notice(
                 NoticeKind::Warning,
                 format!("Unknown command {name} · /help lists the commands"),
             )),
         }
         Vec::new()
+    }
+
+    /// `/resume [ID]`: resumes ID directly, else opens the picker over this project's sessions.
+    fn open_picker(&mut self, id: &str) -> Vec<Action> {
+        let Some(sessions) = self.sessions.clone() else {
+            self.notice(
+                NoticeKind::Warning,
+                "Sessions are not available here: restart with `corvid --resume [ID]` or `corvid --continue`".into(),
+            );
+            return Vec::new();
+        };
+        if self.chat.is_running() || !id.is_empty() {
+            return self.resume_action(id.to_string());
+        }
+        match sessions.list() {
+            Ok(mut list) => {
+                list.retain(|s| s.id != self.session_id);
+                if list.is_empty() {
+                    self.notice(
+                        NoticeKind::Info,
+                        "No earlier session of this project to resume".into(),
+                    );
+                } else {
+                    self.picker = Some(SessionPicker::new(list));
+                }
+            }
+            Err(e) => self.notice(NoticeKind::Error, format!("Cannot list sessions: {e}")),
+        }
+        Vec::new()
+    }
+
+    /// Resuming swaps the agent, so it waits until no task is running.
+    fn resume_action(&mut self, id: String) -> Vec<Action> {
+        if self.chat.is_running() {
+            self.notice(
+                NoticeKind::Warning,
+                "A task is running: cancel it (esc) or let it finish before /resume".into(),
+            );
+            return Vec::new();
+        }
+        vec![Action::Resume(id)]
     }
 }

@@ -13,6 +13,8 @@ pub mod composer;
 mod highlight;
 pub mod live;
 pub mod markdown;
+pub mod picker;
+mod replay;
 mod run;
 pub mod screen;
 mod stats;
@@ -20,4 +22,5 @@ pub mod tools;
 pub mod wrap;
 
 pub use app::TuiOptions;
+pub use picker::SessionLauncher;
 pub use run::run;

@@ -14,6 +14,7 @@ use ratatui::widgets::{Paragraph, Widget};
 use crate::chat::{ChatState, PendingApproval};
 use crate::composer::Composer;
 use crate::markdown::render_wrapped;
+use crate::picker::SessionPicker;
 use crate::tools::{render_diff, spinner};
 use crate::wrap::{truncate, wrap_line};
 
@@ -41,6 +42,8 @@ pub struct LiveView<'a> {
     pub status: &'a StatusInfo,
     /// Highlighted entry of [`APPROVAL_CHOICES`].
     pub approval_choice: usize,
+    /// The `/resume` picker, while open.
+    pub picker: Option<&'a SessionPicker>,
     /// Spinner animation frame.
     pub frame: usize,
     pub now: Instant,
@@ -108,6 +111,12 @@ impl LiveView<'_> {
         if let Some(a) = &chat.approval {
             out.push(Line::default());
             out.extend(approval_lines(a, self.approval_choice, width));
+        }
+        if let Some(p) = self.picker {
+            if !out.is_empty() {
+                out.push(Line::default());
+            }
+            out.extend(p.lines(width));
         }
         if !out.is_empty() {
             // Separates live content from the last committed item, as cells are separated.

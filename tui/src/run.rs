@@ -17,6 +17,8 @@ use futures::{FutureExt, StreamExt};
 
 use crate::app::{Action, App, TuiOptions};
 use crate::backend::{SafeScroll, TtyProbe};
+use crate::cells::NoticeKind;
+use crate::picker::SessionLauncher;
 use crate::screen::{Screen, VIEWPORT_TOP};
 
 /// Spinner frame interval while something animates.
@@ -28,8 +30,26 @@ const EVENTS_PER_FRAME: usize = 512;
 
 /// Runs the terminal UI on an agent until the user quits.
 pub async fn run(handle: AgentHandle, options: TuiOptions) -> anyhow::Result<()> {
-    let (sender, mut receiver) = handle.split();
-    run_with(&sender, &mut receiver, options).await
+    run_with(Agent::new(handle), options).await
+}
+
+/// The agent the UI talks to; `/resume` replaces it.
+struct Agent {
+    session_id: String,
+    sender: OpSender,
+    events: EventReceiver,
+}
+
+impl Agent {
+    fn new(handle: AgentHandle) -> Self {
+        let session_id = handle.session_id().to_owned();
+        let (sender, events) = handle.split();
+        Self {
+            session_id,
+            sender,
+            events,
+        }
+    }
 }
 
 /// Raw mode and terminal modes for the session; dropping it restores the terminal.
@@ -98,11 +118,7 @@ fn install_panic_hook() {
 }
 
 /// Sets the terminal up, runs the loop, and always puts the terminal back.
-async fn run_with(
-    sender: &OpSender,
-    events: &mut EventReceiver,
-    options: TuiOptions,
-) -> anyhow::Result<()> {
+async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
     let _modes = TerminalModes::enter()?;
     install_panic_hook();
     let mut screen = Screen::new(
@@ -110,9 +126,12 @@ async fn run_with(
         options.no_color,
     )?;
     let mut app = App::new(&options);
-    let result = event_loop(sender, events, &mut screen, &mut app).await;
+    app.session_id.clone_from(&agent.session_id);
+    app.replay(&options.transcript);
+    let launcher = options.sessions.as_deref();
+    let result = event_loop(&mut agent, launcher, &mut screen, &mut app).await;
     if app.chat.is_running() {
-        let _ = sender.submit(Op::Cancel);
+        let _ = agent.sender.submit(Op::Cancel);
     }
     let restored = screen.restore();
     result?;
@@ -121,8 +140,8 @@ async fn run_with(
 
 /// Input, core events and ticks until the user quits (Ok) or the agent stops (Err).
 async fn event_loop(
-    sender: &OpSender,
-    events: &mut EventReceiver,
+    agent: &mut Agent,
+    launcher: Option<&dyn SessionLauncher>,
     screen: &mut Screen<io::Stdout, TtyProbe>,
     app: &mut App,
 ) -> anyhow::Result<()> {
@@ -142,8 +161,13 @@ async fn event_loop(
                     for action in app.on_key(key, Instant::now()) {
                         match action {
                             Action::Submit(op) => {
-                                if sender.submit(op).is_err() {
+                                if agent.sender.submit(op).is_err() {
                                     agent_open = false;
+                                }
+                            }
+                            Action::Resume(id) => {
+                                if resume(agent, launcher, app, &id) {
+                                    agent_open = true;
                                 }
                             }
                             Action::ClearScreen => screen.reset()?,
@@ -163,11 +187,11 @@ async fn event_loop(
                 None => break,
             },
             // `recv` is cancel-safe, so polling it from select! loses nothing.
-            ev = events.next_event(), if agent_open => match ev {
+            ev = agent.events.next_event(), if agent_open => match ev {
                 Ok(ev) => {
                     app.on_core_event(&ev);
                     for _ in 0..EVENTS_PER_FRAME {
-                        match events.next_event().now_or_never() {
+                        match agent.events.next_event().now_or_never() {
                             Some(Ok(ev)) => app.on_core_event(&ev),
                             Some(Err(_)) => { agent_open = false; break; }
                             None => break,
@@ -200,6 +224,34 @@ async fn event_loop(
         Ok(())
     } else {
         Err(anyhow::anyhow!("the agent stopped unexpectedly"))
+    }
+}
+
+/// Swaps `agent` for one going on with session `id`; false (with a notice) when that fails.
+fn resume(
+    agent: &mut Agent,
+    launcher: Option<&dyn SessionLauncher>,
+    app: &mut App,
+    id: &str,
+) -> bool {
+    let Some(launcher) = launcher else {
+        app.notice(
+            NoticeKind::Warning,
+            "Sessions are not available here".into(),
+        );
+        return false;
+    };
+    match launcher.resume(id) {
+        Ok(resumed) => {
+            // Dropping the old agent's sender ends it; its recording is complete (flushed per record).
+            *agent = Agent::new(resumed.handle);
+            app.on_resumed(&agent.session_id, &resumed.transcript);
+            true
+        }
+        Err(e) => {
+            app.notice(NoticeKind::Error, format!("Cannot resume {id}: {e}"));
+            false
+        }
     }
 }
 

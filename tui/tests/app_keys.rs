@@ -18,6 +18,8 @@ fn app() -> App {
         model: "demo".into(),
         approval_mode: ApprovalMode::Default,
         no_color: false,
+        transcript: Vec::new(),
+        sessions: None,
     })
 }
 
@@ -176,4 +178,150 @@ fn slash_stats_reports_usage_per_prompt_id_turns_and_tool_calls() {
          main: input 100 (cached 0) · output 20 (reasoning 0) · total 120\n\
          tool_use_summary_generation: input 50 (cached 0) · output 5 (reasoning 0) · total 55"
     );
+}
+
+fn app_with_sessions() -> App {
+    let mut a = App::new(&TuiOptions {
+        compact: false,
+        model: "demo".into(),
+        approval_mode: ApprovalMode::Default,
+        no_color: false,
+        transcript: Vec::new(),
+        sessions: Some(three_sessions()),
+    });
+    a.session_id = "cur-0000-current".into();
+    a
+}
+
+fn last_notice(a: &App) -> String {
+    match a.chat.transcript().last() {
+        Some(HistoryCell::Notice(_, text)) => text.clone(),
+        other => panic!("expected a notice, got {other:?}"),
+    }
+}
+
+#[test]
+fn resume_opens_a_picker_without_the_current_session_and_enter_resumes_the_highlighted_one() {
+    let mut a = app_with_sessions();
+    typed(&mut a, "/resume");
+    assert_eq!(a.on_key(key(KeyCode::Enter), Instant::now()), vec![]);
+    let ids: Vec<String> = a
+        .picker
+        .as_ref()
+        .unwrap()
+        .sessions
+        .iter()
+        .map(|s| s.id.clone())
+        .collect();
+    assert_eq!(ids, vec!["5f3a9c21-aaaa", "0b7e44d2-bbbb"]);
+    // Down stops at the last entry, Up at the first; typing goes nowhere while it is open.
+    for _ in 0..3 {
+        a.on_key(key(KeyCode::Down), Instant::now());
+    }
+    assert_eq!(a.picker.as_ref().unwrap().selected, 1);
+    typed(&mut a, "x");
+    assert!(a.composer.is_empty());
+    a.on_key(key(KeyCode::Up), Instant::now());
+    a.on_key(key(KeyCode::Up), Instant::now());
+    a.on_key(key(KeyCode::Down), Instant::now());
+    assert_eq!(
+        a.on_key(key(KeyCode::Enter), Instant::now()),
+        vec![Action::Resume("0b7e44d2-bbbb".into())]
+    );
+    assert_eq!(a.picker, None);
+}
+
+#[test]
+fn esc_or_ctrl_c_closes_the_picker_without_resuming_or_exiting() {
+    for close in [key(KeyCode::Esc), ctrl('c')] {
+        let mut a = app_with_sessions();
+        a.command("/resume");
+        assert!(a.picker.is_some());
+        assert_eq!(a.on_key(close, Instant::now()), vec![]);
+        assert_eq!(a.picker, None);
+        assert_eq!(
+            a.status.hint, None,
+            "ctrl+c in the picker is no first exit press"
+        );
+    }
+}
+
+#[test]
+fn resume_with_an_id_resumes_it_directly() {
+    let mut a = app_with_sessions();
+    assert_eq!(
+        a.command("/resume 0b7e"),
+        vec![Action::Resume("0b7e".into())]
+    );
+    assert_eq!(a.picker, None);
+}
+
+#[test]
+fn resume_is_refused_with_a_notice_while_a_task_runs() {
+    let mut a = app_with_sessions();
+    a.on_core_event(&task_started("busy"));
+    assert_eq!(a.command("/resume"), vec![]);
+    assert_eq!(a.picker, None);
+    assert_eq!(
+        last_notice(&a),
+        "A task is running: cancel it (esc) or let it finish before /resume"
+    );
+    // Also when the picker was opened before the task started.
+    a.on_core_event(&task_finished(0));
+    a.command("/resume");
+    a.on_core_event(&task_started("busy again"));
+    assert_eq!(a.on_key(key(KeyCode::Enter), Instant::now()), vec![]);
+    assert_eq!(
+        last_notice(&a),
+        "A task is running: cancel it (esc) or let it finish before /resume"
+    );
+}
+
+#[test]
+fn resume_without_a_launcher_or_without_earlier_sessions_says_so() {
+    let mut a = app();
+    assert_eq!(a.command("/resume"), vec![]);
+    assert_eq!(
+        last_notice(&a),
+        "Sessions are not available here: restart with `corvid --resume [ID]` or `corvid --continue`"
+    );
+    let mut b = App::new(&TuiOptions {
+        compact: false,
+        model: "demo".into(),
+        approval_mode: ApprovalMode::Default,
+        no_color: false,
+        transcript: Vec::new(),
+        sessions: Some(std::sync::Arc::new(FakeSessions(vec![session(
+            "only", 0, "now",
+        )]))),
+    });
+    b.session_id = "only".into();
+    assert_eq!(b.command("/resume"), vec![]);
+    assert_eq!(b.picker, None);
+    assert_eq!(
+        last_notice(&b),
+        "No earlier session of this project to resume"
+    );
+}
+
+#[test]
+fn a_resumed_session_prints_a_notice_then_its_transcript() {
+    let mut a = app_with_sessions();
+    a.on_resumed(
+        "5f3a9c21-aaaa",
+        &[task_started("Look around"), text("Done."), task_finished(0)],
+    );
+    assert_eq!(a.session_id, "5f3a9c21-aaaa");
+    assert_eq!(
+        a.chat.transcript().to_vec(),
+        vec![
+            HistoryCell::Notice(
+                corvid_tui::cells::NoticeKind::Info,
+                "Resumed session 5f3a9c21-aaaa; its earlier transcript follows".into()
+            ),
+            HistoryCell::UserPrompt("Look around".into()),
+            HistoryCell::Assistant("Done.".into()),
+        ]
+    );
+    assert!(!a.chat.is_running());
 }

@@ -20,6 +20,8 @@ fn app(compact: bool) -> App {
         model: "demo-large".into(),
         approval_mode: ApprovalMode::Default,
         no_color: false,
+        transcript: Vec::new(),
+        sessions: None,
     })
 }
 
@@ -158,4 +160,26 @@ fn streaming_text_shows_the_unfinished_block_only() {
         "prompt and the finished paragraph are committed"
     );
     assert_snapshot!(out);
+}
+
+#[test]
+fn the_resume_picker_lists_earlier_sessions_with_time_first_prompt_and_id() {
+    let mut a = App::new(&TuiOptions {
+        compact: false,
+        model: "demo-large".into(),
+        approval_mode: ApprovalMode::Default,
+        no_color: false,
+        transcript: Vec::new(),
+        sessions: Some(three_sessions()),
+    });
+    a.session_id = "cur-0000-current".into();
+    a.command("/resume");
+    a.on_key(
+        crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Down,
+            crossterm::event::KeyModifiers::NONE,
+        ),
+        Instant::now(),
+    );
+    assert_snapshot!(live(&mut a, &[]));
 }

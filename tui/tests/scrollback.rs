@@ -29,6 +29,8 @@ impl Harness {
             model: "demo".into(),
             approval_mode: ApprovalMode::Yolo,
             no_color: false,
+            transcript: Vec::new(),
+            sessions: None,
         });
         Self {
             term,
@@ -257,6 +259,8 @@ fn no_color_output_has_no_colours_but_keeps_bold() {
         model: "demo".into(),
         approval_mode: ApprovalMode::Yolo,
         no_color: true,
+        transcript: Vec::new(),
+        sessions: None,
     });
     for ev in read_batch("a", "a.rs") {
         app.on_core_event(&ev);
@@ -347,4 +351,106 @@ fn a_compact_session_on_an_eight_row_terminal_leaks_no_live_rows() {
         "{:#?}",
         h.history
     );
+}
+
+/// A recorded task as core's `replay_events` yields it: whole messages as single deltas, calls
+/// without preparation, and the label recorded late (after the next answer's text).
+fn recorded_transcript() -> Vec<CoreEvent> {
+    let started_unprepared = |id: &str, name: &str, title: &str| {
+        let mut ev = started(id, name, title);
+        if let CoreEvent::ToolStarted { was_prepared, .. } = &mut ev {
+            *was_prepared = false;
+        }
+        ev
+    };
+    vec![
+        CoreEvent::TaskStarted {
+            task_id: "replay-0".into(),
+            prompt: "Where is the config loaded?".into(),
+        },
+        text("I will look at the loaders."),
+        started_unprepared("a", "read_file", "Read src/config.rs"),
+        started_unprepared("b", "grep_search", "Search \"load\""),
+        ok("a", "read_file", "x\ny"),
+        ok("b", "grep_search", "1 match"),
+        batch(&["a", "b"]),
+        text("The config is loaded in `settings/mod.rs`."),
+        summary("Read the config and searched for load", &["a", "b"]),
+        CoreEvent::TaskFinished {
+            task_id: "replay-0".into(),
+            stop_reason: corvid_protocol::StopReason::EndTurn,
+            error: None,
+            pending_summaries: 0,
+        },
+    ]
+}
+
+#[test]
+fn a_resumed_transcript_shows_its_tool_group_and_label_once_in_full_mode() {
+    let mut h = Harness::new(24, 80, false);
+    h.app.replay(&recorded_transcript());
+    h.feed(&[]);
+    for needle in [
+        "› Where is the config loaded?",
+        "I will look at the loaders.",
+        "✓ Read src/config.rs",
+        "✓ Search \"load\"",
+        "● Read the config and searched for load",
+        "The config is loaded in settings/mod.rs.",
+    ] {
+        assert_eq!(h.count(needle), 1, "{needle:?} once in {:#?}", h.history);
+    }
+    // The late label is placed under its group, before the answer that followed it.
+    assert!(h.position("✓ Search") < h.position("● Read the config"));
+    assert!(h.position("● Read the config") < h.position("The config is loaded"));
+    assert!(!h.app.chat.is_running() && !h.app.animating());
+
+    // The session goes on live below the replayed transcript.
+    h.feed(&[task_started("And the tests?")]);
+    h.feed(&read_batch("c", "tests/config.rs"));
+    h.feed(&[text("They are in `tests/config.rs`."), task_finished(0)]);
+    assert_eq!(h.count("● Read the config and searched for load"), 1);
+    assert_eq!(h.count("✓ Read src/config.rs"), 1);
+    assert!(h.position("The config is loaded") < h.position("› And the tests?"));
+}
+
+#[test]
+fn a_resumed_transcript_shows_the_merged_labelled_header_in_compact_mode() {
+    let mut h = Harness::new(24, 80, true);
+    h.app.replay(&recorded_transcript());
+    h.feed(&[]);
+    assert_eq!(
+        h.count("✓ Read the config and searched for load · 2 tools"),
+        1,
+        "{:#?}",
+        h.history
+    );
+    assert_eq!(h.count("●"), 0, "{:#?}", h.history);
+    assert_eq!(h.count("Read src/config.rs"), 0, "{:#?}", h.history);
+    assert!(h.position("I will look") < h.position("2 tools"));
+    assert!(h.position("2 tools") < h.position("The config is loaded"));
+    assert!(h.app.chat.group.is_none() && !h.app.animating());
+}
+
+#[test]
+fn a_replay_asks_nothing_and_leaves_nothing_running_even_when_cut_short() {
+    let mut h = Harness::new(24, 80, false);
+    h.app.replay(&[
+        task_started("edit it"),
+        permission(
+            "e",
+            "edit",
+            "Edit src/lib.rs",
+            corvid_protocol::ApprovalPreview::Diff(sample_diff()),
+        ),
+        started("e", "edit", "Edit src/lib.rs"),
+        ok("e", "edit", "edited"),
+        batch(&["e"]),
+        text("Edited."),
+    ]);
+    h.feed(&[]);
+    assert_eq!(h.app.chat.approval, None);
+    assert!(!h.app.chat.is_running() && !h.app.animating());
+    assert_eq!(h.count("✓ Edit src/lib.rs"), 1, "{:#?}", h.history);
+    assert_eq!(h.count("Edited."), 1, "{:#?}", h.history);
 }

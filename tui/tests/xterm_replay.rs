@@ -43,6 +43,8 @@ fn replay_session(rows: u16, cols: u16, approvals: bool) {
         model: "demo".into(),
         approval_mode: ApprovalMode::Yolo,
         no_color: false,
+        transcript: Vec::new(),
+        sessions: None,
     });
     for i in 0..ITEMS {
         let mut steps = vec![vec![task_started(&format!("prompt {i}."))]];

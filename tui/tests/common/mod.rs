@@ -219,3 +219,41 @@ impl Probe for VtTerm {
         Ok(Position { x: col, y: row })
     }
 }
+
+/// Recorded sessions for `/resume` without a store: listing works, resuming is not exercised
+/// here (it needs a real agent; the binary's launcher does it).
+pub struct FakeSessions(pub Vec<corvid_core::session::SessionSummary>);
+
+impl corvid_tui::SessionLauncher for FakeSessions {
+    fn list(&self) -> Result<Vec<corvid_core::session::SessionSummary>, String> {
+        Ok(self.0.clone())
+    }
+
+    fn resume(&self, id: &str) -> Result<corvid_core::session::Resumed, String> {
+        Err(format!("the fake launcher does not start agents ({id})"))
+    }
+}
+
+/// A listed session started `minutes` after 2026-11-30 09:00 UTC.
+pub fn session(id: &str, minutes: u64, prompt: &str) -> corvid_core::session::SessionSummary {
+    corvid_core::session::SessionSummary {
+        id: id.into(),
+        path: format!("/sessions/{id}.jsonl").into(),
+        started_at_ms: 1_796_029_200_000 + minutes * 60_000,
+        model: "demo".into(),
+        first_prompt: prompt.into(),
+    }
+}
+
+/// Three sessions of this project, newest first; `cur-…` is the one running now.
+pub fn three_sessions() -> std::sync::Arc<FakeSessions> {
+    std::sync::Arc::new(FakeSessions(vec![
+        session("cur-0000-current", 50, "the session running now"),
+        session(
+            "5f3a9c21-aaaa",
+            30,
+            "Look around this project\nand tell me what it is",
+        ),
+        session("0b7e44d2-bbbb", 10, "Fix the failing parser test"),
+    ]))
+}

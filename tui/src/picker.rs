@@ -1,0 +1,157 @@
+//! `/resume`: the recorded sessions a user can go back to, picked in the live area.
+//! The sessions come from a [`SessionLauncher`] the binary provides, so the UI needs no
+//! settings or session store of its own.
+
+use corvid_core::session::{Resumed, SessionSummary};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use crate::wrap::truncate;
+
+/// Rows of sessions the picker shows at once (it scrolls to keep the selection visible).
+const VISIBLE: usize = 8;
+
+/// Lists and resumes this project's recorded sessions for `/resume` (implemented by the binary,
+/// which knows how to build an agent the same way it built the current one).
+pub trait SessionLauncher: Send + Sync {
+    /// This project's recorded sessions, newest first.
+    fn list(&self) -> Result<Vec<SessionSummary>, String>;
+    /// Starts an agent going on with session `id`, with its transcript to replay.
+    fn resume(&self, id: &str) -> Result<Resumed, String>;
+}
+
+/// The open picker: the sessions offered and the highlighted one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionPicker {
+    pub sessions: Vec<SessionSummary>,
+    pub selected: usize,
+}
+
+/// What a key press in the picker asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PickerOutcome {
+    /// Still choosing.
+    Open,
+    /// Closed without a choice.
+    Closed,
+    /// Resume this session id.
+    Chosen(String),
+}
+
+impl SessionPicker {
+    /// A picker over `sessions` (newest first) with the newest highlighted.
+    pub fn new(sessions: Vec<SessionSummary>) -> Self {
+        Self {
+            sessions,
+            selected: 0,
+        }
+    }
+
+    /// Up/Down move, Enter chooses, Esc or Ctrl+C closes; other keys are ignored.
+    pub fn on_key(&mut self, key: KeyEvent) -> PickerOutcome {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Esc => PickerOutcome::Closed,
+            KeyCode::Char('c') if ctrl => PickerOutcome::Closed,
+            KeyCode::Up => {
+                self.selected = self.selected.saturating_sub(1);
+                PickerOutcome::Open
+            }
+            KeyCode::Down => {
+                self.selected = (self.selected + 1).min(self.sessions.len().saturating_sub(1));
+                PickerOutcome::Open
+            }
+            KeyCode::Enter => self
+                .sessions
+                .get(self.selected)
+                .map_or(PickerOutcome::Closed, |s| {
+                    PickerOutcome::Chosen(s.id.clone())
+                }),
+            _ => PickerOutcome::Open,
+        }
+    }
+
+    /// The picker's rows at `width`: a title, then one row per visible session.
+    pub fn lines(&self, width: u16) -> Vec<Line<'static>> {
+        let dim = Style::new().fg(Color::DarkGray);
+        let mut out = vec![Line::from(vec![
+            Span::styled(
+                "Resume a session",
+                Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            ),
+            Span::styled(" · ↑↓ choose · enter resume · esc close", dim),
+        ])];
+        let first = (self.selected + 1).saturating_sub(VISIBLE);
+        for (i, s) in self.sessions.iter().enumerate().skip(first).take(VISIBLE) {
+            let chosen = i == self.selected;
+            let marker = if chosen { "› " } else { "  " };
+            let when = utc_minutes(s.started_at_ms);
+            let id = short_id(&s.id);
+            // marker + time + two gaps + id; the prompt gets the rest.
+            let fixed = 2 + when.chars().count() + 2 + 2 + id.chars().count();
+            let room = usize::from(width).saturating_sub(fixed).max(8);
+            let prompt = one_line(&s.first_prompt);
+            let prompt = truncate(&prompt, room);
+            let pad = room.saturating_sub(unicode_width::UnicodeWidthStr::width(prompt.as_str()));
+            let style = if chosen {
+                Style::new().add_modifier(Modifier::BOLD)
+            } else {
+                Style::new()
+            };
+            out.push(Line::from(vec![
+                Span::styled(marker, Style::new().fg(Color::Cyan)),
+                Span::styled(when, dim),
+                Span::raw("  "),
+                Span::styled(format!("{prompt}{}", " ".repeat(pad)), style),
+                Span::raw("  "),
+                Span::styled(id, dim),
+            ]));
+        }
+        if self.sessions.len() > VISIBLE {
+            out.push(Line::from(Span::styled(
+                format!("  {}/{} sessions", self.selected + 1, self.sessions.len()),
+                dim,
+            )));
+        }
+        out
+    }
+}
+
+/// Enough of a session id to recognise it and to pass to `--resume`.
+fn short_id(id: &str) -> String {
+    id.chars().take(8).collect()
+}
+
+/// A prompt on one line: whitespace runs (newlines included) become single spaces.
+fn one_line(text: &str) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if joined.is_empty() {
+        "(no prompt)".to_string()
+    } else {
+        joined
+    }
+}
+
+/// `YYYY-MM-DD HH:MM` in UTC for milliseconds since the Unix epoch (as `corvid sessions list`).
+fn utc_minutes(epoch_ms: u64) -> String {
+    let minutes = epoch_ms / 60_000;
+    let (hour, minute) = ((minutes / 60) % 24, minutes % 60);
+    let (year, month, day) = civil_from_days(minutes / (60 * 24));
+    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}")
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`), so dates need no time crate.
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
