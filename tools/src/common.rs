@@ -1,9 +1,16 @@
-//! Small helpers every tool shares: argument parsing, bounded text and diffs.
+//! Small helpers every tool shares: argument parsing, cards, approvals, bounded text, and
+//! the planned file change behind `write_file` and `edit`.
 
+use std::path::{Path, PathBuf};
+
+use corvid_protocol::{ApprovalPreview, FileDiff, Location, ToolDisplay, ToolKind};
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::ToolError;
+use crate::paths::{lexical, relative};
+use crate::{ApprovalNeed, FileSystem, ToolError};
 
 /// Parses a call's arguments into the tool's own struct, naming the problem for the model.
 pub fn parse_args<T: DeserializeOwned>(tool: &str, args: &Value) -> Result<T, ToolError> {
@@ -24,6 +31,99 @@ fn type_name(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+/// A card with a fixed title and no location, for calls whose arguments name no path.
+pub fn plain_display(kind: ToolKind, title: impl Into<String>) -> ToolDisplay {
+    ToolDisplay {
+        title: title.into(),
+        kind,
+        locations: vec![],
+    }
+}
+
+/// A card for a call on one path: `{verb} {path relative to cwd}`, located at the absolute
+/// path. Spelled lexically, because cards are drawn before the call and must not do I/O.
+pub fn path_display(
+    kind: ToolKind,
+    verb: &str,
+    cwd: &Path,
+    raw: &str,
+    line: Option<u32>,
+) -> ToolDisplay {
+    let path = lexical(cwd, raw);
+    ToolDisplay {
+        title: format!("{verb} {}", relative(cwd, &path)),
+        kind,
+        locations: vec![Location { path, line }],
+    }
+}
+
+/// A card for a search under `path` (default: the working directory): `title`, plus
+/// ` in {dir}` when the search is narrower than the working directory.
+pub fn search_display(
+    kind: ToolKind,
+    cwd: &Path,
+    mut title: String,
+    path: Option<&str>,
+) -> ToolDisplay {
+    let root = lexical(cwd, path.unwrap_or("."));
+    if root != cwd {
+        title.push_str(&format!(" in {}", relative(cwd, &root)));
+    }
+    ToolDisplay {
+        title,
+        kind,
+        locations: vec![Location {
+            path: root,
+            line: None,
+        }],
+    }
+}
+
+/// The approval of tools that only read (and of the todo list): never asked for.
+pub fn no_approval() -> BoxFuture<'static, ApprovalNeed> {
+    futures::future::ready(ApprovalNeed::None).boxed()
+}
+
+/// A file as it is and as `write_file` or `edit` will leave it, computed the same way for
+/// the approval preview and the real change.
+pub struct FileChange {
+    pub path: PathBuf,
+    pub rel: String,
+    /// `None` when the file does not exist yet (or, for `write_file`, is not text).
+    pub old: Option<String>,
+    pub new: String,
+}
+
+impl FileChange {
+    /// Writes the new content; returns the diff, bounded for the model's context.
+    pub async fn write(&self, fs: &dyn FileSystem) -> Result<String, ToolError> {
+        fs.write_text(self.path.clone(), self.new.clone())
+            .await
+            .map_err(|e| io_error("write", &self.rel, &e))?;
+        let diff = unified_diff(&self.rel, self.old.as_deref(), &self.new);
+        Ok(bounded_diff(&diff))
+    }
+
+    /// The change as front ends render it.
+    pub fn into_diff(self) -> FileDiff {
+        FileDiff {
+            path: self.path,
+            old_text: self.old,
+            new_text: self.new,
+        }
+    }
+}
+
+/// Asks to approve a planned file change by its diff.
+pub fn change_approval(planned: Result<FileChange, ToolError>) -> ApprovalNeed {
+    match planned {
+        Ok(change) => ApprovalNeed::Edit(ApprovalPreview::Diff(change.into_diff())),
+        // `execute` fails the same way before touching anything, so there is nothing to
+        // approve; the model gets the precise error instead.
+        Err(_) => ApprovalNeed::None,
     }
 }
 
@@ -94,7 +194,7 @@ pub fn bounded_diff(diff: &str) -> String {
 }
 
 /// Refuses to treat a directory as a file, before reading or writing it.
-pub async fn ensure_not_dir(path: &std::path::Path, rel: &str) -> Result<(), ToolError> {
+pub async fn ensure_not_dir(path: &Path, rel: &str) -> Result<(), ToolError> {
     if tokio::fs::metadata(path).await.is_ok_and(|m| m.is_dir()) {
         return Err(ToolError::new(format!("{rel} is a directory, not a file")));
     }

@@ -1,15 +1,15 @@
 //! `edit`: replaces an exact piece of text in a file, refusing ambiguous or missing matches.
 
-use std::path::PathBuf;
-
-use corvid_protocol::{ApprovalPreview, FileDiff, Location, ToolDisplay, ToolKind, ToolOutput};
+use corvid_protocol::{ToolDisplay, ToolKind, ToolOutput};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{bounded_diff, ensure_not_dir, io_error, parse_args, unified_diff};
-use crate::paths::{lexical, relative, resolve};
+use crate::common::{
+    FileChange, change_approval, ensure_not_dir, io_error, parse_args, path_display, plain_display,
+};
+use crate::paths::{relative, resolve};
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 
 /// Exact-match search and replace in one file.
@@ -25,13 +25,10 @@ struct Args {
     replace_all: bool,
 }
 
-/// The proposed change, computed the same way for the approval preview and the real edit.
+/// The proposed change (whose `old` is `None` when an empty `old_string` creates the file),
+/// with what the model is told about it.
 struct Planned {
-    path: PathBuf,
-    rel: String,
-    /// `None` when an empty `old_string` creates the file.
-    old: Option<String>,
-    new: String,
+    change: FileChange,
     replacements: usize,
     /// 1-based line of the first replacement.
     first_line: usize,
@@ -51,10 +48,12 @@ async fn plan(args: &Value, ctx: &ToolContext) -> Result<Planned, ToolError> {
         Ok(content) => content,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && args.old_string.is_empty() => {
             return Ok(Planned {
-                path,
-                rel,
-                old: None,
-                new: args.new_string,
+                change: FileChange {
+                    path,
+                    rel,
+                    old: None,
+                    new: args.new_string,
+                },
                 replacements: 1,
                 first_line: 1,
             });
@@ -94,10 +93,12 @@ async fn plan(args: &Value, ctx: &ToolContext) -> Result<Planned, ToolError> {
         content.replacen(&old_string, &new_string, 1)
     };
     Ok(Planned {
-        path,
-        rel,
-        old: Some(content),
-        new,
+        change: FileChange {
+            path,
+            rel,
+            old: Some(content),
+            new,
+        },
         replacements: count,
         first_line,
     })
@@ -150,38 +151,16 @@ impl Tool for Edit {
     }
 
     fn display(&self, args: &Value, ctx: &ToolContext) -> ToolDisplay {
-        let path = args
-            .get("file_path")
-            .and_then(Value::as_str)
-            .map(|raw| lexical(&ctx.cwd, raw));
-        ToolDisplay {
-            title: match &path {
-                Some(path) => format!("Edit {}", relative(&ctx.cwd, path)),
-                None => "Edit file".to_owned(),
-            },
-            kind: ToolKind::Edit,
-            locations: path
-                .into_iter()
-                .map(|path| Location { path, line: None })
-                .collect(),
+        match args.get("file_path").and_then(Value::as_str) {
+            Some(raw) => path_display(self.kind(), "Edit", &ctx.cwd, raw, None),
+            None => plain_display(self.kind(), "Edit file"),
         }
     }
 
     fn approval(&self, args: &Value, ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
         let (args, ctx) = (args.clone(), ctx.clone());
-        async move {
-            match plan(&args, &ctx).await {
-                Ok(planned) => ApprovalNeed::Edit(ApprovalPreview::Diff(FileDiff {
-                    path: planned.path,
-                    old_text: planned.old,
-                    new_text: planned.new,
-                })),
-                // `execute` fails the same way before touching anything, so there is
-                // nothing to approve; the model gets the precise error instead.
-                Err(_) => ApprovalNeed::None,
-            }
-        }
-        .boxed()
+        async move { change_approval(plan(&args, &ctx).await.map(|planned| planned.change)) }
+            .boxed()
     }
 
     fn execute(
@@ -190,29 +169,25 @@ impl Tool for Edit {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         async move {
-            let planned = plan(&args, &ctx).await?;
-            ctx.fs
-                .write_text(planned.path.clone(), planned.new.clone())
-                .await
-                .map_err(|e| io_error("write", &planned.rel, &e))?;
-            let diff = unified_diff(&planned.rel, planned.old.as_deref(), &planned.new);
-            let what = match (planned.old.is_none(), planned.replacements) {
+            let Planned {
+                change,
+                replacements,
+                first_line,
+            } = plan(&args, &ctx).await?;
+            let diff = change.write(ctx.fs.as_ref()).await?;
+            let what = match (change.old.is_none(), replacements) {
                 (true, _) => "created the file".to_owned(),
                 (false, 1) => "replaced 1 occurrence".to_owned(),
                 (false, n) => format!("replaced {n} occurrences"),
             };
             Ok(ToolOutput {
-                text: format!("Edited {}: {what}.\n\n{}", planned.rel, bounded_diff(&diff)),
+                text: format!("Edited {}: {what}.\n\n{diff}", change.rel),
                 raw: json!({
-                    "path": planned.path,
-                    "replacements": planned.replacements,
-                    "first_line": planned.first_line,
+                    "path": change.path,
+                    "replacements": replacements,
+                    "first_line": first_line,
                 }),
-                diffs: vec![FileDiff {
-                    path: planned.path,
-                    old_text: planned.old,
-                    new_text: planned.new,
-                }],
+                diffs: vec![change.into_diff()],
             })
         }
         .boxed()

@@ -2,15 +2,15 @@
 
 use std::path::{Path, PathBuf};
 
-use corvid_protocol::{Location, ToolDisplay, ToolKind, ToolOutput};
+use corvid_protocol::{ToolDisplay, ToolKind, ToolOutput};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::parse_args;
-use crate::paths::{lexical, relative, resolve};
+use crate::common::{no_approval, parse_args, plain_display, search_display};
+use crate::paths::{relative, resolve};
 use crate::walk::walker;
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 
@@ -65,30 +65,15 @@ impl Tool for Glob {
     fn display(&self, args: &Value, ctx: &ToolContext) -> ToolDisplay {
         match parse_args::<Args>(self.name(), args) {
             Ok(args) => {
-                let root = lexical(&ctx.cwd, args.path.as_deref().unwrap_or("."));
-                let mut title = format!("Find {}", args.pattern);
-                if root != ctx.cwd {
-                    title.push_str(&format!(" in {}", relative(&ctx.cwd, &root)));
-                }
-                ToolDisplay {
-                    title,
-                    kind: ToolKind::Search,
-                    locations: vec![Location {
-                        path: root,
-                        line: None,
-                    }],
-                }
+                let title = format!("Find {}", args.pattern);
+                search_display(self.kind(), &ctx.cwd, title, args.path.as_deref())
             }
-            Err(_) => ToolDisplay {
-                title: "Find files".to_owned(),
-                kind: ToolKind::Search,
-                locations: vec![],
-            },
+            Err(_) => plain_display(self.kind(), "Find files"),
         }
     }
 
     fn approval(&self, _args: &Value, _ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
-        futures::future::ready(ApprovalNeed::None).boxed()
+        no_approval()
     }
 
     fn execute(

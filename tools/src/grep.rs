@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use corvid_protocol::{Location, ToolDisplay, ToolKind, ToolOutput};
+use corvid_protocol::{ToolDisplay, ToolKind, ToolOutput};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use grep_regex::RegexMatcher;
@@ -12,8 +12,10 @@ use ignore::overrides::OverrideBuilder;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{one_line, parse_args, truncate_str};
-use crate::paths::{lexical, relative, resolve};
+use crate::common::{
+    no_approval, one_line, parse_args, plain_display, search_display, truncate_str,
+};
+use crate::paths::{relative, resolve};
 use crate::walk::walker;
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 
@@ -73,30 +75,15 @@ impl Tool for GrepSearch {
     fn display(&self, args: &Value, ctx: &ToolContext) -> ToolDisplay {
         match parse_args::<Args>(self.name(), args) {
             Ok(args) => {
-                let root = lexical(&ctx.cwd, args.path.as_deref().unwrap_or("."));
-                let mut title = format!("Search \"{}\"", one_line(&args.pattern, 60));
-                if root != ctx.cwd {
-                    title.push_str(&format!(" in {}", relative(&ctx.cwd, &root)));
-                }
-                ToolDisplay {
-                    title,
-                    kind: ToolKind::Search,
-                    locations: vec![Location {
-                        path: root,
-                        line: None,
-                    }],
-                }
+                let title = format!("Search \"{}\"", one_line(&args.pattern, 60));
+                search_display(self.kind(), &ctx.cwd, title, args.path.as_deref())
             }
-            Err(_) => ToolDisplay {
-                title: "Search".to_owned(),
-                kind: ToolKind::Search,
-                locations: vec![],
-            },
+            Err(_) => plain_display(self.kind(), "Search"),
         }
     }
 
     fn approval(&self, _args: &Value, _ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
-        futures::future::ready(ApprovalNeed::None).boxed()
+        no_approval()
     }
 
     fn execute(

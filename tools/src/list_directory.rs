@@ -2,14 +2,14 @@
 
 use std::path::{Path, PathBuf};
 
-use corvid_protocol::{Location, ToolDisplay, ToolKind, ToolOutput};
+use corvid_protocol::{ToolDisplay, ToolKind, ToolOutput};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::parse_args;
-use crate::paths::{lexical, relative, resolve};
+use crate::common::{no_approval, parse_args, path_display, plain_display};
+use crate::paths::{relative, resolve};
 use crate::walk::walker;
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 
@@ -59,24 +59,13 @@ impl Tool for ListDirectory {
 
     fn display(&self, args: &Value, ctx: &ToolContext) -> ToolDisplay {
         match parse_args::<Args>(self.name(), args) {
-            Ok(args) => {
-                let path = lexical(&ctx.cwd, &args.path);
-                ToolDisplay {
-                    title: format!("List {}", relative(&ctx.cwd, &path)),
-                    kind: ToolKind::Read,
-                    locations: vec![Location { path, line: None }],
-                }
-            }
-            Err(_) => ToolDisplay {
-                title: "List directory".to_owned(),
-                kind: ToolKind::Read,
-                locations: vec![],
-            },
+            Ok(args) => path_display(self.kind(), "List", &ctx.cwd, &args.path, None),
+            Err(_) => plain_display(self.kind(), "List directory"),
         }
     }
 
     fn approval(&self, _args: &Value, _ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
-        futures::future::ready(ApprovalNeed::None).boxed()
+        no_approval()
     }
 
     fn execute(

@@ -1,13 +1,13 @@
 //! `read_file`: a text file, paged by lines so long files stay within the model's budget.
 
-use corvid_protocol::{Location, ToolDisplay, ToolKind, ToolOutput};
+use corvid_protocol::{ToolDisplay, ToolKind, ToolOutput};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{io_error, parse_args, truncate_str};
-use crate::paths::{lexical, relative, resolve};
+use crate::common::{io_error, no_approval, parse_args, path_display, plain_display, truncate_str};
+use crate::paths::{relative, resolve};
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 
 /// Lines returned when the model gives no `limit`.
@@ -70,26 +70,15 @@ impl Tool for ReadFile {
     fn display(&self, args: &Value, ctx: &ToolContext) -> ToolDisplay {
         match parse_args::<Args>(self.name(), args) {
             Ok(args) => {
-                let path = lexical(&ctx.cwd, &args.file_path);
-                ToolDisplay {
-                    title: format!("Read {}", relative(&ctx.cwd, &path)),
-                    kind: ToolKind::Read,
-                    locations: vec![Location {
-                        path,
-                        line: args.offset.and_then(|o| u32::try_from(o + 1).ok()),
-                    }],
-                }
+                let line = args.offset.and_then(|o| u32::try_from(o + 1).ok());
+                path_display(self.kind(), "Read", &ctx.cwd, &args.file_path, line)
             }
-            Err(_) => ToolDisplay {
-                title: "Read file".to_owned(),
-                kind: ToolKind::Read,
-                locations: vec![],
-            },
+            Err(_) => plain_display(self.kind(), "Read file"),
         }
     }
 
     fn approval(&self, _args: &Value, _ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
-        futures::future::ready(ApprovalNeed::None).boxed()
+        no_approval()
     }
 
     fn execute(

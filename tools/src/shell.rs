@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::capped::CappedBuffer;
-use crate::common::{one_line, parse_args};
+use crate::common::{one_line, parse_args, plain_display};
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 
 /// How long output is still collected after the shell exits, for background processes
@@ -102,11 +102,7 @@ impl Tool for RunShellCommand {
             Some(command) => format!("Run {}", one_line(command, 80)),
             None => "Run command".to_owned(),
         };
-        ToolDisplay {
-            title,
-            kind: ToolKind::Execute,
-            locations: vec![],
-        }
+        plain_display(self.kind(), title)
     }
 
     fn approval(&self, args: &Value, _ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {

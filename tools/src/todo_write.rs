@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::parse_args;
+use crate::common::{no_approval, parse_args, plain_display};
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 
 /// Replaces the task's todo list; the core turns the result into a plan update.
@@ -69,15 +69,11 @@ impl Tool for TodoWrite {
     }
 
     fn display(&self, _args: &Value, _ctx: &ToolContext) -> ToolDisplay {
-        ToolDisplay {
-            title: "Update todos".to_owned(),
-            kind: ToolKind::Think,
-            locations: vec![],
-        }
+        plain_display(self.kind(), "Update todos")
     }
 
     fn approval(&self, _args: &Value, _ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
-        futures::future::ready(ApprovalNeed::None).boxed()
+        no_approval()
     }
 
     fn execute(

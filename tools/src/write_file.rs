@@ -1,15 +1,15 @@
 //! `write_file`: creates or replaces a whole file, showing the change as a diff.
 
-use std::path::PathBuf;
-
-use corvid_protocol::{ApprovalPreview, FileDiff, Location, ToolDisplay, ToolKind, ToolOutput};
+use corvid_protocol::{ToolDisplay, ToolKind, ToolOutput};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{bounded_diff, ensure_not_dir, io_error, parse_args, unified_diff};
-use crate::paths::{lexical, relative, resolve};
+use crate::common::{
+    FileChange, change_approval, ensure_not_dir, io_error, parse_args, path_display, plain_display,
+};
+use crate::paths::{relative, resolve};
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 
 /// Writes a file's whole content.
@@ -22,15 +22,7 @@ struct Args {
     content: String,
 }
 
-/// The file as it is now and as it will be.
-struct Planned {
-    path: PathBuf,
-    rel: String,
-    old: Option<String>,
-    new: String,
-}
-
-async fn plan(args: &Value, ctx: &ToolContext) -> Result<Planned, ToolError> {
+async fn plan(args: &Value, ctx: &ToolContext) -> Result<FileChange, ToolError> {
     let args: Args = parse_args("write_file", args)?;
     let path = resolve(&ctx.cwd, &args.file_path)?;
     let rel = relative(&ctx.cwd, &path);
@@ -48,7 +40,7 @@ async fn plan(args: &Value, ctx: &ToolContext) -> Result<Planned, ToolError> {
         }
         Err(e) => return Err(io_error("read", &rel, &e)),
     };
-    Ok(Planned {
+    Ok(FileChange {
         path,
         rel,
         old,
@@ -90,38 +82,15 @@ impl Tool for WriteFile {
     }
 
     fn display(&self, args: &Value, ctx: &ToolContext) -> ToolDisplay {
-        let path = args
-            .get("file_path")
-            .and_then(Value::as_str)
-            .map(|raw| lexical(&ctx.cwd, raw));
-        ToolDisplay {
-            title: match &path {
-                Some(path) => format!("Write {}", relative(&ctx.cwd, path)),
-                None => "Write file".to_owned(),
-            },
-            kind: ToolKind::Edit,
-            locations: path
-                .into_iter()
-                .map(|path| Location { path, line: None })
-                .collect(),
+        match args.get("file_path").and_then(Value::as_str) {
+            Some(raw) => path_display(self.kind(), "Write", &ctx.cwd, raw, None),
+            None => plain_display(self.kind(), "Write file"),
         }
     }
 
     fn approval(&self, args: &Value, ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
         let (args, ctx) = (args.clone(), ctx.clone());
-        async move {
-            match plan(&args, &ctx).await {
-                Ok(planned) => ApprovalNeed::Edit(ApprovalPreview::Diff(FileDiff {
-                    path: planned.path,
-                    old_text: planned.old,
-                    new_text: planned.new,
-                })),
-                // `execute` fails the same way before touching anything, so there is
-                // nothing to approve; the model gets the precise error instead.
-                Err(_) => ApprovalNeed::None,
-            }
-        }
-        .boxed()
+        async move { change_approval(plan(&args, &ctx).await) }.boxed()
     }
 
     fn execute(
@@ -130,35 +99,22 @@ impl Tool for WriteFile {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         async move {
-            let Planned {
-                path,
-                rel,
-                old,
-                new,
-            } = plan(&args, &ctx).await?;
-            let lines = new.lines().count();
-            if old.as_deref() == Some(new.as_str()) {
+            let change = plan(&args, &ctx).await?;
+            let lines = change.new.lines().count();
+            if change.old.as_deref() == Some(change.new.as_str()) {
                 return Ok(ToolOutput {
-                    text: format!("No change: {rel} already has this content."),
+                    text: format!("No change: {} already has this content.", change.rel),
                     diffs: vec![],
-                    raw: json!({"path": path, "created": false, "changed": false, "lines": lines}),
+                    raw: json!({"path": change.path, "created": false, "changed": false, "lines": lines}),
                 });
             }
-            ctx.fs
-                .write_text(path.clone(), new.clone())
-                .await
-                .map_err(|e| io_error("write", &rel, &e))?;
-            let diff = unified_diff(&rel, old.as_deref(), &new);
-            let created = old.is_none();
+            let diff = change.write(ctx.fs.as_ref()).await?;
+            let created = change.old.is_none();
             let verb = if created { "Created" } else { "Wrote" };
             Ok(ToolOutput {
-                text: format!("{verb} {rel} ({lines} lines).\n\n{}", bounded_diff(&diff)),
-                diffs: vec![FileDiff {
-                    path: path.clone(),
-                    old_text: old,
-                    new_text: new,
-                }],
-                raw: json!({"path": path, "created": created, "changed": true, "lines": lines}),
+                text: format!("{verb} {} ({lines} lines).\n\n{diff}", change.rel),
+                raw: json!({"path": change.path, "created": created, "changed": true, "lines": lines}),
+                diffs: vec![change.into_diff()],
             })
         }
         .boxed()
