@@ -8,6 +8,7 @@ use common::{Sandbox, block_kinds, json_lines, kind, run, stderr, stdout};
 use corvid_testkit::{MockServer, ScriptedResponse, sse_event};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
 
 const KEY: &str = "sk-test-secret-4242";
 
@@ -440,4 +441,106 @@ async fn a_call_prepared_by_a_cut_attempt_is_discarded_and_never_used() {
         ]
     );
     assert_eq!(msgs.last().unwrap()["result"], "Nothing to list.");
+}
+
+/// A batch of two searches, announced with some text.
+fn search_turn_chunks() -> Vec<corvid_testkit::Chunk> {
+    vec![
+        sse_event(&chunk(
+            json!({"role": "assistant", "content": "Now searching.", "tool_calls": [
+                {"index": 0, "id": "call_c", "type": "function",
+                 "function": {"name": "grep_search", "arguments": "{\"pattern\":\"fn main\"}"}},
+                {"index": 1, "id": "call_d", "type": "function",
+                 "function": {"name": "glob", "arguments": "{\"pattern\":\"*.rs\"}"}},
+            ]}),
+            None,
+        )),
+        sse_event(&chunk(json!({}), Some("tool_calls"))),
+        sse_event(&usage_chunk()),
+        sse_event("[DONE]"),
+    ]
+}
+
+fn label_answer(label: &str) -> ScriptedResponse {
+    ScriptedResponse::json(
+        200,
+        json!({
+            "id": "c", "object": "chat.completion", "created": 1, "model": "mock-fast",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": label}}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+        }),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_batches_get_two_labels_in_order_in_stream_json_and_the_result() {
+    let server = MockServer::start().await;
+    // The second turn waits until the first label was printed, so that label is not stale.
+    let first_label_asked = corvid_testkit::Gate::new();
+    server.push_matching(model_is("mock-model"), two_reads_turn());
+    server.push_matching(model_is("mock-model"), {
+        let mut chunks = vec![
+            sse_event(&chunk(json!({"role": "assistant", "content": ""}), None))
+                .gate(&first_label_asked),
+        ];
+        chunks.extend(search_turn_chunks());
+        ScriptedResponse::sse(chunks)
+    });
+    server.push_matching(model_is("mock-model"), text_turn("Both done."));
+    server.push_matching(model_is("mock-fast"), label_answer("Read the README"));
+    server.push_matching(
+        model_is("mock-fast"),
+        label_answer("**Searched for fn main**"),
+    );
+    let sb = Sandbox::new();
+    let mut child = against(
+        &sb,
+        &server,
+        &[
+            "-p",
+            "look",
+            "--output-format",
+            "stream-json",
+            "--fast-model",
+            "mock-fast",
+        ],
+    )
+    .spawn()
+    .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut msgs: Vec<Value> = Vec::new();
+    // Stream-json prints as it happens: once the first label is out, release turn 2.
+    while let Some(line) = lines.next_line().await.unwrap() {
+        msgs.push(serde_json::from_str(&line).unwrap());
+        if kind(msgs.last().unwrap()) == "tool_use_summary" {
+            first_label_asked.open();
+        }
+    }
+    let status = child.wait().await.unwrap();
+    assert_eq!(status.code(), Some(0), "{msgs:#?}");
+    for m in &msgs {
+        eprintln!("{m}"); // the transcript, for `--nocapture`
+    }
+    let summaries: Vec<Value> = msgs
+        .iter()
+        .filter(|m| kind(m) == "tool_use_summary")
+        .map(|m| json!([m["summary"], m["preceding_tool_use_ids"]]))
+        .collect();
+    assert_eq!(
+        summaries,
+        vec![
+            json!(["Read the README", ["call_a", "call_b"]]),
+            json!(["Searched for fn main", ["call_c", "call_d"]]),
+        ]
+    );
+    let result = msgs.last().unwrap();
+    assert_eq!(
+        result["tool_use_summaries"].as_array().map(Vec::len),
+        Some(2)
+    );
+    assert_eq!(
+        result["usage_by_prompt"]["tool_use_summary_generation"]["total_tokens"],
+        json!(20)
+    );
 }
