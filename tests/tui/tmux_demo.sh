@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Real-terminal test of the TUI: runs `corvid --demo` in tmux at 100x30, sends a prompt, waits
 # for the answer and checks the captured scrollback for the tool group and the summary label,
-# in full mode, with --compact, and with --compact on a 70x8 terminal (shorter than the live area).
+# in full mode, with --compact, and with --compact on a 70x8 terminal (shorter than the live area);
+# then `--continue` (full and compact) must show the last session's tool group and label again.
 # Usage: tests/tui/tmux_demo.sh PATH_TO_CORVID [OUT_DIR]
-# Captures are written to OUT_DIR (default: a temp dir) as full.txt, compact.txt and short.txt.
+# Captures are written to OUT_DIR (default: a temp dir) as full.txt, compact.txt, short.txt,
+# resumed.txt and resumed-compact.txt.
 set -euo pipefail
 # tmux needs a terminal type even when this runs without one (CI).
 export TERM=${TERM:-xterm-256color}
@@ -102,5 +104,34 @@ grep -Eq '^  ✓ ' "$OUT/compact.txt" && fail "compact: finished rows should fol
 run_mode short 70 8 --compact
 no_leaks short
 grep -Eq '^✓ .+ · [0-9]+ tools?$|^● ' "$OUT/short.txt" || fail "short: no label"
+
+# resume_mode NAME ARGS...: `corvid --demo --continue` shows the previous session, then quits.
+resume_mode() {
+    local name=$1
+    shift
+    tmux -L "$SOCK" -f "$CONF" new-session -d -s "$name" -x 100 -y 30 \
+        "cd '$WORK' && env CORVID_HOME='$WORK/home' TERM=xterm-256color '$BIN' --demo -y --continue $*; echo EXITED \$?; sleep 30"
+    wait_for "$name" 'Ask corvid' 20
+    capture "$name" >"$OUT/$name.txt"
+    tmux -L "$SOCK" send-keys -t "$name" C-c
+    tmux -L "$SOCK" send-keys -t "$name" C-c
+    wait_for "$name" 'EXITED 0' 10
+    capture "$name" >"$OUT/$name.txt"
+}
+
+# The latest session is the short one (compact at record time, but replay follows the flags).
+resume_mode resumed
+no_leaks resumed
+grep -q 'Resumed session .*; its earlier transcript follows' "$OUT/resumed.txt" || fail "resumed: no notice"
+[ "$(grep -c '› Look around this project' "$OUT/resumed.txt")" = 1 ] || fail "resumed: prompt not shown once"
+grep -Eq '^  ✓ ' "$OUT/resumed.txt" || fail "resumed: no finished tool row"
+[ "$(grep -Ec '^● Listed files' "$OUT/resumed.txt")" = 1 ] || fail "resumed: first label not shown once"
+grep -q 'This was corvid' "$OUT/resumed.txt" || fail "resumed: the answer is missing"
+
+resume_mode resumed-compact --compact
+no_leaks resumed-compact
+grep -Eq '^✓ .+ · [0-9]+ tools?$' "$OUT/resumed-compact.txt" || fail "resumed-compact: no labelled header"
+grep -Eq '^● ' "$OUT/resumed-compact.txt" && fail "resumed-compact: a label shows as its own line"
+grep -Eq '^  ✓ ' "$OUT/resumed-compact.txt" && fail "resumed-compact: finished rows should fold into the header"
 
 echo "ok: captures in $OUT"

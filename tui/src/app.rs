@@ -374,7 +374,8 @@ impl App {
         }
         match sessions.list() {
             Ok(mut list) => {
-                list.retain(|s| s.id != self.session_id);
+                // A session without a prompt (opened and left) has nothing to go back to.
+                list.retain(|s| s.id != self.session_id && !s.first_prompt.trim().is_empty());
                 if list.is_empty() {
                     self.notice(
                         NoticeKind::Info,

@@ -127,7 +127,9 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
     )?;
     let mut app = App::new(&options);
     app.session_id.clone_from(&agent.session_id);
-    app.replay(&options.transcript);
+    if !options.transcript.is_empty() {
+        app.on_resumed(&agent.session_id, &options.transcript);
+    }
     let launcher = options.sessions.as_deref();
     let result = event_loop(&mut agent, launcher, &mut screen, &mut app).await;
     if app.chat.is_running() {

@@ -187,7 +187,7 @@ fn app_with_sessions() -> App {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
-        sessions: Some(three_sessions()),
+        sessions: Some(listed_sessions()),
     });
     a.session_id = "cur-0000-current".into();
     a
@@ -201,7 +201,8 @@ fn last_notice(a: &App) -> String {
 }
 
 #[test]
-fn resume_opens_a_picker_without_the_current_session_and_enter_resumes_the_highlighted_one() {
+fn resume_opens_a_picker_without_the_current_or_empty_sessions_and_enter_resumes_the_highlighted_one()
+ {
     let mut a = app_with_sessions();
     typed(&mut a, "/resume");
     assert_eq!(a.on_key(key(KeyCode::Enter), Instant::now()), vec![]);

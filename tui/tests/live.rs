@@ -170,7 +170,7 @@ fn the_resume_picker_lists_earlier_sessions_with_time_first_prompt_and_id() {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
-        sessions: Some(three_sessions()),
+        sessions: Some(listed_sessions()),
     });
     a.session_id = "cur-0000-current".into();
     a.command("/resume");

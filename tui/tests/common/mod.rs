@@ -245,8 +245,8 @@ pub fn session(id: &str, minutes: u64, prompt: &str) -> corvid_core::session::Se
     }
 }
 
-/// Three sessions of this project, newest first; `cur-…` is the one running now.
-pub fn three_sessions() -> std::sync::Arc<FakeSessions> {
+/// Sessions of this project, newest first: `cur-…` is the one running now, `9d1c…` has no prompt.
+pub fn listed_sessions() -> std::sync::Arc<FakeSessions> {
     std::sync::Arc::new(FakeSessions(vec![
         session("cur-0000-current", 50, "the session running now"),
         session(
@@ -254,6 +254,7 @@ pub fn three_sessions() -> std::sync::Arc<FakeSessions> {
             30,
             "Look around this project\nand tell me what it is",
         ),
+        session("9d1c0000-empty", 20, ""),
         session("0b7e44d2-bbbb", 10, "Fix the failing parser test"),
     ]))
 }
