@@ -137,6 +137,8 @@ impl App {
     /// The agent now works in the resumed session `session_id`: a notice, then its transcript.
     pub fn on_resumed(&mut self, session_id: &str, transcript: &[CoreEvent]) {
         self.session_id = session_id.to_string();
+        // `/stats` is about the session the agent now works in (the replay counts its usage).
+        self.stats = UsageStats::default();
         self.notice(
             NoticeKind::Info,
             format!("Resumed session {session_id}; its earlier transcript follows"),
