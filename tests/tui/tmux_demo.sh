@@ -2,10 +2,11 @@
 # Real-terminal test of the TUI: runs `corvid --demo` in tmux at 100x30, sends a prompt, waits
 # for the answer and checks the captured scrollback for the tool group and the summary label,
 # in full mode, with --compact, and with --compact on a 70x8 terminal (shorter than the live area);
-# then `--continue` (full and compact) must show the last session's tool group and label again.
+# then `--continue` (full and compact) must show the last session's tool group and label again,
+# and `/resume` in a fresh session must offer it in a picker and go on with it.
 # Usage: tests/tui/tmux_demo.sh PATH_TO_CORVID [OUT_DIR]
 # Captures are written to OUT_DIR (default: a temp dir) as full.txt, compact.txt, short.txt,
-# resumed.txt and resumed-compact.txt.
+# resumed.txt, resumed-compact.txt, picker.txt and resumed-picker.txt.
 set -euo pipefail
 # tmux needs a terminal type even when this runs without one (CI).
 export TERM=${TERM:-xterm-256color}
@@ -133,5 +134,37 @@ no_leaks resumed-compact
 grep -Eq '^✓ .+ · [0-9]+ tools?$' "$OUT/resumed-compact.txt" || fail "resumed-compact: no labelled header"
 grep -Eq '^● ' "$OUT/resumed-compact.txt" && fail "resumed-compact: a label shows as its own line"
 grep -Eq '^  ✓ ' "$OUT/resumed-compact.txt" && fail "resumed-compact: finished rows should fold into the header"
+
+# `/resume` inside a fresh session: the picker lists the earlier session, Enter swaps the agent
+# for the resumed one, which shows the transcript and then answers a new prompt.
+name=picker
+tmux -L "$SOCK" -f "$CONF" new-session -d -s "$name" -x 100 -y 30 \
+    "cd '$WORK' && env CORVID_HOME='$WORK/home' TERM=xterm-256color '$BIN' --demo -y; echo EXITED \$?; sleep 30"
+wait_for "$name" 'Ask corvid' 20
+tmux -L "$SOCK" send-keys -t "$name" -l "/resume"
+tmux -L "$SOCK" send-keys -t "$name" Enter
+wait_for "$name" '› [0-9-]+ [0-9:]+  Look around this project' 10
+capture "$name" >"$OUT/picker.txt"
+tmux -L "$SOCK" send-keys -t "$name" Enter
+wait_for "$name" 'Resumed session' 10
+tmux -L "$SOCK" send-keys -t "$name" -l "And now?"
+tmux -L "$SOCK" send-keys -t "$name" Enter
+wait_for "$name" '› And now\?' 10
+deadline=$((SECONDS + 60))
+while ((SECONDS < deadline)); do
+    if [ "$(capture "$name" | grep -c 'This was corvid')" = 2 ] && ! capture "$name" | grep -q 'esc to cancel'; then
+        break
+    fi
+    sleep 0.3
+done
+tmux -L "$SOCK" send-keys -t "$name" C-c
+tmux -L "$SOCK" send-keys -t "$name" C-c
+wait_for "$name" 'EXITED 0' 10
+capture "$name" >"$OUT/resumed-picker.txt"
+no_leaks resumed-picker
+grep -q 'Resume a session' "$OUT/picker.txt" || fail "picker: not shown"
+[ "$(grep -c '^› Look around this project' "$OUT/resumed-picker.txt")" = 1 ] || fail "picker: earlier prompt not replayed once"
+[ "$(grep -Ec '^● Listed files' "$OUT/resumed-picker.txt")" = 2 ] || fail "picker: the earlier and the new first label expected"
+[ "$(grep -c 'This was corvid' "$OUT/resumed-picker.txt")" = 2 ] || fail "picker: the resumed agent did not answer"
 
 echo "ok: captures in $OUT"

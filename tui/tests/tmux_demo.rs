@@ -1,6 +1,6 @@
 //! Real-terminal test: `tests/tui/tmux_demo.sh` drives `corvid --demo` in tmux (full and
 //! compact mode) and checks capture-pane for the tool group and the label, then resumes the
-//! session with `--continue` and checks that both show again.
+//! session with `--continue` and with the `/resume` picker and checks that both show again.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -43,12 +43,14 @@ fn the_demo_shows_tool_groups_and_labels_in_tmux_in_full_and_compact_mode_and_ag
     let read = |name: &str| std::fs::read_to_string(out_dir.path().join(name)).unwrap_or_default();
     assert!(
         out.status.success(),
-        "tmux_demo.sh failed\nstdout:\n{}\nstderr:\n{}\nfull capture:\n{}\ncompact capture:\n{}\nresumed capture:\n{}\nresumed compact capture:\n{}",
+        "tmux_demo.sh failed\nstdout:\n{}\nstderr:\n{}\nfull capture:\n{}\ncompact capture:\n{}\nresumed capture:\n{}\nresumed compact capture:\n{}\npicker capture:\n{}\nresumed from the picker:\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
         read("full.txt"),
         read("compact.txt"),
         read("resumed.txt"),
         read("resumed-compact.txt"),
+        read("picker.txt"),
+        read("resumed-picker.txt"),
     );
 }
