@@ -147,7 +147,9 @@ async fn run(cli: Cli) -> ExitCode {
             };
             // Without a session store `start` failed above, so this only fails in theory;
             // the UI then says `/resume` is unavailable.
-            let launcher = sessions::Launcher::new(setup).ok();
+            let launcher = sessions::store()
+                .ok()
+                .map(|store| sessions::Launcher::new(setup, store));
             let options = corvid_tui::TuiOptions {
                 compact,
                 model,

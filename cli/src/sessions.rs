@@ -99,12 +99,9 @@ pub struct Launcher {
 }
 
 impl Launcher {
-    /// A launcher for the project and settings of `setup`.
-    pub fn new(setup: Setup) -> Result<Self, ConfigError> {
-        Ok(Self {
-            setup,
-            store: store()?,
-        })
+    /// A launcher for the project and settings of `setup`, over the sessions in `store`.
+    pub fn new(setup: Setup, store: SessionStore) -> Self {
+        Self { setup, store }
     }
 }
 
@@ -128,5 +125,79 @@ impl corvid_tui::SessionLauncher for Launcher {
             .agent_config(&new_session_id())
             .map_err(|e| e.to_string())?;
         spawn_resumed(config, &self.store, &loaded).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use corvid_core::session::Record;
+    use corvid_core::settings::{self, Overrides, ProviderKind};
+    use corvid_protocol::{Message, Part, Role, StopReason};
+    use corvid_tui::SessionLauncher;
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn the_launcher_lists_this_projects_sessions_and_resumes_one_with_its_transcript() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let cwd = project.path().canonicalize().unwrap();
+        let store = SessionStore::new(home.path());
+        let recorder = store.create(&cwd, "s1", "corvid-demo").unwrap();
+        for message in [
+            Message::user_text("hello"),
+            Message {
+                role: Role::Assistant,
+                parts: vec![Part::Text {
+                    text: "hi there".into(),
+                }],
+            },
+        ] {
+            recorder.append(&Record::Message { message }).unwrap();
+        }
+        drop(recorder);
+        let overrides = Overrides {
+            provider: Some(ProviderKind::Demo),
+            ..Overrides::default()
+        };
+        let settings = settings::load(&cwd, |_| None, &overrides).unwrap().settings;
+        let launcher = Launcher::new(
+            Setup {
+                cwd: cwd.clone(),
+                settings,
+            },
+            store,
+        );
+
+        let listed: Vec<(String, String)> = launcher
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.id, s.first_prompt))
+            .collect();
+        assert_eq!(listed, vec![("s1".to_string(), "hello".to_string())]);
+
+        let resumed = launcher.resume("s1").unwrap();
+        assert_eq!(resumed.handle.session_id(), "s1");
+        assert_eq!(
+            resumed.transcript,
+            vec![
+                CoreEvent::TaskStarted {
+                    task_id: "replay-0".into(),
+                    prompt: "hello".into(),
+                },
+                CoreEvent::TextDelta {
+                    text: "hi there".into(),
+                },
+                CoreEvent::TaskFinished {
+                    task_id: "replay-0".into(),
+                    stop_reason: StopReason::EndTurn,
+                    error: None,
+                    pending_summaries: 0,
+                },
+            ]
+        );
+        assert!(launcher.resume("nope").is_err());
     }
 }
