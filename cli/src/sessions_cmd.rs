@@ -409,6 +409,7 @@ mod tests {
                 "please refactor the settings loader so that every source is merged in one place and documented",
             )],
         );
+        // Opened and left without a prompt: not worth listing.
         write_session(&f, "empty", 951_868_800_000, "gpt-4.1", &[]);
         assert_eq!(
             list(&f),
@@ -416,7 +417,6 @@ mod tests {
 ID             STARTED (UTC)     MODEL              FIRST PROMPT
 newer-session  2026-11-30 08:45  claude-sonnet-4-5  please refactor the settings loader so that every source is…
 older          2024-02-29 23:59  gpt-4.1            fix the flaky test
-empty          2000-03-01 00:00  gpt-4.1            (no prompt)
 "
         );
     }

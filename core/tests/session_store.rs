@@ -231,6 +231,18 @@ fn sessions_are_listed_newest_first_with_their_first_prompt_and_found_by_prefix(
         store.latest(cwd.path()).unwrap().unwrap().header.session_id,
         "bbb-2"
     );
+    store.create(cwd.path(), "ccc-empty", "m").unwrap();
+    let listed_again: Vec<_> = store
+        .list(cwd.path())
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(
+        listed_again,
+        vec!["bbb-2", "aaa-1"],
+        "a session without records is not listed"
+    );
     let other = tempfile::tempdir().unwrap();
     assert!(store.list(other.path()).unwrap().is_empty());
     assert!(matches!(

@@ -192,7 +192,7 @@ impl SessionStore {
         })
     }
 
-    /// This project's sessions, newest first. Unreadable files are skipped.
+    /// This project's sessions with content, newest first. Unreadable files are skipped.
     pub fn list(&self, cwd: &Path) -> Result<Vec<SessionSummary>, SessionError> {
         let dir = self.project_dir(cwd);
         let entries = match fs::read_dir(&dir) {
@@ -205,6 +205,8 @@ impl SessionStore {
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
             .filter_map(|p| load_file(&p).ok())
+            // A session that never got a prompt (opened, then left or resumed elsewhere) is noise.
+            .filter(|s| !s.records.is_empty())
             .map(|s| summarize(&s))
             .collect();
         sessions.sort_by(|a, b| {
