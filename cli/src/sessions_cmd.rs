@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 
-use corvid_core::session::{Record, SessionStore, SessionSummary};
+use corvid_core::session::{Record, SessionStore, SessionSummary, utc_minutes};
 use corvid_protocol::{Message, Part, Role, ToolCall, ToolResult, Usage};
 
 /// Longest first prompt shown in a listing row.
@@ -256,29 +256,6 @@ fn clean_block(text: &str) -> String {
     text.chars()
         .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
         .collect()
-}
-
-/// `YYYY-MM-DD HH:MM` in UTC for milliseconds since the Unix epoch.
-fn utc_minutes(epoch_ms: u64) -> String {
-    let minutes = epoch_ms / 60_000;
-    let (hour, minute) = ((minutes / 60) % 24, minutes % 60);
-    let (year, month, day) = civil_from_days(minutes / (60 * 24));
-    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}")
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`), so dates need no time crate.
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]
@@ -587,20 +564,5 @@ Session quiet · gpt-4.1 · started 1970-01-01 00:00 UTC · /work/project
             "no session nope for /work/project; `corvid sessions list` shows the recorded ones"
         );
         assert_eq!(out, Vec::<u8>::new());
-    }
-
-    #[test]
-    fn epoch_milliseconds_become_utc_minutes_across_leap_days_and_centuries() {
-        let cases = [0, 1_709_251_140_000, 951_868_800_000, 4_133_939_640_000];
-        assert_eq!(
-            cases.map(utc_minutes),
-            [
-                "1970-01-01 00:00",
-                "2024-02-29 23:59",
-                "2000-03-01 00:00",
-                "2100-12-31 12:34",
-            ]
-            .map(String::from)
-        );
     }
 }

@@ -2,7 +2,7 @@
 //! The sessions come from a [`SessionLauncher`] the binary provides, so the UI needs no
 //! settings or session store of its own.
 
-use corvid_core::session::{Resumed, SessionSummary};
+use corvid_core::session::{Resumed, SessionSummary, utc_minutes};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -131,27 +131,4 @@ fn one_line(text: &str) -> String {
     } else {
         joined
     }
-}
-
-/// `YYYY-MM-DD HH:MM` in UTC for milliseconds since the Unix epoch (as `corvid sessions list`).
-fn utc_minutes(epoch_ms: u64) -> String {
-    let minutes = epoch_ms / 60_000;
-    let (hour, minute) = ((minutes / 60) % 24, minutes % 60);
-    let (year, month, day) = civil_from_days(minutes / (60 * 24));
-    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}")
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`), so dates need no time crate.
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
 }

@@ -9,8 +9,10 @@ mod observe;
 mod record;
 mod replay;
 mod store;
+mod time;
 
 pub use launch::{Recorded, Resumed, spawn_recorded, spawn_resumed};
 pub use record::{RECORD_VERSION, Record, RecordHeader};
 pub use replay::replay_events;
 pub use store::{LoadedSession, SessionError, SessionRecorder, SessionStore, SessionSummary};
+pub use time::utc_minutes;
