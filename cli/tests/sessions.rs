@@ -154,3 +154,123 @@ async fn an_unknown_session_is_a_configuration_error_pointing_at_the_list() {
         stderr(&out)
     );
 }
+
+fn list_turn() -> ScriptedResponse {
+    let chunk = |delta: Value, finish: Option<&str>| {
+        json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        .to_string()
+    };
+    ScriptedResponse::sse(vec![
+        sse_event(&chunk(
+            json!({"role": "assistant", "tool_calls": [
+                {"index": 0, "id": "call_1", "type": "function",
+                 "function": {"name": "list_directory", "arguments": "{\"path\":\".\"}"}},
+                {"index": 1, "id": "call_2", "type": "function",
+                 "function": {"name": "read_file", "arguments": "{\"file_path\":\"main.rs\"}"}},
+            ]}),
+            None,
+        )),
+        sse_event(&chunk(json!({}), Some("tool_calls"))),
+        sse_event("[DONE]"),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_tool_task_with_its_summary_resumes_with_calls_paired_and_no_key_on_disk() {
+    const KEY: &str = "sk-corvid-headless-NEVER-RECORD-77e1";
+    let server = MockServer::start().await;
+    let main = |r: &corvid_testkit::RecordedRequest| r.body["model"] == "main-model";
+    server.push_matching(main, list_turn());
+    server.push_matching(main, text_turn("Listed."));
+    server.push_matching(main, text_turn("Still here."));
+    server.push_matching(
+        |r| r.body["model"] == "fast-model",
+        ScriptedResponse::json(
+            200,
+            json!({"id": "f", "object": "chat.completion", "created": 1, "model": "fast-model",
+                   "choices": [{"index": 0, "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": "Listed the project"}}]}),
+        ),
+    );
+    let sb = Sandbox::new();
+    let corvid = |args: &[&str]| {
+        let mut cmd = sb.corvid(args);
+        cmd.env("OPENAI_API_KEY", KEY)
+            .env("OPENAI_BASE_URL", server.url())
+            .env("OPENAI_MODEL", "main-model");
+        cmd
+    };
+    let first = run(corvid(&[
+        "-p",
+        "list it",
+        "--fast-model",
+        "fast-model",
+        "--output-format",
+        "json",
+    ]))
+    .await;
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert_eq!(
+        json_lines(&first)[0]["tool_use_summaries"],
+        json!([{"summary": "Listed the project", "preceding_tool_use_ids": ["call_1", "call_2"]}])
+    );
+
+    let second = run(corvid(&[
+        "--continue",
+        "-p",
+        "and now?",
+        "--output-format",
+        "json",
+    ]))
+    .await;
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    let resumed = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.body["model"] == "main-model")
+        .nth(2)
+        .expect("the resumed prompt's request");
+    let messages = resumed.body["messages"].as_array().unwrap();
+    let calls: Vec<String> = messages
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+        .map(|c| c["id"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let results: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["tool_call_id"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(calls, vec!["call_1", "call_2"]);
+    assert_eq!(
+        results,
+        vec!["call_1", "call_2"],
+        "each result follows its call: {messages:#?}"
+    );
+    let read = messages
+        .iter()
+        .find(|m| m["tool_call_id"] == "call_2")
+        .unwrap();
+    assert_eq!(read["content"], "fn main() {}\n");
+    assert_eq!(messages.last().unwrap()["content"], "and now?");
+
+    let mut recorded = String::new();
+    for dir in std::fs::read_dir(sb.home.path().join("sessions")).unwrap() {
+        for file in std::fs::read_dir(dir.unwrap().path()).unwrap() {
+            recorded.push_str(&std::fs::read_to_string(file.unwrap().path()).unwrap());
+        }
+    }
+    assert!(
+        recorded.contains("\"summary\":\"Listed the project\""),
+        "{recorded}"
+    );
+    assert!(
+        !recorded.contains(KEY),
+        "the API key must never be recorded"
+    );
+    assert!(
+        !recorded.contains("Bearer"),
+        "no auth header may be recorded"
+    );
+}
