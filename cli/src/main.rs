@@ -74,12 +74,7 @@ async fn run(cli: Cli) -> ExitCode {
         return match done {
             Ok(()) => ExitCode::SUCCESS,
             // `corvid sessions show ID | head` closes the pipe early; that is not an error.
-            Err(e)
-                if e.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
-            {
-                ExitCode::SUCCESS
-            }
+            Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
             Err(e) => config_error(&ConfigError(format!("{e:#}"))),
         };
     }
@@ -167,6 +162,16 @@ async fn run(cli: Cli) -> ExitCode {
             }
         }
     }
+}
+
+/// Whether `e` is stdout closing under us (`corvid ... | head`): the reader chose to stop,
+/// so corvid stops quietly instead of reporting an error.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn config_error(e: &ConfigError) -> ExitCode {

@@ -544,3 +544,25 @@ async fn two_batches_get_two_labels_in_order_in_stream_json_and_the_result() {
         json!(20)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_that_closes_stdout_early_ends_corvid_quietly() {
+    let server = MockServer::start().await;
+    server.push(text_turn("Hello there."));
+    let sb = Sandbox::new();
+    let mut child = against(
+        &sb,
+        &server,
+        &["-p", "hi", "--output-format", "stream-json"],
+    )
+    .spawn()
+    .unwrap();
+    // Like `corvid -p ... | head -0`: the reader is gone before the first line.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().await.unwrap();
+    assert_eq!(
+        (out.status.code(), stderr(&out)),
+        (Some(0), String::new()),
+        "a closed pipe is the reader's choice, not an error"
+    );
+}

@@ -36,14 +36,19 @@ pub async fn run(
     let result = drive(&mut agent, &mut printer, &init, prompt, sigint).await;
     let outcome = match result {
         Ok(outcome) => outcome,
+        Err(e) if crate::is_broken_pipe(&e) => return ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("corvid: {e}");
             return ExitCode::FAILURE;
         }
     };
-    if let Err(e) = printer.finish(&outcome, started.elapsed().as_millis()) {
-        eprintln!("corvid: cannot write the result: {e}");
-        return ExitCode::FAILURE;
+    match printer.finish(&outcome, started.elapsed().as_millis()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("corvid: cannot write the result: {e}");
+            return ExitCode::FAILURE;
+        }
     }
     match (&outcome.error, outcome.stop_reason) {
         (Some(error), _) => {
