@@ -4,14 +4,18 @@
 
 mod common;
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::fake_tools::{ExecLog, FakeTool};
 use common::invariants::check_invariants;
 use common::openai_sse::*;
-use common::{collect_task, lifecycle, test_config};
-use corvid_core::agent::{AgentConfig, AgentHandle, spawn_agent};
+use common::{
+    assert_lifecycle, cancel_when, collect_task, prompt, read_until, run_task, test_config,
+    with_fallback,
+};
+use corvid_core::agent::{AgentConfig, spawn_agent};
 use corvid_protocol::{CoreEvent, Op, StopReason};
 use corvid_providers::{OpenAiChatProvider, ProviderConfig};
 use corvid_testkit::{MockServer, ScriptedResponse};
@@ -35,28 +39,22 @@ fn fake_config(server: &MockServer, tools: Vec<Arc<dyn Tool>>) -> AgentConfig {
     config
 }
 
-fn prompt(handle: &AgentHandle, text: &str) {
-    handle
-        .submit(Op::UserTurn {
-            prompt: text.into(),
-        })
-        .unwrap();
+/// The real built-in tools on the real file system, rooted at `cwd`.
+fn builtin_config(server: &MockServer, cwd: &Path) -> AgentConfig {
+    let mut config = test_config(provider(server), vec![]);
+    config.tools = builtin_tools();
+    config.fs = Arc::new(LocalFs);
+    config.cwd = cwd.to_path_buf();
+    config
+}
+
+/// The recording `read` tool most scenarios here call.
+fn reader(log: &ExecLog) -> Arc<dyn Tool> {
+    FakeTool::reader("read", 1, log)
 }
 
 fn answer(t: &str) -> ScriptedResponse {
     ScriptedResponse::sse(vec![text(t), finish("stop"), usage(10, 2), done()])
-}
-
-async fn read_until(handle: &mut AgentHandle, pred: impl Fn(&CoreEvent) -> bool) -> Vec<CoreEvent> {
-    let mut events = Vec::new();
-    loop {
-        let ev = handle.next_event().await.unwrap();
-        let hit = pred(&ev);
-        events.push(ev);
-        if hit {
-            return events;
-        }
-    }
 }
 
 #[tokio::test]
@@ -77,17 +75,12 @@ async fn end_to_end_a_two_turn_tool_task_pairs_each_result_with_its_call_id() {
         done(),
     ]));
     server.push(answer("alpha and beta"));
-    let mut config = test_config(provider(&server), vec![]);
-    config.tools = builtin_tools();
-    config.fs = Arc::new(LocalFs);
-    config.cwd = dir.path().to_path_buf();
-    let mut handle = spawn_agent(config);
-    prompt(&handle, "read a and b");
-    let events = collect_task(&mut handle).await;
+    let mut handle = spawn_agent(builtin_config(&server, dir.path()));
+    let events = run_task(&mut handle, "read a and b").await;
     check_invariants(&events, &["todo_write"]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "preparing call_a",
@@ -99,7 +92,7 @@ async fn end_to_end_a_two_turn_tool_task_pairs_each_result_with_its_call_id() {
             "batch call_a,call_b",
             "turn 2 main-model",
             "task_finished EndTurn",
-        ]
+        ],
     );
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
@@ -167,8 +160,7 @@ async fn end_to_end_read_only_calls_overlap_and_mutating_calls_run_in_order() {
             FakeTool::writer("write", 20, &log),
         ],
     ));
-    prompt(&handle, "go");
-    let events = collect_task(&mut handle).await;
+    let events = run_task(&mut handle, "go").await;
     check_invariants(&events, &[]).unwrap();
     let runs = log.all();
     let get = |tag: &str| runs.iter().find(|e| e.args["tag"] == tag).unwrap().clone();
@@ -202,16 +194,12 @@ async fn end_to_end_a_cut_mid_arguments_discards_the_card_and_runs_only_the_retr
         done(),
     ]));
     server.push(answer("done"));
-    let mut handle = spawn_agent(fake_config(
-        &server,
-        vec![FakeTool::reader("read", 1, &log)],
-    ));
-    prompt(&handle, "go");
-    let events = collect_task(&mut handle).await;
+    let mut handle = spawn_agent(fake_config(&server, vec![reader(&log)]));
+    let events = run_task(&mut handle, "go").await;
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "preparing call_cut",
@@ -223,7 +211,7 @@ async fn end_to_end_a_cut_mid_arguments_discards_the_card_and_runs_only_the_retr
             "batch call_ok",
             "turn 2 main-model",
             "task_finished EndTurn",
-        ]
+        ],
     );
     assert_eq!(log.tags(), vec!["call_ok"]);
 }
@@ -241,23 +229,19 @@ async fn end_to_end_a_cut_after_complete_arguments_still_discards_and_never_runs
         .cut(),
     );
     server.push(answer("never mind"));
-    let mut handle = spawn_agent(fake_config(
-        &server,
-        vec![FakeTool::reader("read", 1, &log)],
-    ));
-    prompt(&handle, "go");
-    let events = collect_task(&mut handle).await;
+    let mut handle = spawn_agent(fake_config(&server, vec![reader(&log)]));
+    let events = run_task(&mut handle, "go").await;
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "preparing call_x",
             "discarded call_x Retry",
             "retried attempt 1 (stream_truncated)",
             "task_finished EndTurn",
-        ]
+        ],
     );
     assert!(log.all().is_empty());
 }
@@ -275,23 +259,19 @@ async fn end_to_end_persistent_429_falls_back_and_without_fallback_fails_clearly
         );
     }
     server.push(answer("from the fallback"));
-    let mut config = fake_config(&server, vec![]);
-    config.retry.max_attempts = 5;
-    config.fallback_model = Some("fallback-model".into());
-    let mut handle = spawn_agent(config);
-    prompt(&handle, "go");
-    let events = collect_task(&mut handle).await;
+    let mut handle = spawn_agent(with_fallback(fake_config(&server, vec![])));
+    let events = run_task(&mut handle, "go").await;
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "retried attempt 1 (rate_limited)",
             "retried attempt 2 (rate_limited)",
             "fell back main-model -> fallback-model",
             "task_finished EndTurn",
-        ]
+        ],
     );
     let models: Vec<Value> = server
         .requests()
@@ -316,8 +296,7 @@ async fn end_to_end_persistent_429_falls_back_and_without_fallback_fails_clearly
         );
     }
     let mut handle = spawn_agent(fake_config(&server, vec![]));
-    prompt(&handle, "go");
-    let events = collect_task(&mut handle).await;
+    let events = run_task(&mut handle, "go").await;
     match events.last() {
         Some(CoreEvent::TaskFinished {
             stop_reason: StopReason::Error,
@@ -338,27 +317,22 @@ async fn end_to_end_cancel_while_arguments_stream_discards_the_card() {
     server.push(
         ScriptedResponse::sse(vec![call_start(0, "call_h", "read"), call_args(0, "{\"ta")]).hang(),
     );
-    let mut handle = spawn_agent(fake_config(
-        &server,
-        vec![FakeTool::reader("read", 1, &log)],
-    ));
+    let mut handle = spawn_agent(fake_config(&server, vec![reader(&log)]));
     prompt(&handle, "go");
-    let mut events = read_until(&mut handle, |e| {
+    let events = cancel_when(&mut handle, |e| {
         matches!(e, CoreEvent::ToolPreparing { .. })
     })
     .await;
-    handle.submit(Op::Cancel).unwrap();
-    events.extend(collect_task(&mut handle).await);
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "preparing call_h",
             "discarded call_h Cancelled",
-            "task_finished Cancelled"
-        ]
+            "task_finished Cancelled",
+        ],
     );
     assert!(log.all().is_empty());
 }
@@ -375,11 +349,7 @@ async fn end_to_end_cancel_while_a_shell_command_runs_kills_its_process_group() 
         finish("tool_calls"),
         done(),
     ]));
-    let mut config = test_config(provider(&server), vec![]);
-    config.tools = builtin_tools();
-    config.fs = Arc::new(LocalFs);
-    config.cwd = dir.path().to_path_buf();
-    let mut handle = spawn_agent(config);
+    let mut handle = spawn_agent(builtin_config(&server, dir.path()));
     prompt(&handle, "sleep");
     let mut events = read_until(&mut handle, |e| matches!(e, CoreEvent::ToolStarted { .. })).await;
     let pid_file = dir.path().join("child.pid");
@@ -394,9 +364,9 @@ async fn end_to_end_cancel_while_a_shell_command_runs_kills_its_process_group() 
     handle.submit(Op::Cancel).unwrap();
     events.extend(collect_task(&mut handle).await);
     check_invariants(&events, &["todo_write"]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "preparing call_sh",
@@ -404,7 +374,7 @@ async fn end_to_end_cancel_while_a_shell_command_runs_kills_its_process_group() 
             "finished call_sh Failed",
             "batch call_sh",
             "task_finished Cancelled",
-        ]
+        ],
     );
     // The background child of the shell is gone too (killed with the process group).
     let gone = async {
@@ -434,16 +404,12 @@ async fn end_to_end_ids_reused_across_turns_are_renamed_for_card_call_and_result
         ]));
     }
     server.push(answer("done"));
-    let mut handle = spawn_agent(fake_config(
-        &server,
-        vec![FakeTool::reader("read", 1, &log)],
-    ));
-    prompt(&handle, "go");
-    let events = collect_task(&mut handle).await;
+    let mut handle = spawn_agent(fake_config(&server, vec![reader(&log)]));
+    let events = run_task(&mut handle, "go").await;
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "preparing call_1",
@@ -457,7 +423,7 @@ async fn end_to_end_ids_reused_across_turns_are_renamed_for_card_call_and_result
             "batch call_1__dup_2",
             "turn 3 main-model",
             "task_finished EndTurn",
-        ]
+        ],
     );
     let messages = server.requests()[2].body["messages"]
         .as_array()

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use common::fake_tools::{ExecLog, FakeTool};
 use common::invariants::check_invariants;
 use common::scripted::*;
-use common::{collect_task, lifecycle, test_config};
-use corvid_core::agent::{AgentConfig, AgentHandle, spawn_agent};
-use corvid_protocol::{ApprovalMode, CoreEvent, ErrorKind, FinishReason, Op, Part, StopReason};
+use common::{assert_lifecycle, cancel_when, prompt, run_task, test_config, with_fallback};
+use corvid_core::agent::{AgentConfig, spawn_agent};
+use corvid_protocol::{ApprovalMode, CoreEvent, ErrorKind, FinishReason, Part, StopReason};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -23,27 +23,6 @@ fn config(provider: &ScriptedProvider, log: &ExecLog) -> AgentConfig {
             FakeTool::shell("shell", log),
         ],
     )
-}
-
-fn prompt(handle: &AgentHandle, text: &str) {
-    handle
-        .submit(Op::UserTurn {
-            prompt: text.into(),
-        })
-        .unwrap();
-}
-
-/// Reads events until one matches, returning all read so far.
-async fn read_until(handle: &mut AgentHandle, pred: impl Fn(&CoreEvent) -> bool) -> Vec<CoreEvent> {
-    let mut events = Vec::new();
-    loop {
-        let ev = handle.next_event().await.unwrap();
-        let hit = pred(&ev);
-        events.push(ev);
-        if hit {
-            return events;
-        }
-    }
 }
 
 fn final_error(events: &[CoreEvent]) -> (StopReason, Option<ErrorKind>) {
@@ -69,12 +48,11 @@ async fn a_stream_cut_mid_arguments_discards_the_card_backs_off_and_runs_only_th
     ]);
     let mut handle = spawn_agent(config(&provider, &log));
     let started = tokio::time::Instant::now();
-    prompt(&handle, "go");
-    let events = collect_task(&mut handle).await;
+    let events = run_task(&mut handle, "go").await;
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "preparing a",
@@ -86,7 +64,7 @@ async fn a_stream_cut_mid_arguments_discards_the_card_backs_off_and_runs_only_th
             "batch b",
             "turn 2 main-model",
             "task_finished EndTurn",
-        ]
+        ],
     );
     let delay = events.iter().find_map(|e| match e {
         CoreEvent::AttemptRetried { delay_ms, .. } => Some(*delay_ms),
@@ -117,19 +95,18 @@ async fn a_cut_after_complete_arguments_still_discards_and_never_runs_the_call()
         answer("nothing to do"),
     ]);
     let mut handle = spawn_agent(config(&provider, &log));
-    prompt(&handle, "go");
-    let events = collect_task(&mut handle).await;
+    let events = run_task(&mut handle, "go").await;
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "preparing a",
             "discarded a Retry",
             "retried attempt 1 (stream_truncated)",
             "task_finished EndTurn",
-        ]
+        ],
     );
     assert!(log.all().is_empty());
     // The retry's request does not carry the abandoned attempt's calls.
@@ -148,16 +125,12 @@ async fn persistent_rate_limits_fall_back_to_the_fallback_model_and_announce_it(
         ],
         answer("from the fallback"),
     ]);
-    let mut config = config(&provider, &log);
-    config.retry.max_attempts = 5;
-    config.fallback_model = Some("fallback-model".into());
-    let mut handle = spawn_agent(config);
-    prompt(&handle, "go");
-    let events = collect_task(&mut handle).await;
+    let mut handle = spawn_agent(with_fallback(config(&provider, &log)));
+    let events = run_task(&mut handle, "go").await;
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "retried attempt 1 (rate_limited)",
@@ -166,7 +139,7 @@ async fn persistent_rate_limits_fall_back_to_the_fallback_model_and_announce_it(
             "discarded p Fallback",
             "fell back main-model -> fallback-model",
             "task_finished EndTurn",
-        ]
+        ],
     );
     let models: Vec<String> = provider
         .requests()
@@ -200,12 +173,11 @@ async fn without_a_fallback_persistent_errors_end_the_task_with_a_clear_error() 
         ],
     ]);
     let mut handle = spawn_agent(config(&provider, &log));
-    prompt(&handle, "go");
-    let events = collect_task(&mut handle).await;
+    let events = run_task(&mut handle, "go").await;
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "retried attempt 1 (overloaded)",
@@ -213,7 +185,7 @@ async fn without_a_fallback_persistent_errors_end_the_task_with_a_clear_error() 
             "preparing p",
             "discarded p StreamError",
             "task_finished Error",
-        ]
+        ],
     );
     match events.last() {
         Some(CoreEvent::TaskFinished {
@@ -236,18 +208,17 @@ async fn non_retryable_errors_end_the_task_at_once() {
         fail(ErrorKind::Auth, "bad key"),
     ]]);
     let mut handle = spawn_agent(config(&provider, &log));
-    prompt(&handle, "go");
-    let events = collect_task(&mut handle).await;
+    let events = run_task(&mut handle, "go").await;
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "preparing p",
             "discarded p StreamError",
-            "task_finished Error"
-        ]
+            "task_finished Error",
+        ],
     );
     assert_eq!(
         final_error(&events),
@@ -266,27 +237,24 @@ async fn cancel_while_arguments_stream_discards_the_card_and_ends_cancelled() {
     ]]);
     let mut handle = spawn_agent(config(&provider, &log));
     prompt(&handle, "go");
-    let mut events = read_until(&mut handle, |e| {
+    let events = cancel_when(&mut handle, |e| {
         matches!(e, CoreEvent::ToolPreparing { .. })
     })
     .await;
-    handle.submit(Op::Cancel).unwrap();
-    events.extend(collect_task(&mut handle).await);
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "preparing a",
             "discarded a Cancelled",
-            "task_finished Cancelled"
-        ]
+            "task_finished Cancelled",
+        ],
     );
     assert!(log.all().is_empty());
     // The partial text is kept so the next request shows what the user saw.
-    prompt(&handle, "again");
-    let _ = collect_task(&mut handle).await;
+    let _ = run_task(&mut handle, "again").await;
     let texts: Vec<String> = provider.requests()[1]
         .messages
         .iter()
@@ -309,13 +277,11 @@ async fn cancel_while_a_shell_command_runs_stops_it_and_ends_cancelled() {
     ]);
     let mut handle = spawn_agent(config(&provider, &log));
     prompt(&handle, "go");
-    let mut events = read_until(&mut handle, |e| matches!(e, CoreEvent::ToolStarted { .. })).await;
-    handle.submit(Op::Cancel).unwrap();
-    events.extend(collect_task(&mut handle).await);
+    let events = cancel_when(&mut handle, |e| matches!(e, CoreEvent::ToolStarted { .. })).await;
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "preparing s",
@@ -323,14 +289,13 @@ async fn cancel_while_a_shell_command_runs_stops_it_and_ends_cancelled() {
             "finished s Failed",
             "batch s",
             "task_finished Cancelled",
-        ]
+        ],
     );
     let runs = log.all();
     assert_eq!(runs.len(), 1);
     assert!(runs[0].cancelled);
     // Every call of the assistant message has a result in history, also the one that never ran.
-    prompt(&handle, "again");
-    let _ = collect_task(&mut handle).await;
+    let _ = run_task(&mut handle, "again").await;
     let results: Vec<(String, bool)> = provider.requests()[1]
         .messages
         .iter()
@@ -358,16 +323,14 @@ async fn cancel_while_waiting_for_approval_resolves_it_as_cancelled() {
     config.approval_mode = ApprovalMode::AutoEdit;
     let mut handle = spawn_agent(config);
     prompt(&handle, "go");
-    let mut events = read_until(&mut handle, |e| {
+    let events = cancel_when(&mut handle, |e| {
         matches!(e, CoreEvent::PermissionRequested { .. })
     })
     .await;
-    handle.submit(Op::Cancel).unwrap();
-    events.extend(collect_task(&mut handle).await);
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "preparing s",
@@ -376,7 +339,7 @@ async fn cancel_while_waiting_for_approval_resolves_it_as_cancelled() {
             "finished s Failed",
             "batch s",
             "task_finished Cancelled",
-        ]
+        ],
     );
     assert!(log.all().is_empty());
 }
@@ -391,12 +354,10 @@ async fn cancel_during_backoff_ends_the_task_without_another_attempt() {
     )]]);
     let mut handle = spawn_agent(config(&provider, &log));
     prompt(&handle, "go");
-    let mut events = read_until(&mut handle, |e| {
+    let events = cancel_when(&mut handle, |e| {
         matches!(e, CoreEvent::AttemptRetried { .. })
     })
     .await;
-    handle.submit(Op::Cancel).unwrap();
-    events.extend(collect_task(&mut handle).await);
     check_invariants(&events, &[]).unwrap();
     assert_eq!(final_error(&events), (StopReason::Cancelled, None));
     assert_eq!(provider.requests().len(), 1);

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use common::fake_tools::{ExecLog, FakeTool};
 use common::invariants::check_invariants;
 use common::scripted::*;
-use common::{collect_task, test_config};
+use common::{cancel_when, prompt, run_task, test_config};
 use corvid_core::agent::{AgentHandle, spawn_agent};
 use corvid_core::summary::SummaryConfig;
-use corvid_protocol::{CoreEvent, FinishReason, Op, SUMMARY_PROMPT_ID, StopReason};
+use corvid_protocol::{CoreEvent, FinishReason, SUMMARY_PROMPT_ID, StopReason};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tokio::sync::Notify;
@@ -93,12 +93,7 @@ async fn a_slow_summary_never_delays_the_next_turn_and_settles_after_the_task() 
     ]);
     let fast = ScriptedProvider::new(vec![label("Read both files", Some(&gate))]);
     let mut handle = start(&main, &fast, &log);
-    handle
-        .submit(Op::UserTurn {
-            prompt: "go".into(),
-        })
-        .unwrap();
-    let mut events = collect_task(&mut handle).await;
+    let mut events = run_task(&mut handle, "go").await;
     assert_eq!(
         main.requests().len(),
         2,
@@ -147,12 +142,7 @@ async fn a_summary_that_returns_after_a_later_batch_is_dropped_as_stale() {
         label("Second label", None),
     ]);
     let mut handle = start(&main, &fast, &log);
-    handle
-        .submit(Op::UserTurn {
-            prompt: "go".into(),
-        })
-        .unwrap();
-    let mut events = collect_task(&mut handle).await;
+    let mut events = run_task(&mut handle, "go").await;
     gate.notify_one();
     events.extend(next_n(&mut handle, 2).await);
     check_invariants(&events, &["todo_write"]).unwrap();
@@ -182,22 +172,8 @@ async fn a_cancelled_task_drops_its_pending_summaries() {
     ]);
     let fast = ScriptedProvider::new(vec![vec![Step::Hang]]);
     let mut handle = start(&main, &fast, &log);
-    handle
-        .submit(Op::UserTurn {
-            prompt: "go".into(),
-        })
-        .unwrap();
-    let mut events = Vec::new();
-    loop {
-        let ev = handle.next_event().await.unwrap();
-        let hit = matches!(ev, CoreEvent::TextDelta { .. });
-        events.push(ev);
-        if hit {
-            break;
-        }
-    }
-    handle.submit(Op::Cancel).unwrap();
-    events.extend(collect_task(&mut handle).await);
+    prompt(&handle, "go");
+    let mut events = cancel_when(&mut handle, |e| matches!(e, CoreEvent::TextDelta { .. })).await;
     let pending = match events.last() {
         Some(CoreEvent::TaskFinished {
             stop_reason: StopReason::Cancelled,
@@ -231,12 +207,7 @@ async fn plans_and_failed_batches_are_not_summarised() {
     ]);
     let fast = ScriptedProvider::new(vec![]);
     let mut handle = start(&main, &fast, &log);
-    handle
-        .submit(Op::UserTurn {
-            prompt: "go".into(),
-        })
-        .unwrap();
-    let events = collect_task(&mut handle).await;
+    let events = run_task(&mut handle, "go").await;
     check_invariants(&events, &["todo_write"]).unwrap();
     assert_eq!(
         summaries(&events),
@@ -262,12 +233,7 @@ async fn a_plan_update_after_a_batch_does_not_make_its_label_stale() {
     ]);
     let fast = ScriptedProvider::new(vec![label("Read a", Some(&gate))]);
     let mut handle = start(&main, &fast, &log);
-    handle
-        .submit(Op::UserTurn {
-            prompt: "go".into(),
-        })
-        .unwrap();
-    let mut events = collect_task(&mut handle).await;
+    let mut events = run_task(&mut handle, "go").await;
     gate.notify_one();
     events.extend(next_n(&mut handle, 2).await);
     check_invariants(&events, &["todo_write"]).unwrap();

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use common::fake_tools::{ExecLog, FakeTool};
 use common::invariants::check_invariants;
 use common::scripted::*;
-use common::{collect_task, lifecycle, test_config};
+use common::{assert_lifecycle, collect_task_deciding, lifecycle, prompt, run_task, test_config};
 use corvid_core::agent::{AgentHandle, spawn_agent};
 use corvid_protocol::{
-    ApprovalDecision, ApprovalMode, CoreEvent, FinishReason, Message, Op, Part, Role, StopReason,
+    ApprovalDecision, ApprovalMode, CoreEvent, FinishReason, Message, Part, Role, StopReason,
     ToolCall, ToolResult,
 };
 use pretty_assertions::assert_eq;
@@ -20,14 +20,6 @@ use serde_json::json;
 
 fn start(provider: &ScriptedProvider, tools: Vec<Arc<dyn corvid_tools::Tool>>) -> AgentHandle {
     spawn_agent(test_config(Arc::new(provider.clone()), tools))
-}
-
-fn prompt(handle: &AgentHandle, text: &str) {
-    handle
-        .submit(Op::UserTurn {
-            prompt: text.into(),
-        })
-        .unwrap();
 }
 
 #[tokio::test(start_paused = true)]
@@ -47,12 +39,11 @@ async fn a_two_turn_tool_task_pairs_each_result_with_its_call_id() {
         answer("Both files are fine."),
     ]);
     let mut handle = start(&provider, vec![FakeTool::reader("read", 10, &log)]);
-    prompt(&handle, "check a and b");
-    let events = collect_task(&mut handle).await;
+    let events = run_task(&mut handle, "check a and b").await;
     check_invariants(&events, &["todo_write"]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "preparing a",
@@ -64,7 +55,7 @@ async fn a_two_turn_tool_task_pairs_each_result_with_its_call_id() {
             "batch a,b",
             "turn 2 main-model",
             "task_finished EndTurn",
-        ]
+        ],
     );
     let requests = provider.requests();
     assert_eq!(requests.len(), 2);
@@ -142,8 +133,7 @@ async fn read_only_calls_overlap_and_mutating_calls_run_in_order() {
             FakeTool::writer("write", 100, &log),
         ],
     );
-    prompt(&handle, "go");
-    let events = collect_task(&mut handle).await;
+    let events = run_task(&mut handle, "go").await;
     check_invariants(&events, &[]).unwrap();
     let runs = log.all();
     let by_tag = |tag: &str| runs.iter().find(|e| e.args["tag"] == tag).unwrap().clone();
@@ -204,8 +194,7 @@ async fn ids_reused_from_history_are_renamed_consistently_for_card_and_call() {
         answer("done"),
     ]);
     let mut handle = start(&provider, vec![FakeTool::reader("read", 1, &log)]);
-    prompt(&handle, "go");
-    let events = collect_task(&mut handle).await;
+    let events = run_task(&mut handle, "go").await;
     check_invariants(&events, &[]).unwrap();
     let generated = events
         .iter()
@@ -282,12 +271,11 @@ async fn unknown_tools_and_non_object_arguments_are_tool_errors_the_model_sees()
         answer("sorry"),
     ]);
     let mut handle = start(&provider, vec![FakeTool::reader("read", 1, &log)]);
-    prompt(&handle, "go");
-    let events = collect_task(&mut handle).await;
+    let events = run_task(&mut handle, "go").await;
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "preparing u",
@@ -298,7 +286,7 @@ async fn unknown_tools_and_non_object_arguments_are_tool_errors_the_model_sees()
             "batch u,v",
             "turn 2 main-model",
             "task_finished EndTurn",
-        ]
+        ],
     );
     assert!(log.all().is_empty());
     let results: Vec<ToolResult> = provider.requests()[1].messages[2]
@@ -340,19 +328,18 @@ async fn todo_write_shows_as_a_plan_never_as_a_card() {
         answer("planned"),
     ]);
     let mut handle = start(&provider, vec![FakeTool::todo(&log)]);
-    prompt(&handle, "plan");
-    let events = collect_task(&mut handle).await;
+    let events = run_task(&mut handle, "plan").await;
     check_invariants(&events, &["todo_write"]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "plan 1",
             "batch t",
             "turn 2 main-model",
-            "task_finished EndTurn"
-        ]
+            "task_finished EndTurn",
+        ],
     );
 }
 
@@ -382,32 +369,18 @@ async fn approvals_follow_the_mode_and_always_decisions_are_remembered() {
     config.approval_mode = ApprovalMode::Default;
     let mut handle = spawn_agent(config);
     prompt(&handle, "go");
-    let mut events = Vec::new();
-    loop {
-        let ev = handle.next_event().await.unwrap();
-        if let CoreEvent::PermissionRequested { call_id, .. } = &ev {
-            let decision = if call_id == "w1" {
-                ApprovalDecision::AllowAlways
-            } else {
-                ApprovalDecision::RejectOnce
-            };
-            handle
-                .submit(Op::Approval {
-                    call_id: call_id.clone(),
-                    decision,
-                })
-                .unwrap();
+    let events = collect_task_deciding(&mut handle, |call_id| {
+        if call_id == "w1" {
+            ApprovalDecision::AllowAlways
+        } else {
+            ApprovalDecision::RejectOnce
         }
-        let done = matches!(ev, CoreEvent::TaskFinished { .. });
-        events.push(ev);
-        if done {
-            break;
-        }
-    }
+    })
+    .await;
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "asked w1",
@@ -425,7 +398,7 @@ async fn approvals_follow_the_mode_and_always_decisions_are_remembered() {
             "batch w2,s1",
             "turn 3 main-model",
             "task_finished EndTurn",
-        ]
+        ],
     );
     let rejected = provider.requests()[2].messages[4]
         .parts
@@ -455,8 +428,7 @@ async fn a_second_prompt_while_a_task_runs_is_refused_with_a_warning() {
         handle.next_event().await.unwrap(),
         CoreEvent::TaskStarted { .. }
     ));
-    prompt(&handle, "second");
-    let events = collect_task(&mut handle).await;
+    let events = run_task(&mut handle, "second").await;
     assert!(
         events
             .iter()
@@ -472,10 +444,8 @@ async fn max_tokens_and_refusal_finishes_become_stop_reasons() {
         vec![finish(FinishReason::Refusal)],
     ]);
     let mut handle = start(&provider, vec![]);
-    prompt(&handle, "one");
-    let first = collect_task(&mut handle).await;
-    prompt(&handle, "two");
-    let second = collect_task(&mut handle).await;
+    let first = run_task(&mut handle, "one").await;
+    let second = run_task(&mut handle, "two").await;
     let stop = |events: &[CoreEvent]| match events.last() {
         Some(CoreEvent::TaskFinished { stop_reason, .. }) => *stop_reason,
         other => panic!("{other:?}"),
@@ -533,28 +503,11 @@ async fn a_tool_rejected_for_the_session_shows_its_card_then_fails_without_askin
     config.approval_mode = ApprovalMode::Default;
     let mut handle = spawn_agent(config);
     prompt(&handle, "go");
-    let mut events = Vec::new();
-    loop {
-        let ev = handle.next_event().await.unwrap();
-        if let CoreEvent::PermissionRequested { call_id, .. } = &ev {
-            let decision = ApprovalDecision::RejectAlways;
-            handle
-                .submit(Op::Approval {
-                    call_id: call_id.clone(),
-                    decision,
-                })
-                .unwrap();
-        }
-        let done = matches!(ev, CoreEvent::TaskFinished { .. });
-        events.push(ev);
-        if done {
-            break;
-        }
-    }
+    let events = collect_task_deciding(&mut handle, |_| ApprovalDecision::RejectAlways).await;
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "asked w1",
@@ -567,7 +520,7 @@ async fn a_tool_rejected_for_the_session_shows_its_card_then_fails_without_askin
             "batch w2",
             "turn 3 main-model",
             "task_finished EndTurn",
-        ]
+        ],
     );
     assert!(log.all().is_empty());
 }
@@ -594,12 +547,11 @@ async fn a_panicking_tool_fails_its_call_and_the_session_goes_on() {
         log: log.clone(),
     });
     let mut handle = start(&provider, vec![boom]);
-    prompt(&handle, "go");
-    let events = collect_task(&mut handle).await;
+    let events = run_task(&mut handle, "go").await;
     check_invariants(&events, &[]).unwrap();
-    assert_eq!(
-        lifecycle(&events),
-        vec![
+    assert_lifecycle(
+        &events,
+        &[
             "task_started",
             "turn 1 main-model",
             "preparing p",
@@ -608,7 +560,7 @@ async fn a_panicking_tool_fails_its_call_and_the_session_goes_on() {
             "batch p",
             "turn 2 main-model",
             "task_finished EndTurn",
-        ]
+        ],
     );
 }
 
@@ -643,10 +595,8 @@ async fn the_history_observer_sees_exactly_the_history_the_model_gets() {
         vec![FakeTool::reader("read", 1, &log)],
     );
     let mut handle = corvid_core::agent::spawn_agent_observed(config, recorder.clone());
-    prompt(&handle, "first");
-    collect_task(&mut handle).await;
-    prompt(&handle, "second");
-    collect_task(&mut handle).await;
+    run_task(&mut handle, "first").await;
+    run_task(&mut handle, "second").await;
     let mut expected = provider.requests()[2].messages.clone();
     expected.push(Message {
         role: Role::Assistant,

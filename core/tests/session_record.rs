@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use common::fake_tools::{ExecLog, FakeTool};
 use common::scripted::*;
-use common::{collect_task, test_config};
+use common::{event_types, run_task, test_config};
 use corvid_core::agent::spawn_agent_observed;
 use corvid_core::session::{Record, SessionStore, spawn_resumed};
 use corvid_core::summary::SummaryConfig;
-use corvid_protocol::{CoreEvent, FinishReason, Op, Part, Role, SUMMARY_PROMPT_ID};
+use corvid_protocol::{CoreEvent, FinishReason, Part, Role, SUMMARY_PROMPT_ID};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -78,12 +78,7 @@ async fn a_tool_task_is_recorded_with_its_summary_and_resumes_with_the_full_hist
     });
     let recorder = Arc::new(store.create(cwd.path(), "rec-1", "main-model").unwrap());
     let mut handle = spawn_agent_observed(config, recorder);
-    handle
-        .submit(Op::UserTurn {
-            prompt: "read it".into(),
-        })
-        .unwrap();
-    let mut events = collect_task(&mut handle).await;
+    let mut events = run_task(&mut handle, "read it").await;
     while !events.iter().any(|e| {
         matches!(
             e,
@@ -122,16 +117,7 @@ async fn a_tool_task_is_recorded_with_its_summary_and_resumes_with_the_full_hist
         vec![FakeTool::reader("read", 1, &log)],
     );
     let resumed = spawn_resumed(config, &store, &loaded).unwrap();
-    let transcript: Vec<String> = resumed
-        .transcript
-        .iter()
-        .map(|e| {
-            serde_json::to_value(e).unwrap()["type"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let transcript = event_types(&resumed.transcript);
     assert_eq!(
         transcript,
         vec![
@@ -151,12 +137,7 @@ async fn a_tool_task_is_recorded_with_its_summary_and_resumes_with_the_full_hist
     );
     let mut handle = resumed.handle;
     assert_eq!(handle.session_id(), "rec-1");
-    handle
-        .submit(Op::UserTurn {
-            prompt: "and now?".into(),
-        })
-        .unwrap();
-    collect_task(&mut handle).await;
+    run_task(&mut handle, "and now?").await;
     let sent = &resumed_main.requests()[0].messages;
     let roles: Vec<Role> = sent.iter().map(|m| m.role).collect();
     assert_eq!(

@@ -1,28 +1,17 @@
 //! Session files: recording, listing, loading, torn lines, and transcript replay.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::event_types;
+use common::fake_tools::NoFs;
 use corvid_core::session::{Record, SessionError, SessionStore, replay_events};
 use corvid_protocol::{CoreEvent, Message, Part, Role, StopReason, ToolCall, ToolResult, Usage};
-use corvid_tools::{FileSystem, ToolContext, ToolRegistry};
-use futures::future::BoxFuture;
+use corvid_tools::{ToolContext, ToolRegistry};
 use pretty_assertions::assert_eq;
 use tokio_util::sync::CancellationToken;
-
-struct NoFs;
-impl FileSystem for NoFs {
-    fn read_text(&self, _: std::path::PathBuf) -> BoxFuture<'static, std::io::Result<String>> {
-        Box::pin(async { Err(std::io::Error::other("no fs in this test")) })
-    }
-    fn write_text(
-        &self,
-        _: std::path::PathBuf,
-        _: String,
-    ) -> BoxFuture<'static, std::io::Result<()>> {
-        Box::pin(async { Err(std::io::Error::other("no fs in this test")) })
-    }
-}
 
 fn ctx(cwd: &std::path::Path) -> ToolContext {
     ToolContext {
@@ -262,15 +251,7 @@ fn replay_turns_a_recording_into_finished_cards_summaries_and_task_boundaries() 
     }
     let loaded = store.load(cwd.path(), "s-replay").unwrap();
     let events = replay_events(&loaded, &ToolRegistry::default(), &ctx(cwd.path()));
-    let kinds: Vec<String> = events
-        .iter()
-        .map(|e| {
-            serde_json::to_value(e).unwrap()["type"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let kinds = event_types(&events);
     assert_eq!(
         kinds,
         vec![

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use corvid_core::settings::{
-    FastModelSetting, FastModelSpec, Overrides, ProviderKind, SettingsError, SettingsFiles, load,
-    load_from,
+    FastModelSetting, FastModelSpec, Overrides, ProviderKind, Settings, SettingsError,
+    SettingsFiles, load, load_from,
 };
 use corvid_protocol::ApprovalMode;
 use pretty_assertions::assert_eq;
@@ -54,6 +54,11 @@ impl Fixture {
 
     fn load(&self, overrides: &Overrides) -> Result<corvid_core::settings::Loaded, SettingsError> {
         load_from(&self.files, |k| self.env.get(k).cloned(), overrides)
+    }
+
+    /// The settings these files and env give without any flags.
+    fn settings(&self) -> Settings {
+        self.load(&Overrides::default()).unwrap().settings
     }
 }
 
@@ -108,55 +113,34 @@ fn each_source_overrides_the_ones_below_it_for_the_base_url() {
     let mut fx = Fixture::new();
     fx.env("OPENAI_API_KEY", "sk-test");
     fx.user(r#"{"model": {"baseUrl": "http://user"}}"#);
-    assert_eq!(
-        fx.load(&Overrides::default())
-            .unwrap()
-            .settings
-            .model
-            .base_url
-            .as_deref(),
-        Some("http://user")
-    );
+    assert_eq!(fx.settings().model.base_url.as_deref(), Some("http://user"));
     fx.project(r#"{"model": {"baseUrl": "http://project"}}"#);
     assert_eq!(
-        fx.load(&Overrides::default())
-            .unwrap()
-            .settings
-            .model
-            .base_url
-            .as_deref(),
+        fx.settings().model.base_url.as_deref(),
         Some("http://project")
     );
     fx.env("OPENAI_BASE_URL", "http://env");
-    assert_eq!(
-        fx.load(&Overrides::default())
-            .unwrap()
-            .settings
-            .model
-            .base_url
-            .as_deref(),
-        Some("http://env")
-    );
+    assert_eq!(fx.settings().model.base_url.as_deref(), Some("http://env"));
 }
 
 #[test]
 fn approval_mode_and_compact_mode_follow_defaults_files_then_flags() {
     let fx = Fixture::new();
-    let s = fx.load(&Overrides::default()).unwrap().settings;
+    let s = fx.settings();
     assert_eq!(
         (s.tools.approval_mode, s.ui.compact_mode),
         (ApprovalMode::Default, false)
     );
 
     fx.user(r#"{"tools": {"approvalMode": "auto-edit"}, "ui": {"compactMode": true}}"#);
-    let s = fx.load(&Overrides::default()).unwrap().settings;
+    let s = fx.settings();
     assert_eq!(
         (s.tools.approval_mode, s.ui.compact_mode),
         (ApprovalMode::AutoEdit, true)
     );
 
     fx.project(r#"{"tools": {"approvalMode": "default"}}"#);
-    let s = fx.load(&Overrides::default()).unwrap().settings;
+    let s = fx.settings();
     assert_eq!(
         (s.tools.approval_mode, s.ui.compact_mode),
         (ApprovalMode::Default, true)
@@ -177,7 +161,7 @@ fn approval_mode_and_compact_mode_follow_defaults_files_then_flags() {
 #[test]
 fn defaults_match_the_spec() {
     let fx = Fixture::new();
-    let s = fx.load(&Overrides::default()).unwrap().settings;
+    let s = fx.settings();
     assert_eq!(s, corvid_core::settings::Settings::default());
     assert_eq!(s.tools.shell_timeout_ms, 120_000);
     assert_eq!(
@@ -247,7 +231,7 @@ fn fast_model_may_be_an_object_on_another_provider() {
     fx.user(
         r#"{"fastModel": {"provider": "openai", "name": "gpt-mini", "baseUrl": "http://fast", "apiKeyEnv": "FAST_KEY"}}"#,
     );
-    let s = fx.load(&Overrides::default()).unwrap().settings;
+    let s = fx.settings();
     assert_eq!(
         s.fast_model,
         Some(FastModelSetting::Model(FastModelSpec {

@@ -1,31 +1,14 @@
 //! Resolving the provider, model, URL and key from settings (SPEC §1.2).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashMap;
+mod common;
 
+use common::settings_env::{env_of, settings};
 use corvid_core::settings::{
-    FastModelSetting, FastModelSpec, Overrides, ProviderKind, ResolvedModel, Secret, Settings,
-    SettingsFiles, load_from, resolve_fast_model, resolve_provider,
+    FastModelSetting, FastModelSpec, Overrides, ProviderKind, ResolvedModel, Secret,
+    resolve_fast_model, resolve_provider,
 };
 use pretty_assertions::assert_eq;
-
-fn env_of(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect()
-}
-
-/// Loads with no files at all, only env and flags.
-fn settings(env: &HashMap<String, String>, overrides: &Overrides) -> Settings {
-    let files = SettingsFiles {
-        user: None,
-        project: None,
-    };
-    load_from(&files, |k| env.get(k).cloned(), overrides)
-        .unwrap()
-        .settings
-}
 
 fn resolve(pairs: &[(&str, &str)], overrides: &Overrides) -> ResolvedModel {
     let env = env_of(pairs);

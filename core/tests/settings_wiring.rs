@@ -1,31 +1,14 @@
 //! Settings to an `AgentConfig`: the one wiring every front end shares.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashMap;
+mod common;
+
 use std::time::Duration;
 
-use corvid_core::settings::{
-    Overrides, ProviderKind, Settings, SettingsFiles, agent_config, load_from,
-};
+use common::settings_env::{env_of, settings};
+use corvid_core::settings::{Overrides, ProviderKind, agent_config};
 use corvid_protocol::ApprovalMode;
 use pretty_assertions::assert_eq;
-
-fn settings(env: &HashMap<String, String>, overrides: &Overrides) -> Settings {
-    let files = SettingsFiles {
-        user: None,
-        project: None,
-    };
-    load_from(&files, |k| env.get(k).cloned(), overrides)
-        .unwrap()
-        .settings
-}
-
-fn env_of(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect()
-}
 
 fn demo() -> Overrides {
     Overrides {

@@ -137,6 +137,14 @@ fn dropped(reason: &str, usage: Option<Usage>) -> SummaryOutcome {
     }
 }
 
+/// An answered call whose text left no label once cleaned: dropped, its usage still counted.
+fn cleaned_to_nothing() -> SummaryOutcome {
+    dropped(
+        "the summary was empty or a refusal after cleaning",
+        Some(usage()),
+    )
+}
+
 #[tokio::test]
 async fn the_answer_is_cleaned_into_the_label_and_usage_is_returned() {
     let model = FakeFastModel::new(Answer::Text(
@@ -167,26 +175,14 @@ async fn one_non_streaming_request_goes_to_the_fast_model() {
 async fn a_refusal_is_dropped_but_its_usage_still_counts() {
     let model = FakeFastModel::new(Answer::Text("I can\u{2019}t summarize that."));
     let outcome = summarize_batch(&config(&model), &two_call_batch()).await;
-    assert_eq!(
-        outcome,
-        dropped(
-            "the summary was empty or a refusal after cleaning",
-            Some(usage())
-        )
-    );
+    assert_eq!(outcome, cleaned_to_nothing());
 }
 
 #[tokio::test]
 async fn an_empty_answer_is_dropped() {
     let model = FakeFastModel::new(Answer::Text("  \n"));
     let outcome = summarize_batch(&config(&model), &two_call_batch()).await;
-    assert_eq!(
-        outcome,
-        dropped(
-            "the summary was empty or a refusal after cleaning",
-            Some(usage())
-        )
-    );
+    assert_eq!(outcome, cleaned_to_nothing());
 }
 
 #[tokio::test]

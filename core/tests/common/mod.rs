@@ -6,6 +6,7 @@ pub mod fake_tools;
 pub mod invariants;
 pub mod openai_sse;
 pub mod scripted;
+pub mod settings_env;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use corvid_core::agent::{AgentConfig, AgentHandle};
 use corvid_core::retry::RetryPolicy;
-use corvid_protocol::{ApprovalMode, CoreEvent};
+use corvid_protocol::{ApprovalDecision, ApprovalMode, CoreEvent, Op};
 use corvid_providers::Provider;
 use corvid_tools::{Tool, ToolRegistry};
 
@@ -41,6 +42,86 @@ pub fn test_config(provider: Arc<dyn Provider>, tools: Vec<Arc<dyn Tool>>) -> Ag
     }
 }
 
+/// The config with a fallback model and room for the retries before falling back to it.
+pub fn with_fallback(mut config: AgentConfig) -> AgentConfig {
+    config.retry.max_attempts = 5;
+    config.fallback_model = Some("fallback-model".into());
+    config
+}
+
+/// Submits a user prompt, starting a task (or being refused while one runs).
+pub fn prompt(handle: &AgentHandle, text: &str) {
+    handle
+        .submit(Op::UserTurn {
+            prompt: text.into(),
+        })
+        .unwrap();
+}
+
+/// Submits a prompt and reads the task it starts until it finishes.
+pub async fn run_task(handle: &mut AgentHandle, text: &str) -> Vec<CoreEvent> {
+    prompt(handle, text);
+    collect_task(handle).await
+}
+
+/// Reads events until one matches, returning all read so far (that one included).
+pub async fn read_until(
+    handle: &mut AgentHandle,
+    pred: impl Fn(&CoreEvent) -> bool,
+) -> Vec<CoreEvent> {
+    let mut events = Vec::new();
+    loop {
+        let ev = handle.next_event().await.unwrap();
+        let hit = pred(&ev);
+        events.push(ev);
+        if hit {
+            return events;
+        }
+    }
+}
+
+/// Reads events until one matches, cancels the task there and reads on until it finishes.
+pub async fn cancel_when(
+    handle: &mut AgentHandle,
+    pred: impl Fn(&CoreEvent) -> bool,
+) -> Vec<CoreEvent> {
+    let mut events = read_until(handle, pred).await;
+    handle.submit(Op::Cancel).unwrap();
+    events.extend(collect_task(handle).await);
+    events
+}
+
+/// Reads the current task until it finishes, answering each permission request with
+/// `decide(call_id)` as soon as it is asked.
+pub async fn collect_task_deciding(
+    handle: &mut AgentHandle,
+    decide: impl Fn(&str) -> ApprovalDecision,
+) -> Vec<CoreEvent> {
+    let mut events = Vec::new();
+    loop {
+        let ev = handle.next_event().await.unwrap();
+        if let CoreEvent::PermissionRequested { call_id, .. } = &ev {
+            handle
+                .submit(Op::Approval {
+                    call_id: call_id.clone(),
+                    decision: decide(call_id),
+                })
+                .unwrap();
+        }
+        let done = matches!(ev, CoreEvent::TaskFinished { .. });
+        events.push(ev);
+        if done {
+            return events;
+        }
+    }
+}
+
+/// Asserts the whole tool-card lifecycle of `events` (see [`lifecycle`]).
+#[track_caller]
+pub fn assert_lifecycle(events: &[CoreEvent], expected: &[&str]) {
+    pretty_assertions::assert_eq!(lifecycle(events), expected);
+}
+
 /// Reads events until the current task finishes (that event included).
 pub async fn collect_task(handle: &mut AgentHandle) -> Vec<CoreEvent> {
     let mut events = Vec::new();
@@ -55,6 +136,19 @@ pub async fn collect_task(handle: &mut AgentHandle) -> Vec<CoreEvent> {
             return events;
         }
     }
+}
+
+/// Each event's serialized `type` tag, for whole-value asserts on an event sequence.
+pub fn event_types(events: &[CoreEvent]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            serde_json::to_value(e).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
 }
 
 /// The events that matter for a tool card's lifecycle, as short strings (for whole-value asserts).
