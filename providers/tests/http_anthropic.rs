@@ -2,32 +2,21 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use std::time::Duration;
+mod common;
 
 use corvid_protocol::{
-    Completion, ErrorKind, FinishReason, Message, ModelRequest, Part, Role, StreamEvent,
-    StreamItem, ToolCall, ToolResult, ToolSchema, Usage,
+    Completion, ErrorKind, FinishReason, Message, ModelRequest, Part, Role, StreamEvent, ToolCall,
+    ToolResult, ToolSchema, Usage,
 };
-use corvid_providers::{
-    AnthropicProvider, ApiKey, EventStream, Provider, ProviderConfig, WireProtocol, decode_body,
-};
+use corvid_providers::{AnthropicProvider, Provider, WireProtocol};
 use corvid_testkit::{Chunk, Gate, MockServer, ScriptedResponse, fixtures};
-use futures::StreamExt;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
 const KEY: &str = "sk-ant-test-secret";
-/// A safety net so a buffering bug fails the test instead of hanging it (not a timing check).
-const LIMIT: Duration = Duration::from_secs(10);
 
 fn provider(server: &MockServer) -> AnthropicProvider {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    AnthropicProvider::new(&ProviderConfig {
-        base_url: server.url(),
-        api_key: ApiKey::new(KEY),
-        extra_headers: Vec::new(),
-    })
-    .expect("provider")
+    AnthropicProvider::new(&common::config(server, KEY, Vec::new())).expect("provider")
 }
 
 fn request() -> ModelRequest {
@@ -47,20 +36,6 @@ fn request() -> ModelRequest {
 
 fn event(name: &str, data: serde_json::Value) -> Chunk {
     Chunk::new(format!("event: {name}\ndata: {data}\n\n"))
-}
-
-async fn next(stream: &mut EventStream) -> Option<StreamItem> {
-    tokio::time::timeout(LIMIT, stream.next())
-        .await
-        .expect("stream stalled")
-}
-
-async fn drain(mut stream: EventStream) -> Vec<StreamItem> {
-    let mut items = Vec::new();
-    while let Some(item) = next(&mut stream).await {
-        items.push(item);
-    }
-    items
 }
 
 #[tokio::test]
@@ -86,14 +61,14 @@ async fn preparing_arrives_at_content_block_start_while_the_input_is_held_back()
         ..Usage::default()
     };
     assert_eq!(
-        next(&mut stream).await,
+        common::next(&mut stream).await,
         Some(Ok(StreamEvent::Usage(usage(1))))
     );
     let preparing = StreamEvent::ToolPreparing {
         call_id: "toolu_1".into(),
         tool_name: "weather".into(),
     };
-    assert_eq!(next(&mut stream).await, Some(Ok(preparing)));
+    assert_eq!(common::next(&mut stream).await, Some(Ok(preparing)));
     gate.wait_reached().await; // the input is provably still on the server
 
     gate.open();
@@ -103,7 +78,7 @@ async fn preparing_arrives_at_content_block_start_while_the_input_is_held_back()
         args: json!({"location": "Oslo"}),
     };
     assert_eq!(
-        drain(stream).await,
+        common::drain(stream).await,
         vec![
             Ok(StreamEvent::Usage(usage(20))),
             Ok(StreamEvent::ToolCall(call)),
@@ -117,16 +92,12 @@ async fn preparing_arrives_at_content_block_start_while_the_input_is_held_back()
 #[tokio::test]
 async fn a_recorded_thinking_stream_yields_what_the_decoder_yields() {
     let fixture = fixtures::load("anthropic/thinking_then_tool_use");
-    let server = MockServer::start().await;
-    server.push(ScriptedResponse::sse(fixtures::split_into_events(
-        &fixture.body,
-    )));
-    let items = drain(provider(&server).stream(request())).await;
-    let expected: Vec<StreamItem> = decode_body(WireProtocol::AnthropicMessages, &fixture.body)
-        .into_iter()
-        .map(|e| e.item)
-        .collect();
-    assert_eq!(items, expected);
+    let server = common::replaying_events(&fixture.body).await;
+    let items = common::drain(provider(&server).stream(request())).await;
+    assert_eq!(
+        items,
+        common::decoded(WireProtocol::AnthropicMessages, &fixture.body)
+    );
     let signatures = items
         .iter()
         .filter(|i| matches!(i, Ok(StreamEvent::ThoughtSignature { .. })))
@@ -137,11 +108,8 @@ async fn a_recorded_thinking_stream_yields_what_the_decoder_yields() {
 #[tokio::test]
 async fn an_error_event_mid_tool_use_is_overloaded_and_releases_no_call() {
     let fixture = fixtures::load("anthropic/overloaded_error_mid_tool_use");
-    let server = MockServer::start().await;
-    server.push(ScriptedResponse::sse(fixtures::split_into_events(
-        &fixture.body,
-    )));
-    let items = drain(provider(&server).stream(request())).await;
+    let server = common::replaying_events(&fixture.body).await;
+    let items = common::drain(provider(&server).stream(request())).await;
     assert_eq!(
         items
             .iter()
@@ -204,7 +172,7 @@ async fn the_request_sends_signed_thinking_back_and_pairs_tool_results() {
         },
         Message::user_text("And tomorrow?"),
     ]);
-    let items = drain(provider(&server).stream(req)).await;
+    let items = common::drain(provider(&server).stream(req)).await;
     assert_eq!(
         items.last(),
         Some(&Ok(StreamEvent::Finished {
@@ -252,7 +220,7 @@ async fn a_529_is_overloaded_with_the_request_id_from_the_body() {
     let fixture = fixtures::load("errors/anthropic_529_overloaded");
     let server = MockServer::start().await;
     server.push(ScriptedResponse::error(529, fixture.body.clone()));
-    let items = drain(provider(&server).stream(request())).await;
+    let items = common::drain(provider(&server).stream(request())).await;
     let [Err(error)] = items.as_slice() else {
         panic!("expected one error, got {items:?}");
     };

@@ -2,31 +2,25 @@
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use std::time::Duration;
+mod common;
 
 use corvid_protocol::{
-    Completion, ErrorKind, FinishReason, Message, ModelRequest, Part, Role, StreamEvent,
-    StreamItem, ToolCall, ToolResult, ToolSchema, Usage,
+    Completion, ErrorKind, FinishReason, Message, ModelRequest, Part, Role, StreamEvent, ToolCall,
+    ToolResult, ToolSchema, Usage,
 };
-use corvid_providers::{
-    ApiKey, OpenAiChatProvider, Provider, ProviderConfig, WireProtocol, decode_body,
-};
+use corvid_providers::{ApiKey, OpenAiChatProvider, Provider, ProviderConfig, WireProtocol};
 use corvid_testkit::{Chunk, Gate, MockServer, ScriptedResponse, fixtures, sse_event};
-use futures::StreamExt;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
 const KEY: &str = "sk-test-very-secret-key";
-/// A safety net so a buffering bug fails the test instead of hanging it (not a timing check).
-const LIMIT: Duration = Duration::from_secs(10);
 
 fn provider(server: &MockServer) -> OpenAiChatProvider {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    OpenAiChatProvider::new(&ProviderConfig {
-        base_url: server.url(),
-        api_key: ApiKey::new(KEY),
-        extra_headers: vec![("x-gateway".into(), "corvid-tests".into())],
-    })
+    OpenAiChatProvider::new(&common::config(
+        server,
+        KEY,
+        vec![("x-gateway".into(), "corvid-tests".into())],
+    ))
     .expect("provider")
 }
 
@@ -43,20 +37,6 @@ fn request() -> ModelRequest {
         max_output_tokens: Some(512),
         temperature: Some(0.5),
     }
-}
-
-async fn next(stream: &mut corvid_providers::EventStream) -> Option<StreamItem> {
-    tokio::time::timeout(LIMIT, stream.next())
-        .await
-        .expect("stream stalled")
-}
-
-async fn drain(mut stream: corvid_providers::EventStream) -> Vec<StreamItem> {
-    let mut items = Vec::new();
-    while let Some(item) = next(&mut stream).await {
-        items.push(item);
-    }
-    items
 }
 
 fn chunk(delta: serde_json::Value, finish: Option<&str>) -> Chunk {
@@ -80,7 +60,7 @@ async fn preparing_arrives_while_the_server_still_holds_back_the_arguments() {
     ]));
     let mut stream = provider(&server).stream(request());
 
-    let first = next(&mut stream).await;
+    let first = common::next(&mut stream).await;
     let preparing = StreamEvent::ToolPreparing {
         call_id: "call_1".into(),
         tool_name: "weather".into(),
@@ -95,7 +75,7 @@ async fn preparing_arrives_while_the_server_still_holds_back_the_arguments() {
         args: json!({"location": "Oslo"}),
     };
     assert_eq!(
-        drain(stream).await,
+        common::drain(stream).await,
         vec![
             Ok(StreamEvent::ToolCall(call)),
             Ok(StreamEvent::Finished {
@@ -108,16 +88,12 @@ async fn preparing_arrives_while_the_server_still_holds_back_the_arguments() {
 #[tokio::test]
 async fn a_recorded_stream_sent_event_by_event_yields_what_the_decoder_yields() {
     let fixture = fixtures::load("openai/parallel_tool_calls");
-    let server = MockServer::start().await;
-    server.push(ScriptedResponse::sse(fixtures::split_into_events(
-        &fixture.body,
-    )));
-    let items = drain(provider(&server).stream(request())).await;
-    let expected: Vec<StreamItem> = decode_body(WireProtocol::OpenAiChat, &fixture.body)
-        .into_iter()
-        .map(|e| e.item)
-        .collect();
-    assert_eq!(items, expected);
+    let server = common::replaying_events(&fixture.body).await;
+    let items = common::drain(provider(&server).stream(request())).await;
+    assert_eq!(
+        items,
+        common::decoded(WireProtocol::OpenAiChat, &fixture.body)
+    );
     let calls: Vec<&str> = items
         .iter()
         .filter_map(|i| match i {
@@ -171,7 +147,7 @@ async fn the_request_pairs_tool_results_with_their_calls_and_asks_for_usage() {
             }),
         ],
     });
-    let items = drain(provider(&server).stream(req)).await;
+    let items = common::drain(provider(&server).stream(req)).await;
     assert_eq!(
         items.last(),
         Some(&Ok(StreamEvent::Finished {
@@ -229,7 +205,7 @@ async fn an_http_429_becomes_a_rate_limit_error_with_the_servers_wait_and_reques
             .header("retry-after-ms", "3890")
             .header("x-request-id", "req_abc"),
     );
-    let items = drain(provider(&server).stream(request())).await;
+    let items = common::drain(provider(&server).stream(request())).await;
     let [Err(error)] = items.as_slice() else {
         panic!("expected one error, got {items:?}");
     };
@@ -258,7 +234,7 @@ async fn a_connection_cut_mid_arguments_is_truncation_and_releases_no_call() {
     chunks.truncate(4);
     let server = MockServer::start().await;
     server.push(ScriptedResponse::sse(chunks).cut());
-    let items = drain(provider(&server).stream(request())).await;
+    let items = common::drain(provider(&server).stream(request())).await;
     let calls = items
         .iter()
         .filter(|i| matches!(i, Ok(StreamEvent::ToolCall(_))))
@@ -338,7 +314,7 @@ async fn a_server_that_ignores_stream_true_is_decoded_as_a_whole_response() {
         200,
         json!({"error": {"message": "model is loading", "type": "server_error"}}),
     ));
-    let items = drain(provider(&server).stream(request())).await;
+    let items = common::drain(provider(&server).stream(request())).await;
     assert_eq!(
         items,
         vec![
@@ -350,7 +326,7 @@ async fn a_server_that_ignores_stream_true_is_decoded_as_a_whole_response() {
             }),
         ]
     );
-    let items = drain(provider(&server).stream(request())).await;
+    let items = common::drain(provider(&server).stream(request())).await;
     let errors: Vec<_> = items
         .into_iter()
         .map(|i| i.map_err(|e| (e.kind, e.message)))
@@ -394,7 +370,7 @@ async fn dropping_the_stream_closes_the_connection() {
     })
     .unwrap();
     let mut stream = provider.stream(request());
-    let first = next(&mut stream).await;
+    let first = common::next(&mut stream).await;
     assert_eq!(
         first,
         Some(Ok(StreamEvent::ToolPreparing {
@@ -403,7 +379,7 @@ async fn dropping_the_stream_closes_the_connection() {
         }))
     );
     drop(stream);
-    tokio::time::timeout(LIMIT, server)
+    tokio::time::timeout(common::LIMIT, server)
         .await
         .expect("the connection stayed open")
         .unwrap();
@@ -416,10 +392,9 @@ async fn sse_mislabelled_as_json_is_still_decoded_as_sse() {
     server.push(
         ScriptedResponse::sse_body(fixture.body.clone()).header("content-type", "application/json"),
     );
-    let items = drain(provider(&server).stream(request())).await;
-    let expected: Vec<StreamItem> = decode_body(WireProtocol::OpenAiChat, &fixture.body)
-        .into_iter()
-        .map(|e| e.item)
-        .collect();
-    assert_eq!(items, expected);
+    let items = common::drain(provider(&server).stream(request())).await;
+    assert_eq!(
+        items,
+        common::decoded(WireProtocol::OpenAiChat, &fixture.body)
+    );
 }

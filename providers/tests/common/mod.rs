@@ -2,10 +2,61 @@
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use corvid_protocol::Usage;
-use corvid_providers::WireProtocol;
+use corvid_protocol::{StreamItem, Usage};
+use corvid_providers::{ApiKey, EventStream, ProviderConfig, WireProtocol, decode_body};
+use corvid_testkit::{MockServer, ScriptedResponse, fixtures};
+use futures::StreamExt;
 use serde_json::Value;
+
+/// A safety net so a buffering bug fails the test instead of hanging it (not a timing check).
+pub const LIMIT: Duration = Duration::from_secs(10);
+
+/// A config aimed at the mock server; installs the TLS provider reqwest needs before any client is built.
+pub fn config(
+    server: &MockServer,
+    key: &str,
+    extra_headers: Vec<(String, String)>,
+) -> ProviderConfig {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    ProviderConfig {
+        base_url: server.url(),
+        api_key: ApiKey::new(key),
+        extra_headers,
+    }
+}
+
+/// The next item of a provider stream, failing the test if the stream stalls.
+pub async fn next(stream: &mut EventStream) -> Option<StreamItem> {
+    tokio::time::timeout(LIMIT, stream.next())
+        .await
+        .expect("stream stalled")
+}
+
+/// Every item of a provider stream until it ends.
+pub async fn drain(mut stream: EventStream) -> Vec<StreamItem> {
+    let mut items = Vec::new();
+    while let Some(item) = next(&mut stream).await {
+        items.push(item);
+    }
+    items
+}
+
+/// A mock server that sends a recorded body back one SSE event per chunk, as a real server does.
+pub async fn replaying_events(body: &[u8]) -> MockServer {
+    let server = MockServer::start().await;
+    server.push(ScriptedResponse::sse(fixtures::split_into_events(body)));
+    server
+}
+
+/// What the offline decoder yields for a whole body: a provider over HTTP must yield the same.
+pub fn decoded(protocol: WireProtocol, body: &[u8]) -> Vec<StreamItem> {
+    decode_body(protocol, body)
+        .into_iter()
+        .map(|e| e.item)
+        .collect()
+}
 
 /// One recorded body with its sidecar.
 #[derive(Debug)]
