@@ -5,7 +5,7 @@
 
 mod common;
 
-use agent_client_protocol::v1::schema::{CancelNotification, StopReason};
+use agent_client_protocol::v1::schema::StopReason;
 use common::*;
 use corvid_protocol::FinishReason;
 use pretty_assertions::assert_eq;
@@ -46,10 +46,7 @@ async fn run(cancel_after: Option<usize>) -> (TestClient, StopReason) {
         for _ in 0..n {
             client.next().await;
         }
-        client
-            .cx
-            .send_notification(CancelNotification::new(sid.clone()))
-            .unwrap();
+        client.cancel(&sid);
     }
     let response = prompt.await.unwrap().unwrap();
     client.drain();

@@ -6,7 +6,6 @@
 
 mod common;
 
-use agent_client_protocol::v1::schema::CancelNotification;
 use common::*;
 use corvid_protocol::FinishReason;
 use pretty_assertions::assert_eq;
@@ -91,10 +90,7 @@ async fn a_cancel_during_argument_streaming_discards_the_card_and_answers_cancel
     client
         .until(|m| m["params"]["update"]["sessionUpdate"] == "tool_call")
         .await;
-    client
-        .cx
-        .send_notification(CancelNotification::new(sid.clone()))
-        .unwrap();
+    client.cancel(&sid);
     let response = prompt.await.unwrap().unwrap();
     client.drain();
 

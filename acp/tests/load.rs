@@ -19,21 +19,22 @@ use serde_json::{Value, json};
 /// What `read_file a.txt` returned to the model (and so what the recording holds).
 const READ_A_OUTPUT: &str = "hello\n";
 
-fn recording_factory(provider: Arc<ScriptedProvider>, home: &Path) -> Arc<TestFactory> {
-    Arc::new(TestFactory {
+/// A client of a server that records its sessions under `home` and labels tool batches.
+async fn recording_client(provider: Arc<ScriptedProvider>, home: &Path) -> TestClient {
+    let factory = Arc::new(TestFactory {
         provider,
         summaries: true,
         mode: ApprovalMode::Default,
         store: Some(SessionStore::new(home)),
-    })
+    });
+    TestClient::start(factory, fs_caps(false, false)).await
 }
 
 /// Records "read a" (one `read_file` call, its summary, then "Done.") in a first connection;
 /// returns the session id once the summary arrived, so the recording is complete.
 async fn record_read_task(home: &Path, dir: &Path) -> String {
     let provider = ScriptedProvider::new(vec![read_a_script("call_1"), answer("Done.")]);
-    let mut client =
-        TestClient::start(recording_factory(provider, home), fs_caps(false, false)).await;
+    let mut client = recording_client(provider, home).await;
     let sid = client.new_session(dir).await;
     client.prompt(&sid, "read a").await.unwrap().unwrap();
     client
@@ -46,25 +47,8 @@ async fn record_read_task(home: &Path, dir: &Path) -> String {
 fn replayed_read_task(dir: &Path) -> Vec<Value> {
     vec![
         json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "read a"}}),
-        json!({
-            "sessionUpdate": "tool_call",
-            "toolCallId": "call_1",
-            "status": "in_progress",
-            "title": "Read a.txt",
-            "kind": "read",
-            "content": [],
-            "locations": [{"path": abs(dir, "a.txt")}],
-            "rawInput": {"file_path": "a.txt"},
-            "_meta": {"toolName": "read_file", "provenance": "builtin"},
-        }),
-        json!({
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": "call_1",
-            "status": "completed",
-            "content": [{"type": "content", "content": {"type": "text", "text": READ_A_OUTPUT}}],
-            "rawOutput": {"output": READ_A_OUTPUT},
-            "_meta": {"toolName": "read_file", "provenance": "builtin"},
-        }),
+        replayed_read(dir, "call_1", "a.txt"),
+        replayed_read_result("call_1", "completed", READ_A_OUTPUT),
         message("Done."),
     ]
 }
@@ -112,11 +96,7 @@ async fn a_loaded_session_replays_its_transcript_and_goes_on_with_the_full_histo
     let sid = record_read_task(home.path(), dir.path()).await;
 
     let provider = ScriptedProvider::new(vec![answer("Again.")]);
-    let mut client = TestClient::start(
-        recording_factory(provider.clone(), home.path()),
-        fs_caps(false, false),
-    )
-    .await;
+    let mut client = recording_client(provider.clone(), home.path()).await;
     let response = client.load_session(&sid, dir.path()).await.unwrap();
     client.drain();
 
@@ -170,11 +150,7 @@ async fn loading_an_unknown_session_is_an_error_naming_it() {
     let home = tempfile::tempdir().unwrap();
     let dir = project();
     let provider = ScriptedProvider::new(vec![]);
-    let client = TestClient::start(
-        recording_factory(provider, home.path()),
-        fs_caps(false, false),
-    )
-    .await;
+    let client = recording_client(provider, home.path()).await;
     let error = client
         .load_session("no-such-session", dir.path())
         .await
@@ -210,11 +186,7 @@ async fn a_recording_torn_mid_line_loads_replays_and_resumes() {
     assert_eq!(store.load(dir.path(), &sid).unwrap().warnings.len(), 1);
 
     let provider = ScriptedProvider::new(vec![answer("Again.")]);
-    let mut client = TestClient::start(
-        recording_factory(provider.clone(), home.path()),
-        fs_caps(false, false),
-    )
-    .await;
+    let mut client = recording_client(provider.clone(), home.path()).await;
     client.load_session(&sid, dir.path()).await.unwrap();
     client.drain();
     assert_eq!(client.updates(), replayed_read_task(dir.path()));
@@ -246,11 +218,7 @@ async fn a_session_open_on_this_connection_cannot_be_loaded_twice() {
     let home = tempfile::tempdir().unwrap();
     let dir = project();
     let provider = ScriptedProvider::new(vec![]);
-    let client = TestClient::start(
-        recording_factory(provider, home.path()),
-        fs_caps(false, false),
-    )
-    .await;
+    let client = recording_client(provider, home.path()).await;
     let sid = client.new_session(dir.path()).await;
     let error = client.load_session(&sid, dir.path()).await.unwrap_err();
     assert_eq!(
@@ -279,22 +247,14 @@ async fn thoughts_plans_and_failed_calls_replay_as_they_ended() {
         ],
         answer("No notes."),
     ]);
-    let mut client = TestClient::start(
-        recording_factory(provider, home.path()),
-        fs_caps(false, false),
-    )
-    .await;
+    let mut client = recording_client(provider, home.path()).await;
     let sid = client.new_session(dir.path()).await;
     client.prompt(&sid, "plan").await.unwrap().unwrap();
     client.drain();
     let live_failure = client.cards().last().unwrap().clone();
 
     let provider = ScriptedProvider::new(vec![]);
-    let mut client = TestClient::start(
-        recording_factory(provider, home.path()),
-        fs_caps(false, false),
-    )
-    .await;
+    let mut client = recording_client(provider, home.path()).await;
     client.load_session(&sid, dir.path()).await.unwrap();
     client.drain();
     let error_text = live_failure["content"][0]["content"]["text"].clone();
@@ -306,25 +266,8 @@ async fn thoughts_plans_and_failed_calls_replay_as_they_ended() {
             json!({"sessionUpdate": "plan", "entries": [
                 {"content": "Read the notes", "priority": "medium", "status": "in_progress"},
             ]}),
-            json!({
-                "sessionUpdate": "tool_call",
-                "toolCallId": "call_r",
-                "status": "in_progress",
-                "title": "Read notes.txt",
-                "kind": "read",
-                "content": [],
-                "locations": [{"path": abs(dir.path(), "notes.txt")}],
-                "rawInput": {"file_path": "notes.txt"},
-                "_meta": {"toolName": "read_file", "provenance": "builtin"},
-            }),
-            json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": "call_r",
-                "status": "failed",
-                "content": [{"type": "content", "content": {"type": "text", "text": error_text}}],
-                "rawOutput": {"output": error_text},
-                "_meta": {"toolName": "read_file", "provenance": "builtin"},
-            }),
+            replayed_read(dir.path(), "call_r", "notes.txt"),
+            replayed_read_result("call_r", "failed", error_text),
             message("No notes."),
         ]
     );
@@ -346,8 +289,7 @@ async fn a_session_that_cannot_be_recorded_still_runs() {
     std::fs::write(&blocked, "").unwrap();
     let dir = project();
     let provider = ScriptedProvider::new(vec![answer("Still fine.")]);
-    let mut client =
-        TestClient::start(recording_factory(provider, &blocked), fs_caps(false, false)).await;
+    let mut client = recording_client(provider, &blocked).await;
     let sid = client.new_session(dir.path()).await;
     client.prompt(&sid, "hi").await.unwrap().unwrap();
     client.drain();

@@ -8,7 +8,7 @@ mod common;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, InitializeRequest, NewSessionRequest, SetSessionModeRequest,
+    InitializeRequest, NewSessionRequest, SetSessionModeRequest,
 };
 use common::*;
 use corvid_protocol::{ApprovalMode, FinishReason, Part};
@@ -55,29 +55,18 @@ async fn initialize_and_new_session_advertise_corvid_and_its_modes() {
 #[tokio::test]
 async fn a_granted_permission_runs_the_edit_and_shows_its_diff() {
     let dir = project();
-    let provider = ScriptedProvider::new(vec![
-        vec![
-            preparing("call_w", "write_file"),
-            call(
-                "call_w",
-                "write_file",
-                json!({"file_path": "b.txt", "content": "new\n"}),
-            ),
-            finish(FinishReason::ToolCalls),
-        ],
-        answer("Written."),
-    ]);
+    let provider = ScriptedProvider::new(vec![write_b_script("call_w"), answer("Written.")]);
     let mut client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
-    *client.policy.lock().unwrap() = PermissionPolicy::Select("allow_once");
+    client.set_policy(PermissionPolicy::Select("allow_once"));
     let sid = client.new_session(dir.path()).await;
     let response = client.prompt(&sid, "write b").await.unwrap().unwrap();
     client.drain();
 
     let b = abs(dir.path(), "b.txt");
     let permission = client
-        .seen
-        .iter()
-        .find(|m| m["request"] == "session/request_permission")
+        .permission_requests()
+        .into_iter()
+        .next()
         .expect("a permission request")
         .clone();
     assert_eq!(
@@ -122,28 +111,9 @@ async fn a_granted_permission_runs_the_edit_and_shows_its_diff() {
     client.assert_no_card_left_pending();
 }
 
-#[tokio::test]
-async fn a_rejected_permission_fails_the_card_without_running() {
-    let dir = project();
-    let provider = ScriptedProvider::new(vec![
-        vec![
-            preparing("call_w", "write_file"),
-            call(
-                "call_w",
-                "write_file",
-                json!({"file_path": "b.txt", "content": "new\n"}),
-            ),
-            finish(FinishReason::ToolCalls),
-        ],
-        answer("Understood."),
-    ]);
-    let mut client =
-        TestClient::start(TestFactory::new(provider.clone()), fs_caps(false, false)).await;
-    *client.policy.lock().unwrap() = PermissionPolicy::Select("reject_once");
-    let sid = client.new_session(dir.path()).await;
-    client.prompt(&sid, "write b").await.unwrap().unwrap();
-    client.drain();
-
+/// Checks that the `write_file b.txt` card `call_w` went from preparing straight to failed and
+/// that b.txt was never written; returns the failed update.
+fn assert_write_b_failed_without_running(client: &TestClient, dir: &std::path::Path) -> Value {
     let cards = client.cards();
     assert_eq!(cards.len(), 2, "{cards:#?}");
     assert_eq!(
@@ -151,35 +121,39 @@ async fn a_rejected_permission_fails_the_card_without_running() {
         preparing_frame("call_w", "write_file", "WriteFile", "edit")
     );
     assert_eq!(cards[1]["status"], json!("failed"));
-    let why = cards[1]["content"][0]["content"]["text"].as_str().unwrap();
-    assert!(why.contains("rejected"), "{why}");
-    assert!(!dir.path().join("b.txt").exists());
+    assert!(!dir.join("b.txt").exists());
     client.assert_no_card_left_pending();
+    cards[1].clone()
+}
+
+#[tokio::test]
+async fn a_rejected_permission_fails_the_card_without_running() {
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![write_b_script("call_w"), answer("Understood.")]);
+    let mut client =
+        TestClient::start(TestFactory::new(provider.clone()), fs_caps(false, false)).await;
+    client.set_policy(PermissionPolicy::Select("reject_once"));
+    let sid = client.new_session(dir.path()).await;
+    client.prompt(&sid, "write b").await.unwrap().unwrap();
+    client.drain();
+
+    let failed = assert_write_b_failed_without_running(&client, dir.path());
+    let why = failed["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(why.contains("rejected"), "{why}");
 }
 
 #[tokio::test]
 async fn a_cancel_abandons_the_pending_permission_request() {
     let dir = project();
-    let provider = ScriptedProvider::new(vec![vec![
-        preparing("call_w", "write_file"),
-        call(
-            "call_w",
-            "write_file",
-            json!({"file_path": "b.txt", "content": "new\n"}),
-        ),
-        finish(FinishReason::ToolCalls),
-    ]]);
+    let provider = ScriptedProvider::new(vec![write_b_script("call_w")]);
     let mut client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
-    *client.policy.lock().unwrap() = PermissionPolicy::Hold;
+    client.set_policy(PermissionPolicy::Hold);
     let sid = client.new_session(dir.path()).await;
     let prompt = client.prompt(&sid, "write b");
     client
         .until(|m| m["request"] == "session/request_permission")
         .await;
-    client
-        .cx
-        .send_notification(CancelNotification::new(sid.clone()))
-        .unwrap();
+    client.cancel(&sid);
     let response = prompt.await.unwrap().unwrap();
     assert_eq!(
         response.stop_reason,
@@ -189,15 +163,7 @@ async fn a_cancel_abandons_the_pending_permission_request() {
         .until(|m| m["abandoned"] == "session/request_permission")
         .await;
     client.drain();
-    let cards = client.cards();
-    assert_eq!(cards.len(), 2, "{cards:#?}");
-    assert_eq!(
-        cards[0],
-        preparing_frame("call_w", "write_file", "WriteFile", "edit")
-    );
-    assert_eq!(cards[1]["status"], json!("failed"));
-    assert!(!dir.path().join("b.txt").exists());
-    client.assert_no_card_left_pending();
+    assert_write_b_failed_without_running(&client, dir.path());
 }
 
 #[tokio::test]
@@ -273,14 +239,7 @@ async fn file_tools_go_through_the_editor_when_it_offers_fs() {
 async fn yolo_mode_set_by_the_client_skips_the_permission_prompt() {
     let dir = project();
     let provider = ScriptedProvider::new(vec![
-        vec![
-            call(
-                "call_w",
-                "write_file",
-                json!({"file_path": "b.txt", "content": "new\n"}),
-            ),
-            finish(FinishReason::ToolCalls),
-        ],
+        vec![write_b("call_w"), finish(FinishReason::ToolCalls)],
         answer("Written."),
     ]);
     let mut client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
@@ -293,12 +252,7 @@ async fn yolo_mode_set_by_the_client_skips_the_permission_prompt() {
         .unwrap();
     client.prompt(&sid, "write b").await.unwrap().unwrap();
     client.drain();
-    assert!(
-        !client
-            .seen
-            .iter()
-            .any(|m| m["request"] == "session/request_permission")
-    );
+    assert!(client.permission_requests().is_empty());
     let cards = client.cards();
     assert_eq!(cards[0]["sessionUpdate"], json!("tool_call"));
     assert_eq!(cards[0]["status"], json!("in_progress"));
@@ -405,15 +359,14 @@ async fn allow_always_is_remembered_for_the_rest_of_the_session() {
         answer("Both written."),
     ]);
     let mut client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
-    *client.policy.lock().unwrap() = PermissionPolicy::Select("allow_always");
+    client.set_policy(PermissionPolicy::Select("allow_always"));
     let sid = client.new_session(dir.path()).await;
     client.prompt(&sid, "write both").await.unwrap().unwrap();
     client.drain();
 
     let asked: Vec<Value> = client
-        .seen
-        .iter()
-        .filter(|m| m["request"] == "session/request_permission")
+        .permission_requests()
+        .into_iter()
         .map(|m| m["params"]["toolCall"]["toolCallId"].clone())
         .collect();
     assert_eq!(asked, vec![json!("w1")]);

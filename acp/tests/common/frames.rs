@@ -78,3 +78,49 @@ pub fn read_a_script(id: &str) -> Vec<Step> {
         finish(FinishReason::ToolCalls),
     ]
 }
+
+/// The `write_file b.txt` call (content `new\n`) with id `id`.
+pub fn write_b(id: &str) -> Step {
+    call(
+        id,
+        "write_file",
+        json!({"file_path": "b.txt", "content": "new\n"}),
+    )
+}
+
+/// A model turn streaming, then calling `write_file b.txt` with id `id`.
+pub fn write_b_script(id: &str) -> Vec<Step> {
+    vec![
+        preparing(id, "write_file"),
+        write_b(id),
+        finish(FinishReason::ToolCalls),
+    ]
+}
+
+/// The `tool_call` a replay sends for a `read_file` of `file` (relative to `dir`).
+pub fn replayed_read(dir: &Path, id: &str, file: &str) -> Value {
+    json!({
+        "sessionUpdate": "tool_call",
+        "toolCallId": id,
+        "status": "in_progress",
+        "title": format!("Read {file}"),
+        "kind": "read",
+        "content": [],
+        "locations": [{"path": abs(dir, file)}],
+        "rawInput": {"file_path": file},
+        "_meta": {"toolName": "read_file", "provenance": "builtin"},
+    })
+}
+
+/// The `tool_call_update` a replay sends for a `read_file` that ended in `status` with `output`.
+pub fn replayed_read_result(id: &str, status: &str, output: impl Into<Value>) -> Value {
+    let output = output.into();
+    json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": id,
+        "status": status,
+        "content": [{"type": "content", "content": {"type": "text", "text": output}}],
+        "rawOutput": {"output": output},
+        "_meta": {"toolName": "read_file", "provenance": "builtin"},
+    })
+}

@@ -4,6 +4,7 @@
 
 #![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
 
+mod driving;
 mod frames;
 
 pub use frames::*;
