@@ -5,15 +5,14 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::{Sandbox, block_kinds, json_lines, kind, run, stderr, stdout};
+use common::{Sandbox, assert_success, block_kinds, json_lines, kind, run, stderr, stdout};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
 #[tokio::test]
 async fn text_output_prints_only_the_final_answer_on_stdout() {
     let sb = Sandbox::new();
-    let out = run(sb.corvid(&["--demo", "-p", "look around"])).await;
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let out = sb.look_around(&[]).await;
     let text = stdout(&out);
     assert!(text.starts_with("## What I found\n"), "{text}");
     assert!(text.contains("`README.md`, `main.rs`"), "{text}");
@@ -38,8 +37,7 @@ async fn text_output_prints_only_the_final_answer_on_stdout() {
 #[tokio::test]
 async fn json_output_is_one_result_object_with_the_documented_fields() {
     let sb = Sandbox::new();
-    let out = run(sb.corvid(&["--demo", "-p", "look around", "--output-format", "json"])).await;
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let out = sb.look_around(&["--output-format", "json"]).await;
     let lines = json_lines(&out);
     assert_eq!(lines.len(), 1, "{}", stdout(&out));
     let result = &lines[0];
@@ -94,16 +92,9 @@ async fn json_output_is_one_result_object_with_the_documented_fields() {
 #[tokio::test]
 async fn stream_json_pairs_every_tool_use_with_its_result_and_ends_with_the_result() {
     let sb = Sandbox::new();
-    let out = run(sb.corvid(&[
-        "--demo",
-        "-y",
-        "-p",
-        "look around",
-        "--output-format",
-        "stream-json",
-    ]))
-    .await;
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let out = sb
+        .look_around(&["-y", "--output-format", "stream-json"])
+        .await;
     let msgs = json_lines(&out);
     assert_eq!(kind(&msgs[0]), "system/init");
     assert_eq!(msgs[0]["model"], "corvid-demo");
@@ -203,16 +194,13 @@ async fn stream_json_pairs_every_tool_use_with_its_result_and_ends_with_the_resu
 #[tokio::test]
 async fn partial_messages_add_tool_preparing_before_each_tool_use_and_text_deltas() {
     let sb = Sandbox::new();
-    let out = run(sb.corvid(&[
-        "--demo",
-        "-p",
-        "look around",
-        "--output-format",
-        "stream-json",
-        "--include-partial-messages",
-    ]))
-    .await;
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let out = sb
+        .look_around(&[
+            "--output-format",
+            "stream-json",
+            "--include-partial-messages",
+        ])
+        .await;
     let msgs = json_lines(&out);
     let position = |pred: &dyn Fn(&Value) -> bool| msgs.iter().position(pred);
     for (i, m) in msgs.iter().enumerate() {
@@ -255,7 +243,7 @@ async fn a_prompt_is_read_from_stdin_with_dash() {
         stdin.write_all(b"look around from stdin\n").await.unwrap();
     }
     let out = child.wait_with_output().await.unwrap();
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_success(&out);
     assert_eq!(json_lines(&out)[0]["stop_reason"], "end_turn");
 }
 
@@ -268,7 +256,7 @@ async fn the_demo_works_with_no_keys_and_an_unreachable_network() {
         .env("HTTPS_PROXY", "http://127.0.0.1:9")
         .env("HTTP_PROXY", "http://127.0.0.1:9");
     let out = run(cmd).await;
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_success(&out);
     assert!(stdout(&out).contains("What I found"));
 }
 
@@ -276,7 +264,7 @@ async fn the_demo_works_with_no_keys_and_an_unreachable_network() {
 async fn provider_demo_is_the_same_as_the_demo_flag() {
     let sb = Sandbox::new();
     let out = run(sb.corvid(&["--provider", "demo", "-p", "hi", "--output-format", "json"])).await;
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_success(&out);
     assert_eq!(json_lines(&out)[0]["is_error"], false);
 }
 

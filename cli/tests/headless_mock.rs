@@ -4,7 +4,10 @@
 
 mod common;
 
-use common::{Sandbox, block_kinds, json_lines, kind, run, stderr, stdout};
+use common::{
+    Sandbox, assert_success, block_kinds, chunk, json_lines, kind, label_answer, run, stderr,
+    stdout, text_turn, turn, usage_chunk,
+};
 use corvid_testkit::{MockServer, ScriptedResponse, sse_event};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -14,60 +17,29 @@ const KEY: &str = "sk-test-secret-4242";
 
 /// `corvid ARGS` talking to `server` as an OpenAI-compatible provider.
 fn against(sb: &Sandbox, server: &MockServer, args: &[&str]) -> tokio::process::Command {
-    let mut cmd = sb.corvid(args);
-    cmd.env("OPENAI_API_KEY", KEY)
-        .env("OPENAI_BASE_URL", server.url())
-        .env("OPENAI_MODEL", "mock-model");
+    let mut cmd = sb.against(server, KEY, args);
+    cmd.env("OPENAI_MODEL", "mock-model");
     cmd
-}
-
-fn chunk(delta: Value, finish: Option<&str>) -> String {
-    json!({
-        "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "mock-model",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    })
-    .to_string()
-}
-
-fn usage_chunk() -> String {
-    json!({
-        "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "mock-model",
-        "choices": [],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    })
-    .to_string()
 }
 
 fn tool_turn() -> ScriptedResponse {
     ScriptedResponse::sse(vec![
-        sse_event(&chunk(
-            json!({"role": "assistant", "content": "Looking."}),
-            None,
-        )),
-        sse_event(&chunk(
+        chunk(json!({"role": "assistant", "content": "Looking."}), None),
+        chunk(
             json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
                    "function": {"name": "list_directory", "arguments": ""}}]}),
             None,
-        )),
-        sse_event(&chunk(
+        ),
+        chunk(
             json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"path\":"}}]}),
             None,
-        )),
-        sse_event(&chunk(
+        ),
+        chunk(
             json!({"tool_calls": [{"index": 0, "function": {"arguments": "\".\"}"}}]}),
             None,
-        )),
-        sse_event(&chunk(json!({}), Some("tool_calls"))),
-        sse_event(&usage_chunk()),
-        sse_event("[DONE]"),
-    ])
-}
-
-fn text_turn(text: &str) -> ScriptedResponse {
-    ScriptedResponse::sse(vec![
-        sse_event(&chunk(json!({"role": "assistant", "content": text}), None)),
-        sse_event(&chunk(json!({}), Some("stop"))),
-        sse_event(&usage_chunk()),
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        usage_chunk(),
         sse_event("[DONE]"),
     ])
 }
@@ -84,7 +56,7 @@ async fn a_two_turn_task_streams_json_and_sends_the_tool_result_back() {
         &["-p", "list the files", "--output-format", "stream-json"],
     ))
     .await;
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_success(&out);
     let msgs = json_lines(&out);
     let shape: Vec<String> = msgs
         .iter()
@@ -141,21 +113,26 @@ async fn a_two_turn_task_streams_json_and_sends_the_tool_result_back() {
 }
 
 fn two_reads_turn() -> ScriptedResponse {
-    ScriptedResponse::sse(vec![
-        sse_event(&chunk(
-            json!({"role": "assistant", "tool_calls": [
-                {"index": 0, "id": "call_a", "type": "function",
-                 "function": {"name": "list_directory", "arguments": "{\"path\":\".\"}"}},
-                {"index": 1, "id": "call_b", "type": "function",
-                 "function": {"name": "read_file", "arguments": "{\"file_path\":\"README.md\"}"}},
-            ]}),
-            None,
-        )),
-        sse_event(&chunk(json!({}), Some("tool_calls"))),
-        sse_event(&usage_chunk()),
-        sse_event("[DONE]"),
-    ])
+    ScriptedResponse::sse(turn(
+        json!({"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "call_a", "type": "function",
+             "function": {"name": "list_directory", "arguments": "{\"path\":\".\"}"}},
+            {"index": 1, "id": "call_b", "type": "function",
+             "function": {"name": "read_file", "arguments": "{\"file_path\":\"README.md\"}"}},
+        ]}),
+        "tool_calls",
+    ))
 }
+
+/// A task whose tool batches the fast model labels, printed as stream-json.
+const LOOK_WITH_LABELS: &[&str] = &[
+    "-p",
+    "look",
+    "--output-format",
+    "stream-json",
+    "--fast-model",
+    "mock-fast",
+];
 
 fn model_is(name: &'static str) -> impl Fn(&corvid_testkit::RecordedRequest) -> bool {
     move |r| r.body["model"] == name
@@ -168,31 +145,11 @@ async fn the_fast_models_label_reaches_stream_json_and_the_result_with_its_usage
     server.push_matching(model_is("mock-model"), text_turn("Done."));
     server.push_matching(
         model_is("mock-fast"),
-        ScriptedResponse::json(
-            200,
-            json!({
-                "id": "c", "object": "chat.completion", "created": 1, "model": "mock-fast",
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": "Label: Read the README"}}],
-                "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
-            }),
-        ),
+        label_answer("Label: Read the README"),
     );
     let sb = Sandbox::new();
-    let out = run(against(
-        &sb,
-        &server,
-        &[
-            "-p",
-            "look",
-            "--output-format",
-            "stream-json",
-            "--fast-model",
-            "mock-fast",
-        ],
-    ))
-    .await;
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let out = run(against(&sb, &server, LOOK_WITH_LABELS)).await;
+    assert_success(&out);
     let msgs = json_lines(&out);
     let summaries: Vec<&Value> = msgs
         .iter()
@@ -230,7 +187,7 @@ async fn text_output_against_a_real_provider_is_the_last_answer_only() {
     server.push(text_turn("Two files."));
     let sb = Sandbox::new();
     let out = run(against(&sb, &server, &["-p", "list"])).await;
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_success(&out);
     assert_eq!(stdout(&out), "Two files.\n");
     assert!(stderr(&out).contains("● List ."), "{}", stderr(&out));
 }
@@ -320,10 +277,10 @@ async fn sigint_cancels_the_running_task_and_exits_130() {
     let server = MockServer::start().await;
     // The model starts answering, then goes silent.
     server.push(
-        ScriptedResponse::sse(vec![sse_event(&chunk(
+        ScriptedResponse::sse(vec![chunk(
             json!({"role": "assistant", "content": "Thinking"}),
             None,
-        ))])
+        )])
         .hang(),
     );
     let sb = Sandbox::new();
@@ -350,16 +307,19 @@ async fn sigint_cancels_the_running_task_and_exits_130() {
     assert_eq!(result["subtype"], "cancelled");
 }
 
+/// An attempt that starts answering, then loses its connection.
+fn partial_then_cut() -> ScriptedResponse {
+    ScriptedResponse::sse(vec![chunk(
+        json!({"role": "assistant", "content": "Partial "}),
+        None,
+    )])
+    .cut()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retried_attempt_is_announced_and_its_text_is_not_part_of_the_answer() {
     let server = MockServer::start().await;
-    server.push(
-        ScriptedResponse::sse(vec![sse_event(&chunk(
-            json!({"role": "assistant", "content": "Partial "}),
-            None,
-        ))])
-        .cut(),
-    );
+    server.push(partial_then_cut());
     server.push(text_turn("Whole answer."));
     let sb = Sandbox::new();
     sb.user_settings(r#"{ "retry": { "initialDelayMs": 1, "maxDelayMs": 2 } }"#);
@@ -370,7 +330,7 @@ async fn a_retried_attempt_is_announced_and_its_text_is_not_part_of_the_answer()
         &["-p", "hi", "--output-format", "stream-json"],
     ))
     .await;
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_success(&out);
     let msgs = json_lines(&out);
     let retry = msgs
         .iter()
@@ -379,16 +339,10 @@ async fn a_retried_attempt_is_announced_and_its_text_is_not_part_of_the_answer()
     assert_eq!(retry["attempt"], 1);
     assert_eq!(msgs.last().unwrap()["result"], "Whole answer.");
 
-    server.push(
-        ScriptedResponse::sse(vec![sse_event(&chunk(
-            json!({"role": "assistant", "content": "Partial "}),
-            None,
-        ))])
-        .cut(),
-    );
+    server.push(partial_then_cut());
     server.push(text_turn("Whole answer."));
     let out = run(against(&sb, &server, &["-p", "hi"])).await;
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_success(&out);
     assert_eq!(stdout(&out), "Whole answer.\n");
 }
 
@@ -397,15 +351,15 @@ async fn a_call_prepared_by_a_cut_attempt_is_discarded_and_never_used() {
     let server = MockServer::start().await;
     server.push(
         ScriptedResponse::sse(vec![
-            sse_event(&chunk(
+            chunk(
                 json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_cut",
                        "type": "function", "function": {"name": "list_directory", "arguments": ""}}]}),
                 None,
-            )),
-            sse_event(&chunk(
+            ),
+            chunk(
                 json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"pa"}}]}),
                 None,
-            )),
+            ),
         ])
         .cut(),
     );
@@ -424,7 +378,7 @@ async fn a_call_prepared_by_a_cut_attempt_is_discarded_and_never_used() {
         ],
     ))
     .await;
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert_success(&out);
     let msgs = json_lines(&out);
     let lifecycle: Vec<(String, Value)> = msgs
         .iter()
@@ -445,31 +399,14 @@ async fn a_call_prepared_by_a_cut_attempt_is_discarded_and_never_used() {
 
 /// A batch of two searches, announced with some text.
 fn search_turn_chunks() -> Vec<corvid_testkit::Chunk> {
-    vec![
-        sse_event(&chunk(
-            json!({"role": "assistant", "content": "Now searching.", "tool_calls": [
-                {"index": 0, "id": "call_c", "type": "function",
-                 "function": {"name": "grep_search", "arguments": "{\"pattern\":\"fn main\"}"}},
-                {"index": 1, "id": "call_d", "type": "function",
-                 "function": {"name": "glob", "arguments": "{\"pattern\":\"*.rs\"}"}},
-            ]}),
-            None,
-        )),
-        sse_event(&chunk(json!({}), Some("tool_calls"))),
-        sse_event(&usage_chunk()),
-        sse_event("[DONE]"),
-    ]
-}
-
-fn label_answer(label: &str) -> ScriptedResponse {
-    ScriptedResponse::json(
-        200,
-        json!({
-            "id": "c", "object": "chat.completion", "created": 1, "model": "mock-fast",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": label}}],
-            "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
-        }),
+    turn(
+        json!({"role": "assistant", "content": "Now searching.", "tool_calls": [
+            {"index": 0, "id": "call_c", "type": "function",
+             "function": {"name": "grep_search", "arguments": "{\"pattern\":\"fn main\"}"}},
+            {"index": 1, "id": "call_d", "type": "function",
+             "function": {"name": "glob", "arguments": "{\"pattern\":\"*.rs\"}"}},
+        ]}),
+        "tool_calls",
     )
 }
 
@@ -480,10 +417,8 @@ async fn two_batches_get_two_labels_in_order_in_stream_json_and_the_result() {
     let first_label_asked = corvid_testkit::Gate::new();
     server.push_matching(model_is("mock-model"), two_reads_turn());
     server.push_matching(model_is("mock-model"), {
-        let mut chunks = vec![
-            sse_event(&chunk(json!({"role": "assistant", "content": ""}), None))
-                .gate(&first_label_asked),
-        ];
+        let mut chunks =
+            vec![chunk(json!({"role": "assistant", "content": ""}), None).gate(&first_label_asked)];
         chunks.extend(search_turn_chunks());
         ScriptedResponse::sse(chunks)
     });
@@ -494,20 +429,7 @@ async fn two_batches_get_two_labels_in_order_in_stream_json_and_the_result() {
         label_answer("**Searched for fn main**"),
     );
     let sb = Sandbox::new();
-    let mut child = against(
-        &sb,
-        &server,
-        &[
-            "-p",
-            "look",
-            "--output-format",
-            "stream-json",
-            "--fast-model",
-            "mock-fast",
-        ],
-    )
-    .spawn()
-    .unwrap();
+    let mut child = against(&sb, &server, LOOK_WITH_LABELS).spawn().unwrap();
     let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let mut msgs: Vec<Value> = Vec::new();
     // Stream-json prints as it happens: once the first label is out, release turn 2.

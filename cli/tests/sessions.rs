@@ -4,23 +4,12 @@
 
 mod common;
 
-use common::{Sandbox, json_lines, run, stderr, stdout};
-use corvid_testkit::{MockServer, ScriptedResponse, sse_event};
+use common::{
+    Sandbox, assert_success, json_lines, label_answer, run, stderr, stdout, text_turn, turn,
+};
+use corvid_testkit::{MockServer, ScriptedResponse};
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
-
-fn text_turn(text: &str) -> ScriptedResponse {
-    let chunk = |delta: Value, finish: Option<&str>| {
-        json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
-               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-        .to_string()
-    };
-    ScriptedResponse::sse(vec![
-        sse_event(&chunk(json!({"role": "assistant", "content": text}), None)),
-        sse_event(&chunk(json!({}), Some("stop"))),
-        sse_event("[DONE]"),
-    ])
-}
+use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn continue_and_resume_go_on_with_the_recorded_history() {
@@ -29,15 +18,10 @@ async fn continue_and_resume_go_on_with_the_recorded_history() {
     server.push(text_turn("Two."));
     server.push(text_turn("Three."));
     let sb = Sandbox::new();
-    let corvid = |args: &[&str]| {
-        let mut cmd = sb.corvid(args);
-        cmd.env("OPENAI_API_KEY", "k")
-            .env("OPENAI_BASE_URL", server.url());
-        cmd
-    };
+    let corvid = |args: &[&str]| sb.against(&server, "k", args);
 
     let first = run(corvid(&["-p", "first prompt", "--output-format", "json"])).await;
-    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert_success(&first);
     let id = json_lines(&first)[0]["session_id"]
         .as_str()
         .unwrap()
@@ -51,7 +35,7 @@ async fn continue_and_resume_go_on_with_the_recorded_history() {
         "json",
     ]))
     .await;
-    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert_success(&second);
     assert_eq!(json_lines(&second)[0]["session_id"], id.as_str());
 
     let third = run(corvid(&[
@@ -63,7 +47,7 @@ async fn continue_and_resume_go_on_with_the_recorded_history() {
         "json",
     ]))
     .await;
-    assert_eq!(third.status.code(), Some(0), "{}", stderr(&third));
+    assert_success(&third);
     assert_eq!(json_lines(&third)[0]["result"], "Three.");
 
     let sent: Vec<(String, String)> = server.requests()[2].body["messages"]
@@ -94,23 +78,14 @@ async fn continue_and_resume_go_on_with_the_recorded_history() {
 #[tokio::test]
 async fn sessions_list_and_show_read_a_demo_session_back() {
     let sb = Sandbox::new();
-    let out = run(sb.corvid(&[
-        "--demo",
-        "-y",
-        "-p",
-        "look around",
-        "--output-format",
-        "json",
-    ]))
-    .await;
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = sb.look_around(&["-y", "--output-format", "json"]).await;
     let id = json_lines(&out)[0]["session_id"]
         .as_str()
         .unwrap()
         .to_owned();
 
     let list = run(sb.corvid(&["sessions", "list"])).await;
-    assert_eq!(list.status.code(), Some(0), "{}", stderr(&list));
+    assert_success(&list);
     let listing = stdout(&list);
     let rows: Vec<&str> = listing.lines().skip(1).collect();
     assert_eq!(rows.len(), 1, "{listing}");
@@ -119,7 +94,7 @@ async fn sessions_list_and_show_read_a_demo_session_back() {
     assert!(rows[0].trim_end().ends_with("look around"), "{listing}");
 
     let show = run(sb.corvid(&["sessions", "show", &id])).await;
-    assert_eq!(show.status.code(), Some(0), "{}", stderr(&show));
+    assert_success(&show);
     let transcript = stdout(&show);
     for expected in [
         "> look around",
@@ -156,24 +131,15 @@ async fn an_unknown_session_is_a_configuration_error_pointing_at_the_list() {
 }
 
 fn list_turn() -> ScriptedResponse {
-    let chunk = |delta: Value, finish: Option<&str>| {
-        json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
-               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-        .to_string()
-    };
-    ScriptedResponse::sse(vec![
-        sse_event(&chunk(
-            json!({"role": "assistant", "tool_calls": [
-                {"index": 0, "id": "call_1", "type": "function",
-                 "function": {"name": "list_directory", "arguments": "{\"path\":\".\"}"}},
-                {"index": 1, "id": "call_2", "type": "function",
-                 "function": {"name": "read_file", "arguments": "{\"file_path\":\"main.rs\"}"}},
-            ]}),
-            None,
-        )),
-        sse_event(&chunk(json!({}), Some("tool_calls"))),
-        sse_event("[DONE]"),
-    ])
+    ScriptedResponse::sse(turn(
+        json!({"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function",
+             "function": {"name": "list_directory", "arguments": "{\"path\":\".\"}"}},
+            {"index": 1, "id": "call_2", "type": "function",
+             "function": {"name": "read_file", "arguments": "{\"file_path\":\"main.rs\"}"}},
+        ]}),
+        "tool_calls",
+    ))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -186,19 +152,12 @@ async fn a_recorded_tool_task_with_its_summary_resumes_with_calls_paired_and_no_
     server.push_matching(main, text_turn("Still here."));
     server.push_matching(
         |r| r.body["model"] == "fast-model",
-        ScriptedResponse::json(
-            200,
-            json!({"id": "f", "object": "chat.completion", "created": 1, "model": "fast-model",
-                   "choices": [{"index": 0, "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": "Listed the project"}}]}),
-        ),
+        label_answer("Listed the project"),
     );
     let sb = Sandbox::new();
     let corvid = |args: &[&str]| {
-        let mut cmd = sb.corvid(args);
-        cmd.env("OPENAI_API_KEY", KEY)
-            .env("OPENAI_BASE_URL", server.url())
-            .env("OPENAI_MODEL", "main-model");
+        let mut cmd = sb.against(&server, KEY, args);
+        cmd.env("OPENAI_MODEL", "main-model");
         cmd
     };
     let first = run(corvid(&[
@@ -210,7 +169,7 @@ async fn a_recorded_tool_task_with_its_summary_resumes_with_calls_paired_and_no_
         "json",
     ]))
     .await;
-    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert_success(&first);
     assert_eq!(
         json_lines(&first)[0]["tool_use_summaries"],
         json!([{"summary": "Listed the project", "preceding_tool_use_ids": ["call_1", "call_2"]}])
@@ -224,7 +183,7 @@ async fn a_recorded_tool_task_with_its_summary_resumes_with_calls_paired_and_no_
         "json",
     ]))
     .await;
-    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert_success(&second);
     let resumed = server
         .requests()
         .into_iter()

@@ -1,6 +1,10 @@
 //! Running the real `corvid` binary in a hermetic environment: a temp project, a temp
 //! `CORVID_HOME`, no inherited keys, the demo model without pacing.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
+
+mod openai;
+
+pub use openai::*;
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
@@ -59,6 +63,15 @@ impl Sandbox {
     }
 }
 
+impl Sandbox {
+    /// Runs the demo model's "look around" task with `args` added; checks that it succeeded.
+    pub async fn look_around(&self, args: &[&str]) -> Output {
+        let out = run(self.corvid(&[&["--demo", "-p", "look around"], args].concat())).await;
+        assert_success(&out);
+        out
+    }
+}
+
 /// Runs a command to completion.
 pub async fn run(mut cmd: Command) -> Output {
     cmd.output().await.unwrap()
@@ -100,4 +113,9 @@ pub fn block_kinds(msg: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Fails the test, showing stderr, unless the run exited 0.
+pub fn assert_success(out: &Output) {
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(out));
 }
