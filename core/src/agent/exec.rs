@@ -168,14 +168,7 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
         return not_started(ctx, call, prepared);
     }
     if shows {
-        ctx.events.emit(CoreEvent::ToolStarted {
-            call_id: call.call_id.clone(),
-            tool_name: call.name.clone(),
-            args: call.args.clone(),
-            display,
-            provenance: Provenance::Builtin,
-            was_prepared: prepared,
-        });
+        emit_started(ctx, &call, display, prepared);
     }
     let result = execute(ctx, tool.as_ref(), call.args.clone(), tool_ctx).await;
     let (status, output) = match result {
@@ -375,14 +368,7 @@ fn refused_call(
 ) -> CallEnd {
     let shows = card.is_some();
     if let Some((display, was_prepared)) = card {
-        ctx.events.emit(CoreEvent::ToolStarted {
-            call_id: call.call_id.clone(),
-            tool_name: call.name.clone(),
-            args: call.args.clone(),
-            display,
-            provenance: Provenance::Builtin,
-            was_prepared,
-        });
+        emit_started(ctx, &call, display, was_prepared);
     }
     finished_without_running(ctx, call, message, shows)
 }
@@ -441,4 +427,16 @@ fn plan_from(raw: &Value) -> Option<Vec<Todo>> {
         _ => return None,
     };
     serde_json::from_value(list.clone()).ok()
+}
+
+/// The card goes `in_progress` with the complete arguments, under the id it was prepared with.
+fn emit_started(ctx: &TaskCtx, call: &ToolCall, display: ToolDisplay, was_prepared: bool) {
+    ctx.events.emit(CoreEvent::ToolStarted {
+        call_id: call.call_id.clone(),
+        tool_name: call.name.clone(),
+        args: call.args.clone(),
+        display,
+        provenance: Provenance::Builtin,
+        was_prepared,
+    });
 }

@@ -137,16 +137,11 @@ async fn run_turn(
         }
         let err = match end {
             AttemptEnd::Finished(reason) => return Ok(finish(ctx, out, reason)),
-            AttemptEnd::Cancelled => {
-                discard_prepared(
-                    ctx,
-                    &out.prepared,
-                    &HashSet::new(),
-                    DiscardReason::Cancelled,
-                );
-                return Err(TurnEnd::Cancelled { partial: out.parts });
-            }
-            AttemptEnd::Failed(err) if err.kind == ErrorKind::Cancelled => {
+            AttemptEnd::Cancelled
+            | AttemptEnd::Failed(ErrorInfo {
+                kind: ErrorKind::Cancelled,
+                ..
+            }) => {
                 discard_prepared(
                     ctx,
                     &out.prepared,
