@@ -165,6 +165,7 @@ impl Pump {
                 tool_name,
                 display,
                 preview,
+                ..
             } => self.ask_permission(call_id, &tool_name, &display, &preview),
             CoreEvent::Usage { prompt_id, usage } if prompt_id == MAIN_PROMPT_ID => {
                 if let Some(prompt) = &mut lock(&self.state).prompt {

@@ -105,6 +105,8 @@ fn a_clean_lifecycle_passes() {
             tool_name: "read".into(),
             display: display(),
             preview: ApprovalPreview::Text { text: "x".into() },
+            reason: None,
+            always_scope: None,
         },
         CoreEvent::PermissionResolved {
             call_id: "a".into(),

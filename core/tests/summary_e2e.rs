@@ -108,6 +108,7 @@ async fn start(fast_model: FastModel) -> Harness {
         shell_timeout: Duration::from_secs(5),
         summaries,
         history: Vec::new(),
+        policy: Default::default(),
     });
     Harness { server, agent, dir }
 }

@@ -45,6 +45,14 @@ pub enum CoreEvent {
         tool_name: String,
         display: ToolDisplay,
         preview: ApprovalPreview,
+        /// Why this call is asked about when its mode alone would not ask (a protected path,
+        /// an unavailable sandbox); shown on the request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// What "allow always" would cover (`cargo test`, `src/main.rs`), for the option's
+        /// label; `None` when "always" would cover the whole tool.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        always_scope: Option<String>,
     },
     /// The approval was answered.
     PermissionResolved {

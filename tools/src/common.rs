@@ -121,9 +121,9 @@ impl FileChange {
 pub fn change_approval(planned: Result<FileChange, ToolError>) -> ApprovalNeed {
     match planned {
         Ok(change) => ApprovalNeed::Edit(ApprovalPreview::Diff(change.into_diff())),
-        // `execute` fails the same way before touching anything, so there is nothing to
-        // approve; the model gets the precise error instead.
-        Err(_) => ApprovalNeed::None,
+        // Never "nothing to approve": a plan that failed here (even transiently) must not let
+        // a later, successful plan in `execute` write without the user's say.
+        Err(err) => ApprovalNeed::Refuse(err),
     }
 }
 

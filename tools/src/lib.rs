@@ -67,6 +67,15 @@ pub enum ApprovalNeed {
     Edit(ApprovalPreview),
     /// A command: approved automatically only in `yolo`.
     Execute(ApprovalPreview),
+    /// Asked in every approval mode, `yolo` included, with `reason` shown on the request
+    /// (e.g. the shell sandbox could not be set up, so the command would run unconfined).
+    Escalated {
+        preview: ApprovalPreview,
+        reason: String,
+    },
+    /// Planning the call failed before anything could be approved: the call fails with this
+    /// error without asking and without running (never "nothing to approve").
+    Refuse(ToolError),
 }
 
 /// A failed call, answered to the model as a tool error.

@@ -110,8 +110,8 @@ impl Tool for RunShellCommand {
             Ok(args) => ApprovalNeed::Execute(ApprovalPreview::Command {
                 command: args.command,
             }),
-            // `execute` refuses these arguments before running anything.
-            Err(_) => ApprovalNeed::None,
+            // Arguments that cannot be read are refused before anything is asked or run.
+            Err(err) => ApprovalNeed::Refuse(err),
         };
         futures::future::ready(need).boxed()
     }

@@ -174,6 +174,7 @@ impl ChatState {
                 tool_name,
                 display,
                 preview,
+                ..
             } => {
                 self.on_started(call_id, tool_name, display);
                 if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id)) {

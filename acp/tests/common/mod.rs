@@ -225,6 +225,7 @@ impl AgentFactory for TestFactory {
                 model: "scripted-fast".into(),
             }),
             history: Vec::new(),
+            policy: Default::default(),
         })
     }
 
@@ -305,10 +306,9 @@ impl TestClient {
                     let content = f1.lock().unwrap().get(&req.path).cloned();
                     match content {
                         Some(c) => responder.respond(ReadTextFileResponse::new(c)),
-                        None => responder.respond_with_error(Error::new(
-                            ErrorCode::RESOURCE_NOT_FOUND,
-                            format!("file not found: {}", req.path.display()),
-                        )),
+                        // As the official Python client does: a plain -32603, no hint that the
+                        // file is missing.
+                        None => responder.respond_with_error(Error::internal_error()),
                     }
                 },
                 agent_client_protocol::on_receive_request!(),

@@ -254,10 +254,12 @@ async fn approve(
     need: ApprovalNeed,
 ) -> Approval {
     let mode = *lock(&ctx.shared.approval_mode);
-    let (preview, automatic) = match need {
+    let (preview, automatic, reason) = match need {
         ApprovalNeed::None => return Approval::Granted { asked: false },
-        ApprovalNeed::Edit(preview) => (preview, mode != ApprovalMode::Default),
-        ApprovalNeed::Execute(preview) => (preview, mode == ApprovalMode::Yolo),
+        ApprovalNeed::Refuse(err) => return Approval::DeniedUnasked(err.message),
+        ApprovalNeed::Edit(preview) => (preview, mode != ApprovalMode::Default, None),
+        ApprovalNeed::Execute(preview) => (preview, mode == ApprovalMode::Yolo, None),
+        ApprovalNeed::Escalated { preview, reason } => (preview, false, Some(reason)),
     };
     match lock(&ctx.shared.remembered).get(tool.name()) {
         Some(ApprovalDecision::AllowAlways) => return Approval::Granted { asked: false },
@@ -269,7 +271,7 @@ async fn approve(
     if automatic {
         return Approval::Granted { asked: false };
     }
-    let decision = ask(ctx, call, display, preview).await;
+    let decision = ask(ctx, call, display, preview, reason).await;
     if matches!(
         decision,
         ApprovalDecision::AllowAlways | ApprovalDecision::RejectAlways
@@ -294,6 +296,7 @@ async fn ask(
     call: &ToolCall,
     display: &ToolDisplay,
     preview: ApprovalPreview,
+    reason: Option<String>,
 ) -> ApprovalDecision {
     let answer = ctx.shared.wait_for_approval(&call.call_id);
     ctx.events.emit(CoreEvent::PermissionRequested {
@@ -301,6 +304,8 @@ async fn ask(
         tool_name: call.name.clone(),
         display: display.clone(),
         preview,
+        reason,
+        always_scope: None,
     });
     let decision = tokio::select! {
         biased;

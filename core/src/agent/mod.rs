@@ -67,6 +67,8 @@ pub struct AgentConfig {
     pub summaries: Option<crate::summary::SummaryConfig>,
     /// History restored when resuming (empty for a new session).
     pub history: Vec<Message>,
+    /// Permission rules, protected paths, limits and shell confinement.
+    pub policy: crate::policy::SessionPolicy,
 }
 
 /// Starts the session actor on the current tokio runtime and returns its queue pair.

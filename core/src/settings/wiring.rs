@@ -75,6 +75,7 @@ pub fn agent_config(
         shell_timeout: Duration::from_millis(settings.tools.shell_timeout_ms),
         summaries,
         history: Vec::new(),
+        policy: Default::default(),
     })
 }
 

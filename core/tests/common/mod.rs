@@ -39,6 +39,7 @@ pub fn test_config(provider: Arc<dyn Provider>, tools: Vec<Arc<dyn Tool>>) -> Ag
         shell_timeout: Duration::from_secs(60),
         summaries: None,
         history: Vec::new(),
+        policy: Default::default(),
     }
 }
 

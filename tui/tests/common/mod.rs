@@ -121,6 +121,8 @@ pub fn permission(id: &str, name: &str, title: &str, preview: ApprovalPreview) -
         tool_name: name.into(),
         display: display(name, title),
         preview,
+        reason: None,
+        always_scope: None,
     }
 }
 

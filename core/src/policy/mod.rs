@@ -1,0 +1,8 @@
+//! What a session may do without asking: permission rules, protected paths, turn limits and
+//! the shell's confinement. Policy is decided here, in the core; tools enforce what they are
+//! handed, and front ends only show it.
+
+/// The policies of one session, fixed when it starts (from settings, see
+/// [`crate::settings::agent_config`]).
+#[derive(Debug, Clone, Default)]
+pub struct SessionPolicy {}
