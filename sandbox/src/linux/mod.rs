@@ -1,0 +1,42 @@
+//! Linux: Landlock confines the file system, a seccomp filter takes the network away, and
+//! `PR_SET_PDEATHSIG` ties the child's life to corvid's.
+
+mod child;
+mod filesystem;
+mod network;
+
+use std::os::fd::OwnedFd;
+use std::path::Path;
+
+use crate::{SandboxLevel, Unavailable};
+
+/// The Landlock ruleset and seccomp program for one child, ready before the fork.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    landlock: Option<OwnedFd>,
+    seccomp: Option<seccompiler::BpfProgram>,
+}
+
+impl Prepared {
+    pub(crate) fn unconfined() -> Self {
+        Self {
+            landlock: None,
+            seccomp: None,
+        }
+    }
+
+    pub(crate) fn new(level: SandboxLevel, workspace: &Path) -> Result<Self, Unavailable> {
+        Ok(Self {
+            landlock: Some(filesystem::ruleset(level, workspace)?),
+            seccomp: Some(network::filter()?),
+        })
+    }
+
+    pub(crate) fn apply_to(self, command: &mut std::process::Command) {
+        child::install(child::ChildSetup::new(self.landlock, self.seccomp), command);
+    }
+}
+
+pub(crate) fn supported() -> Result<(), Unavailable> {
+    filesystem::supported()
+}
