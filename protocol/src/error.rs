@@ -14,6 +14,9 @@ pub enum ErrorKind {
     Auth,
     BadRequest,
     ContextTooLong,
+    /// The server answered something that is not a model response (an HTML page, non-JSON
+    /// data lines, a line or body over corvid's size caps): retrying would get the same.
+    BadResponse,
     Cancelled,
 }
 
@@ -26,7 +29,11 @@ impl ErrorKind {
             | Self::Server
             | Self::StreamTruncated
             | Self::Network => true,
-            Self::Auth | Self::BadRequest | Self::ContextTooLong | Self::Cancelled => false,
+            Self::Auth
+            | Self::BadRequest
+            | Self::ContextTooLong
+            | Self::BadResponse
+            | Self::Cancelled => false,
         }
     }
 
@@ -41,6 +48,7 @@ impl ErrorKind {
             Self::Auth => "auth",
             Self::BadRequest => "bad_request",
             Self::ContextTooLong => "context_too_long",
+            Self::BadResponse => "bad_response",
             Self::Cancelled => "cancelled",
         }
     }

@@ -6,6 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use corvid_protocol::{ErrorInfo, ErrorKind};
 use serde_json::Value;
 
+use crate::redact::redact_url;
+
 /// Response headers, as classification reads them (re-exported so callers need no reqwest).
 pub use reqwest::header::HeaderMap;
 
@@ -66,33 +68,58 @@ pub fn classify_stream_error(payload: &Value) -> ErrorInfo {
 
 /// Classifies a transport failure; `started` says whether response bytes were already read
 /// (a broken body then means a truncated stream rather than a failed connection).
+///
+/// The message names the URL tried (credentials redacted: the key travels in a header, but a
+/// base URL may carry `user:pass@` or `?key=`) and the lowest cause, which says the most.
 pub fn classify_reqwest_error(error: &reqwest::Error, started: bool) -> ErrorInfo {
-    // Never print the URL: it is harmless today, but a base URL may carry credentials.
-    let mut detail = error.to_string();
+    let url = error.url().map(|u| redact_url(u.as_str()));
+    let mut causes = Vec::new();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
-        detail.push_str(": ");
-        detail.push_str(&cause.to_string());
+        causes.push(cause.to_string());
         source = cause.source();
     }
-    if let Some(url) = error.url() {
-        detail = detail.replace(url.as_str(), "<url>");
-    }
-    let (kind, what) = if started {
-        (ErrorKind::StreamTruncated, "the response stream broke")
-    } else if error.is_timeout() {
-        (ErrorKind::Network, "the request timed out")
-    } else if error.is_connect() {
-        (ErrorKind::Network, "could not connect to the provider")
-    } else if error.is_builder() {
-        (ErrorKind::BadRequest, "could not build the request")
-    } else {
-        (ErrorKind::Network, "the request failed")
+    let detail = match causes.last() {
+        Some(lowest) => lowest.clone(),
+        None => error.to_string(),
     };
-    ErrorInfo::new(
-        kind,
-        format!("{what} ({detail}); check the network and the base URL"),
-    )
+    let detail = match &url {
+        // reqwest's own text repeats the URL unredacted.
+        Some(url_text) => detail.replace(error.url().map_or("", |u| u.as_str()), url_text),
+        None => detail,
+    };
+    let at = url.as_ref().map(|u| format!(" at {u}")).unwrap_or_default();
+    let to = url.as_ref().map(|u| format!(" to {u}")).unwrap_or_default();
+    let (kind, message) = if started {
+        (
+            ErrorKind::StreamTruncated,
+            format!("the response stream{at} broke ({detail}); check the network"),
+        )
+    } else if error.is_timeout() {
+        (
+            ErrorKind::Network,
+            format!("the request{to} timed out ({detail}); check the network and model.baseUrl"),
+        )
+    } else if error.is_connect() {
+        (
+            ErrorKind::Network,
+            format!(
+                "could not connect to the provider{at} ({detail}); check that the server is \
+                 running and that model.baseUrl is right"
+            ),
+        )
+    } else if error.is_builder() {
+        (
+            ErrorKind::BadRequest,
+            format!("could not build the request{to} ({detail}); check model.baseUrl"),
+        )
+    } else {
+        (
+            ErrorKind::Network,
+            format!("the request{to} failed ({detail}); check the network and model.baseUrl"),
+        )
+    };
+    ErrorInfo::new(kind, message)
 }
 
 #[derive(Debug, Default)]

@@ -1,5 +1,6 @@
 //! The HTTP side shared by both providers: configuration with a redacted key, sending a
-//! request, and turning the response body into events chunk by chunk.
+//! request, and turning the response body into events chunk by chunk, within the size caps
+//! and the idle timeout of [`crate::limits`]. Every error leaving here has been redacted.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -12,15 +13,14 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use crate::EventStream;
+use crate::body::{self, Answer};
 use crate::error::{classify_http_error, classify_reqwest_error};
-use crate::wire::{
-    Emitted, StreamDecoder, WireProtocol, collect_completion, decode_body, decode_whole_response,
-};
+use crate::limits::{DEFAULT_IDLE_TIMEOUT, StreamLimits};
+use crate::redact::{Redactor, redact_url};
+use crate::wire::{Emitted, StreamDecoder, WireProtocol, collect_completion};
 
 /// How long to wait for a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long a stream may stay silent; thinking models pause, but servers send pings.
-const READ_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// An API key; its `Debug` never shows the value, so it cannot leak through logs.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -54,7 +54,7 @@ impl fmt::Debug for ApiKey {
 }
 
 /// Where and how to reach a provider.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct ProviderConfig {
     /// OpenAI: up to the version, e.g. `https://api.openai.com/v1`; Anthropic: the host,
     /// e.g. `https://api.anthropic.com`.
@@ -63,6 +63,39 @@ pub struct ProviderConfig {
     pub api_key: ApiKey,
     /// Extra headers for gateways and proxies; values are treated as secrets too.
     pub extra_headers: Vec<(String, String)>,
+    /// Other configured secrets (e.g. the fast model's key) this provider's errors must never
+    /// show, should a server echo them.
+    pub other_secrets: Vec<ApiKey>,
+    /// How long a response may send nothing before it fails (`model.streamIdleTimeoutMs`).
+    pub idle_timeout: Duration,
+}
+
+impl Default for ProviderConfig {
+    fn default() -> Self {
+        Self {
+            base_url: String::new(),
+            api_key: ApiKey::default(),
+            extra_headers: Vec::new(),
+            other_secrets: Vec::new(),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+        }
+    }
+}
+
+impl ProviderConfig {
+    /// The redactor for everything this provider says: its key, its header values, the
+    /// credentials in its base URL and the other secrets it was given.
+    pub fn redactor(&self) -> Redactor {
+        let mut secrets: Vec<String> = vec![self.api_key.expose_secret().to_owned()];
+        secrets.extend(self.extra_headers.iter().map(|(_, v)| v.clone()));
+        secrets.extend(
+            self.other_secrets
+                .iter()
+                .map(|k| k.expose_secret().to_owned()),
+        );
+        secrets.extend(Redactor::url_secrets(&self.base_url));
+        Redactor::new(secrets)
+    }
 }
 
 impl fmt::Debug for ProviderConfig {
@@ -72,6 +105,8 @@ impl fmt::Debug for ProviderConfig {
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key)
             .field("extra_headers", &header_names)
+            .field("other_secrets", &self.other_secrets.len())
+            .field("idle_timeout", &self.idle_timeout)
             .finish()
     }
 }
@@ -89,18 +124,29 @@ pub enum ConfigError {
     Client(String),
 }
 
-/// A ready-to-send endpoint: client, URL and fixed headers.
+/// A ready-to-send endpoint: client, URL, fixed headers, and how to read and report.
 #[derive(Clone)]
 pub(crate) struct Endpoint {
     client: reqwest::Client,
     url: reqwest::Url,
     headers: HeaderMap,
+    reading: Reading,
+}
+
+/// How a response is read: the caps, the idle timeout and the redactor for its errors.
+#[derive(Clone, Debug)]
+pub(crate) struct Reading {
+    pub(crate) limits: StreamLimits,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) redactor: Redactor,
+    /// The URL as errors show it (credentials redacted).
+    pub(crate) shown_url: String,
 }
 
 impl fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Endpoint")
-            .field("url", &self.url.as_str())
+            .field("url", &self.reading.shown_url)
             .finish_non_exhaustive()
     }
 }
@@ -113,17 +159,23 @@ impl Endpoint {
         path: &str,
         auth: Vec<(HeaderName, String)>,
     ) -> Result<Self, ConfigError> {
-        let joined = format!(
-            "{}/{}",
-            config.base_url.trim_end_matches('/'),
-            path.trim_start_matches('/')
-        );
-        let url = reqwest::Url::parse(&joined)
+        let bad_url = || ConfigError::BaseUrl {
+            url: config
+                .redactor()
+                .redact(&redact_url(&config.base_url))
+                .into_owned(),
+        };
+        let mut url = reqwest::Url::parse(config.base_url.trim())
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https"))
-            .ok_or_else(|| ConfigError::BaseUrl {
-                url: config.base_url.clone(),
-            })?;
+            .ok_or_else(bad_url)?;
+        // The path goes under the base path; a query in the base URL (`?key=`) stays a query.
+        let joined = format!(
+            "{}/{}",
+            url.path().trim_end_matches('/'),
+            path.trim_start_matches('/')
+        );
+        url.set_path(&joined);
         let mut headers = HeaderMap::new();
         let extra = config.extra_headers.iter().map(|(k, v)| {
             let name = HeaderName::from_bytes(k.trim().as_bytes())
@@ -144,15 +196,23 @@ impl Endpoint {
         if rustls::crypto::CryptoProvider::get_default().is_none() {
             let _ = rustls::crypto::ring::default_provider().install_default();
         }
+        // No read timeout here: the idle timeout is enforced around every read instead, so
+        // its error can name the setting.
         let client = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
-            .read_timeout(READ_TIMEOUT)
             .build()
             .map_err(|e| ConfigError::Client(e.to_string()))?;
+        let reading = Reading {
+            limits: StreamLimits::default(),
+            idle_timeout: config.idle_timeout,
+            redactor: config.redactor(),
+            shown_url: redact_url(url.as_str()),
+        };
         Ok(Self {
             client,
             url,
             headers,
+            reading,
         })
     }
 
@@ -161,32 +221,34 @@ impl Endpoint {
         self.url.host_str()
     }
 
-    /// Sends `body`; a non-success status becomes a classified error.
+    /// Sends `body`; a non-success status becomes a classified (unredacted) error.
     async fn send(&self, body: &Value) -> Result<reqwest::Response, ErrorInfo> {
-        tracing::debug!(url = %self.url, "sending model request");
-        let response = self
+        tracing::debug!(url = %self.reading.shown_url, "sending model request");
+        let request = self
             .client
             .post(self.url.clone())
             .headers(self.headers.clone())
             .json(body)
-            .send()
-            .await
+            .send();
+        let response = body::within_idle(&self.reading, request)
+            .await?
             .map_err(|e| classify_reqwest_error(&e, false))?;
         let status = response.status();
         if status.is_success() {
             return Ok(response);
         }
         let headers = response.headers().clone();
-        let body = response.bytes().await.unwrap_or_default();
-        let error = classify_http_error(status.as_u16(), &headers, &body);
-        tracing::warn!(%error, "model request failed");
-        Err(error)
+        let body = body::read_error_body(&self.reading, response).await;
+        Err(classify_http_error(status.as_u16(), &headers, &body))
     }
 
     /// A streaming request: items are yielded as soon as the chunk that completes them arrives.
     pub(crate) fn stream(self, body: Value, protocol: WireProtocol) -> EventStream {
+        let redactor = self.reading.redactor.clone();
         let state = State::Send(Box::new((self, body, protocol)));
-        stream::unfold(state, next_item).boxed()
+        stream::unfold(state, next_item)
+            .map(move |item| item.map_err(|e| reported(&redactor, e)))
+            .boxed()
     }
 
     /// A non-streaming request, assembled by the same parser as a stream.
@@ -195,17 +257,27 @@ impl Endpoint {
         body: Value,
         protocol: WireProtocol,
     ) -> Result<Completion, ErrorInfo> {
-        let response = self.send(&body).await?;
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|e| classify_reqwest_error(&e, true))?;
-        collect_completion(
-            decode_whole_response(protocol, &bytes)
-                .into_iter()
-                .map(|e| e.item),
-        )
+        let result = async {
+            let response = self.send(&body).await?;
+            let content_type = body::content_type(&response);
+            let bytes = body::read_whole(&self.reading, response).await?;
+            let answer = body::sniff(content_type.as_deref(), &bytes);
+            collect_completion(
+                body::decode_answer(answer, protocol, &bytes, &self.reading)
+                    .into_iter()
+                    .map(|e| e.item),
+            )
+        };
+        let redactor = self.reading.redactor.clone();
+        result.await.map_err(|e| reported(&redactor, e))
     }
+}
+
+/// An error as it leaves the provider: redacted, then logged.
+fn reported(redactor: &Redactor, error: ErrorInfo) -> ErrorInfo {
+    let error = redactor.error(error);
+    tracing::warn!(%error, "model request failed");
+    error
 }
 
 enum State {
@@ -220,6 +292,21 @@ struct Body {
     scratch: Vec<Emitted>,
     pending: VecDeque<StreamItem>,
     over: bool,
+    reading: Reading,
+}
+
+impl Body {
+    /// A body whose items are all known already (a whole answer, or an error).
+    fn decided(items: VecDeque<StreamItem>, protocol: WireProtocol, reading: Reading) -> Self {
+        Self {
+            chunks: stream::empty().boxed(),
+            decoder: StreamDecoder::new(protocol),
+            scratch: Vec::new(),
+            pending: items,
+            over: true,
+            reading,
+        }
+    }
 }
 
 async fn next_item(mut state: State) -> Option<(StreamItem, State)> {
@@ -228,28 +315,9 @@ async fn next_item(mut state: State) -> Option<(StreamItem, State)> {
             State::Over => return None,
             State::Send(request) => {
                 let (endpoint, body, protocol) = *request;
+                let reading = endpoint.reading.clone();
                 match endpoint.send(&body).await {
-                    Ok(response) if is_json(&response) => {
-                        // Some servers and proxies ignore `stream: true` and answer whole.
-                        let items: VecDeque<StreamItem> = match response.bytes().await {
-                            Ok(bytes) => decode_json_answer(protocol, &bytes),
-                            Err(e) => VecDeque::from([Err(classify_reqwest_error(&e, true))]),
-                        };
-                        State::Body(Box::new(Body {
-                            chunks: stream::empty().boxed(),
-                            decoder: StreamDecoder::new(protocol),
-                            scratch: Vec::new(),
-                            pending: items,
-                            over: true,
-                        }))
-                    }
-                    Ok(response) => State::Body(Box::new(Body {
-                        chunks: response.bytes_stream().boxed(),
-                        decoder: StreamDecoder::new(protocol),
-                        scratch: Vec::new(),
-                        pending: VecDeque::new(),
-                        over: false,
-                    })),
+                    Ok(response) => open_body(response, protocol, reading).await,
                     Err(error) => return Some((Err(error), State::Over)),
                 }
             }
@@ -261,13 +329,17 @@ async fn next_item(mut state: State) -> Option<(StreamItem, State)> {
                     // Dropping the body here closes the connection even if the server goes on.
                     return None;
                 }
-                match b.chunks.next().await {
-                    Some(Ok(bytes)) => b.decoder.push(&bytes, &mut b.scratch),
-                    Some(Err(e)) => {
+                match body::within_idle(&b.reading, b.chunks.next()).await {
+                    Ok(Some(Ok(bytes))) => b.decoder.push(&bytes, &mut b.scratch),
+                    Ok(Some(Err(e))) => {
                         b.over = true;
                         b.pending.push_back(Err(classify_reqwest_error(&e, true)));
                     }
-                    None => b.decoder.finish(&mut b.scratch),
+                    Ok(None) => b.decoder.finish(&mut b.scratch),
+                    Err(idle) => {
+                        b.over = true;
+                        b.pending.push_back(Err(idle));
+                    }
                 }
                 let Body {
                     scratch, pending, ..
@@ -279,22 +351,50 @@ async fn next_item(mut state: State) -> Option<(StreamItem, State)> {
     }
 }
 
-/// Decodes a body labelled JSON: a whole response, unless it is really SSE under the wrong label.
-fn decode_json_answer(protocol: WireProtocol, bytes: &[u8]) -> VecDeque<StreamItem> {
-    let text = String::from_utf8_lossy(bytes);
-    let sse = text.trim_start().starts_with("data:") || text.contains("\ndata:");
-    let emitted = if sse {
-        decode_body(protocol, bytes)
-    } else {
-        decode_whole_response(protocol, bytes)
+/// Starts reading a successful response: a stream, a whole JSON answer (some servers and
+/// proxies ignore `stream: true`), or something that is no model response at all.
+async fn open_body(response: reqwest::Response, protocol: WireProtocol, reading: Reading) -> State {
+    let content_type = body::content_type(&response);
+    let mut chunks = response.bytes_stream().boxed();
+    let decoder = StreamDecoder::with_limits(protocol, reading.limits);
+    let mut body = Body {
+        chunks: stream::empty().boxed(),
+        decoder,
+        scratch: Vec::new(),
+        pending: VecDeque::new(),
+        over: false,
+        reading,
     };
-    emitted.into_iter().map(|e| e.item).collect()
-}
-
-fn is_json(response: &reqwest::Response) -> bool {
-    response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().starts_with("application/json"))
+    if body::is_event_stream(content_type.as_deref()) {
+        body.chunks = chunks;
+        return State::Body(Box::new(body));
+    }
+    // Otherwise the first bytes decide what the body is, whatever its label says.
+    let first = match body::first_bytes(&body.reading, &mut chunks).await {
+        Ok(first) => first,
+        Err(error) => {
+            body.pending.push_back(Err(error));
+            body.over = true;
+            return State::Body(Box::new(body));
+        }
+    };
+    match body::sniff(content_type.as_deref(), &first) {
+        Answer::Stream => {
+            body.decoder.push(&first, &mut body.scratch);
+            body.pending.extend(body.scratch.drain(..).map(|e| e.item));
+            body.chunks = chunks;
+            State::Body(Box::new(body))
+        }
+        answer => {
+            let reading = body.reading;
+            let items = match body::read_sniffed(&reading, &answer, first, chunks).await {
+                Ok(bytes) => body::decode_answer(answer, protocol, &bytes, &reading)
+                    .into_iter()
+                    .map(|e| e.item)
+                    .collect(),
+                Err(error) => VecDeque::from([Err(error)]),
+            };
+            State::Body(Box::new(Body::decided(items, protocol, reading)))
+        }
+    }
 }

@@ -29,17 +29,22 @@ pub trait Provider: Send + Sync {
 }
 
 pub mod anthropic;
+mod body;
 pub mod error;
 mod history;
 pub mod http;
+pub mod limits;
 pub mod openai_chat;
+pub mod redact;
 pub mod sse;
 pub mod wire;
 
 pub use anthropic::AnthropicProvider;
 pub use error::{classify_http_error, classify_reqwest_error, classify_stream_error};
 pub use http::{ApiKey, ConfigError, ProviderConfig};
+pub use limits::StreamLimits;
 pub use openai_chat::OpenAiChatProvider;
+pub use redact::Redactor;
 pub use wire::{
     Emitted, StreamDecoder, WireProtocol, collect_completion, decode_body, decode_whole_response,
 };

@@ -28,6 +28,9 @@ pub enum BodyEnd {
 }
 
 /// Decodes an SSE byte stream into events, one pushed chunk at a time.
+///
+/// A line, or an event's joined data, longer than the cap is not buffered: the decoder stops
+/// and reports [`SseDecoder::overflowed`], so memory stays bounded whatever the server sends.
 #[derive(Debug, Default)]
 pub struct SseDecoder {
     /// The unfinished line carried over from the previous chunk.
@@ -41,15 +44,28 @@ pub struct SseDecoder {
     /// No line has been completed yet (a byte-order mark is only allowed there).
     at_start: bool,
     dispatched: usize,
+    max_line: usize,
+    overflowed: bool,
 }
 
 impl SseDecoder {
-    /// A decoder at the start of a body.
+    /// A decoder at the start of a body, with the default line cap.
     pub fn new() -> Self {
+        Self::with_max_line(crate::limits::MAX_LINE_BYTES)
+    }
+
+    /// A decoder that gives up on lines (and events) longer than `max_line` bytes.
+    pub fn with_max_line(max_line: usize) -> Self {
         Self {
             at_start: true,
+            max_line,
             ..Self::default()
         }
+    }
+
+    /// Whether a line or event went over the cap; nothing more is decoded after that.
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
     }
 
     /// How many data-carrying events were dispatched so far.
@@ -59,6 +75,9 @@ impl SseDecoder {
 
     /// Feeds the next bytes of the body; `on_event` runs for every event completed by them.
     pub fn push(&mut self, mut bytes: &[u8], mut on_event: impl FnMut(SseEvent<'_>)) {
+        if self.overflowed {
+            return;
+        }
         if self.after_cr {
             self.after_cr = false;
             if let [b'\n', rest @ ..] = bytes {
@@ -67,6 +86,9 @@ impl SseDecoder {
         }
         while let Some(pos) = find_line_end(bytes) {
             let (line, rest) = bytes.split_at(pos);
+            if self.partial.len() + line.len() > self.max_line {
+                return self.overflow();
+            }
             let ending = rest[0];
             bytes = &rest[1..];
             if ending == b'\r' {
@@ -85,8 +107,20 @@ impl SseDecoder {
                 whole.clear();
                 self.partial = whole;
             }
+            if self.overflowed {
+                return;
+            }
+        }
+        if self.partial.len() + bytes.len() > self.max_line {
+            return self.overflow();
         }
         self.partial.extend_from_slice(bytes);
+    }
+
+    fn overflow(&mut self) {
+        self.overflowed = true;
+        self.partial = Vec::new();
+        self.data = Vec::new();
     }
 
     /// Ends the body. An event that was never terminated is dropped, not dispatched.
@@ -124,6 +158,9 @@ impl SseDecoder {
         };
         match field {
             b"data" => {
+                if self.data.len() + 1 + value.len() > self.max_line {
+                    return self.overflow();
+                }
                 if self.has_data {
                     self.data.push(b'\n');
                 }
@@ -295,6 +332,26 @@ mod tests {
         bytes[77] = b'\r';
         bytes[78] = b'\n';
         assert_eq!(find_line_end(&bytes), Some(77));
+    }
+
+    #[test]
+    fn a_line_over_the_cap_stops_the_decoder_without_buffering_it() {
+        let mut dec = SseDecoder::with_max_line(16);
+        let mut events = 0;
+        dec.push(b"data: short\n\ndata: 0123456", |_| events += 1);
+        assert!(!dec.overflowed());
+        dec.push(b"789abcdef", |_| events += 1);
+        assert!(dec.overflowed());
+        dec.push(b"\n\ndata: more\n\n", |_| events += 1);
+        assert_eq!((events, dec.partial.capacity()), (1, 0));
+    }
+
+    #[test]
+    fn an_event_whose_data_lines_add_up_over_the_cap_overflows() {
+        let mut dec = SseDecoder::with_max_line(16);
+        let mut events = 0;
+        dec.push(b"data: 01234\ndata: 56789\ndata: abcde\n", |_| events += 1);
+        assert_eq!((events, dec.overflowed()), (0, true));
     }
 
     #[test]

@@ -10,6 +10,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde_json::Value;
 
 use crate::anthropic::AnthropicParser;
+use crate::limits::StreamLimits;
 use crate::openai_chat::OpenAiChatParser;
 use crate::sse::{BodyEnd, SseDecoder, SseEvent};
 
@@ -67,6 +68,9 @@ pub struct StreamDecoder {
     sse: SseDecoder,
     parser: Parser,
     done: bool,
+    limits: StreamLimits,
+    /// Body bytes pushed so far, checked against `limits.max_body_bytes`.
+    received: usize,
 }
 
 impl fmt::Debug for StreamDecoder {
@@ -79,16 +83,24 @@ impl fmt::Debug for StreamDecoder {
 }
 
 impl StreamDecoder {
-    /// A decoder for one response body of `protocol`.
+    /// A decoder for one response body of `protocol`, with the default size caps.
     pub fn new(protocol: WireProtocol) -> Self {
+        Self::with_limits(protocol, StreamLimits::default())
+    }
+
+    /// A decoder that fails the stream with `bad_response` once a line or the body passes
+    /// `limits`.
+    pub fn with_limits(protocol: WireProtocol, limits: StreamLimits) -> Self {
         let parser = match protocol {
             WireProtocol::OpenAiChat => Parser::OpenAi(OpenAiChatParser::default()),
             WireProtocol::AnthropicMessages => Parser::Anthropic(AnthropicParser::default()),
         };
         Self {
-            sse: SseDecoder::new(),
+            sse: SseDecoder::with_max_line(limits.max_line_bytes),
             parser,
             done: false,
+            limits,
+            received: 0,
         }
     }
 
@@ -107,7 +119,15 @@ impl StreamDecoder {
         if self.done {
             return;
         }
-        let Self { sse, parser, done } = self;
+        self.received = self.received.saturating_add(bytes.len());
+        if self.received > self.limits.max_body_bytes {
+            self.done = true;
+            out.push(Emitted::err(None, too_big(self.limits)));
+            return;
+        }
+        let Self {
+            sse, parser, done, ..
+        } = self;
         sse.push(bytes, |event| {
             if *done {
                 return;
@@ -117,6 +137,18 @@ impl StreamDecoder {
                 Parser::Anthropic(p) => p.on_event(&event, out),
             };
         });
+        if !self.done && self.sse.overflowed() {
+            self.done = true;
+            let message = format!(
+                "the provider sent an SSE line or event longer than {}, corvid's cap; \
+                 this is not a model response: check model.baseUrl",
+                size(self.limits.max_line_bytes)
+            );
+            out.push(Emitted::err(
+                Some(self.sse.data_events()),
+                ErrorInfo::new(ErrorKind::BadResponse, message),
+            ));
+        }
     }
 
     /// Ends the body: a stream that did not finish becomes a `stream_truncated` error.
@@ -175,6 +207,64 @@ pub fn collect_completion(
         Ok(completion)
     } else {
         Err(truncated("the response ended before it finished"))
+    }
+}
+
+/// The first data line that was not JSON, kept while a stream may still turn out fine.
+#[derive(Debug, Default)]
+pub(crate) struct NonJsonLine(Option<(usize, String)>);
+
+impl NonJsonLine {
+    /// Longest slice of the bad line quoted in the error.
+    const QUOTED: usize = 200;
+
+    /// Notes a data event that did not parse (only the first one is kept).
+    pub(crate) fn note(&mut self, index: usize, data: &str) {
+        if self.0.is_none() {
+            self.0 = Some((index, cut(data.trim(), Self::QUOTED)));
+        }
+    }
+
+    /// The error for a stream that held nothing but lines like this one.
+    pub(crate) fn error(&self) -> Option<ErrorInfo> {
+        let (index, line) = self.0.as_ref()?;
+        let message = format!(
+            "the provider's stream held no JSON events; data event {index} was `{line}`; \
+             check that model.baseUrl points at a compatible API"
+        );
+        Some(ErrorInfo::new(ErrorKind::BadResponse, message))
+    }
+}
+
+/// At most `max` bytes of `text`, cut on a character boundary, `…` marking a cut.
+pub(crate) fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// The error for a body over the size cap.
+pub(crate) fn too_big(limits: StreamLimits) -> ErrorInfo {
+    let message = format!(
+        "the provider's response passed {}, corvid's cap for one response; \
+         check model.baseUrl and model.maxOutputTokens",
+        size(limits.max_body_bytes)
+    );
+    ErrorInfo::new(ErrorKind::BadResponse, message)
+}
+
+/// A cap as people read it: `16 MiB`, or bytes when it is not whole MiB (tests use tiny caps).
+fn size(bytes: usize) -> String {
+    const MIB: usize = 1024 * 1024;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
     }
 }
 

@@ -204,7 +204,7 @@ async fn a_refused_connection_is_a_network_error_without_the_key() {
     let provider = OpenAiChatProvider::new(&ProviderConfig {
         base_url: format!("http://127.0.0.1:{port}/v1"),
         api_key: ApiKey::new("sk-never-shown"),
-        extra_headers: Vec::new(),
+        ..ProviderConfig::default()
     })
     .unwrap();
     let request = corvid_protocol::ModelRequest {

@@ -295,6 +295,7 @@ async fn the_api_key_never_shows_in_debug_output() {
         base_url: server.url(),
         api_key: ApiKey::new(KEY),
         extra_headers: vec![("x-proxy-token".into(), "proxy-secret".into())],
+        ..ProviderConfig::default()
     };
     let debug = format!("{config:?} {:?}", provider(&server));
     assert!(

@@ -107,6 +107,8 @@ pub(crate) enum Ending {
     Cut,
     /// The connection stays open until the client goes away.
     Hang,
+    /// The last chunk is sent again and again until the client goes away.
+    Endless,
 }
 
 /// How the body is framed on the wire.
@@ -186,6 +188,13 @@ impl ScriptedResponse {
     /// After the last chunk, keeps the connection open until the client goes away.
     pub fn hang(mut self) -> Self {
         self.ending = Ending::Hang;
+        self
+    }
+
+    /// Repeats the last chunk without end (a hostile server's body that never stops), until
+    /// the client goes away; without chunks it behaves like [`ScriptedResponse::hang`].
+    pub fn endless(mut self) -> Self {
+        self.ending = Ending::Endless;
         self
     }
 }

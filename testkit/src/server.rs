@@ -282,6 +282,8 @@ struct BodyState {
     chunks: std::vec::IntoIter<Chunk>,
     ending: Ending,
     done: bool,
+    /// The last chunk sent, kept for an endless ending.
+    last: Option<Bytes>,
 }
 
 fn body_stream(
@@ -292,6 +294,7 @@ fn body_stream(
         chunks: chunks.into_iter(),
         ending,
         done: false,
+        last: None,
     };
     futures::stream::unfold(state, |mut state| async move {
         if state.done {
@@ -309,7 +312,11 @@ fn body_stream(
                 if let Some(delay) = chunk.delay {
                     tokio::time::sleep(delay).await;
                 }
-                Some((Ok(Frame::data(Bytes::from(chunk.bytes))), state))
+                let bytes = Bytes::from(chunk.bytes);
+                if state.ending == Ending::Endless {
+                    state.last = Some(bytes.clone());
+                }
+                Some((Ok(Frame::data(bytes)), state))
             }
             None => match state.ending {
                 Ending::Finish => None,
@@ -318,7 +325,11 @@ fn body_stream(
                     let cut = io::Error::new(io::ErrorKind::ConnectionAborted, "scripted cut");
                     Some((Err(cut), state))
                 }
-                Ending::Hang => {
+                Ending::Endless if state.last.is_some() => {
+                    let again = state.last.clone().unwrap_or_default();
+                    Some((Ok(Frame::data(again)), state))
+                }
+                Ending::Hang | Ending::Endless => {
                     // hyper drops the body (and this future) when the client disconnects.
                     futures::future::pending::<()>().await;
                     None

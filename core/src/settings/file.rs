@@ -17,6 +17,7 @@ pub(super) struct Partial {
     pub api_key_env: Option<String>,
     pub fallback: Option<String>,
     pub max_output_tokens: Option<u32>,
+    pub stream_idle_timeout_ms: Option<u64>,
     pub fast_model: Option<FastModelSetting>,
     pub compact_mode: Option<bool>,
     pub emit_tool_use_summaries: Option<bool>,
@@ -41,6 +42,10 @@ impl Partial {
         over(&mut self.api_key_env, higher.api_key_env);
         over(&mut self.fallback, higher.fallback);
         over(&mut self.max_output_tokens, higher.max_output_tokens);
+        over(
+            &mut self.stream_idle_timeout_ms,
+            higher.stream_idle_timeout_ms,
+        );
         over(&mut self.fast_model, higher.fast_model);
         over(&mut self.compact_mode, higher.compact_mode);
         over(
@@ -63,6 +68,7 @@ impl Partial {
         s.model.api_key_env = self.api_key_env;
         s.model.fallback = self.fallback;
         s.model.max_output_tokens = self.max_output_tokens;
+        s.model.stream_idle_timeout_ms = self.stream_idle_timeout_ms;
         s.fast_model = self.fast_model;
         if let Some(v) = self.compact_mode {
             s.ui.compact_mode = v;
@@ -201,6 +207,13 @@ impl Validator<'_> {
                 "apiKeyEnv" => self.out.api_key_env = self.string(&key, v)?,
                 "fallback" => self.out.fallback = self.string(&key, v)?,
                 "maxOutputTokens" => self.out.max_output_tokens = self.number(&key, v)?,
+                "streamIdleTimeoutMs" => {
+                    let ms = self.number(&key, v)?;
+                    if ms == Some(0) {
+                        return Err(self.invalid(&key, "0", "milliseconds above 0"));
+                    }
+                    self.out.stream_idle_timeout_ms = ms;
+                }
                 _ => self.unknown(&key),
             }
         }

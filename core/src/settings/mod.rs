@@ -76,6 +76,9 @@ pub struct ModelSettings {
     /// Model tried when the main model keeps failing (SPEC §3.4).
     pub fallback: Option<String>,
     pub max_output_tokens: Option<u32>,
+    /// `model.streamIdleTimeoutMs`: how long a response may send nothing before it fails
+    /// (unset: the providers' default).
+    pub stream_idle_timeout_ms: Option<u64>,
 }
 
 /// `fastModel`: the model writing tool-use summaries.

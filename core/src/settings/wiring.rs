@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use corvid_providers::demo::{DEFAULT_PACING, DemoProvider};
+use corvid_providers::limits::DEFAULT_IDLE_TIMEOUT;
 use corvid_providers::{AnthropicProvider, ApiKey, OpenAiChatProvider, Provider, ProviderConfig};
 
 use super::{
@@ -33,7 +34,18 @@ pub fn agent_config(
     let pacing = env(DEMO_PACING_ENV)
         .and_then(|ms| ms.trim().parse::<u64>().ok())
         .map_or(DEFAULT_PACING, Duration::from_millis);
-    let provider = build_provider(&main, cwd, pacing)?;
+    let endpoint = Endpoint {
+        idle_timeout: settings
+            .model
+            .stream_idle_timeout_ms
+            .map_or(DEFAULT_IDLE_TIMEOUT, Duration::from_millis),
+        // Each provider redacts the other model's key too, should a server echo it.
+        other_secrets: [&main, fast.as_ref().unwrap_or(&main)]
+            .iter()
+            .filter_map(|m| m.api_key.as_ref().map(|k| ApiKey::new(k.expose())))
+            .collect(),
+    };
+    let provider = build_provider(&main, cwd, pacing, &endpoint)?;
 
     let summaries = match fast {
         Some(fast)
@@ -46,7 +58,7 @@ pub fn agent_config(
             let fast_provider = if same_endpoint(&fast, &main) {
                 Arc::clone(&provider)
             } else {
-                build_provider(&fast, cwd, pacing)?
+                build_provider(&fast, cwd, pacing, &endpoint)?
             };
             Some(SummaryConfig {
                 provider: fast_provider,
@@ -79,11 +91,19 @@ pub fn agent_config(
     })
 }
 
+/// What every provider of a session shares: how long a response may be silent, and the
+/// secrets none of them may show.
+struct Endpoint {
+    idle_timeout: Duration,
+    other_secrets: Vec<ApiKey>,
+}
+
 /// A provider for one resolved endpoint.
 fn build_provider(
     model: &ResolvedModel,
     cwd: &Path,
     demo_pacing: Duration,
+    endpoint: &Endpoint,
 ) -> Result<Arc<dyn Provider>, SettingsError> {
     let config = || ProviderConfig {
         base_url: model.base_url.clone(),
@@ -95,6 +115,8 @@ fn build_provider(
                 .unwrap_or_default(),
         ),
         extra_headers: Vec::new(),
+        other_secrets: endpoint.other_secrets.clone(),
+        idle_timeout: endpoint.idle_timeout,
     };
     let provider: Arc<dyn Provider> = match model.kind {
         ProviderKind::Demo => Arc::new(DemoProvider::new(cwd).with_pacing(demo_pacing)),

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::error::classify_stream_error;
 use crate::sse::{BodyEnd, SseEvent};
-use crate::wire::{Emitted, Str, WireParser, lenient_u64, parse_args, truncated};
+use crate::wire::{Emitted, NonJsonLine, Str, WireParser, lenient_u64, parse_args, truncated};
 
 #[derive(Deserialize)]
 struct Event<'a> {
@@ -131,6 +131,9 @@ pub struct AnthropicParser {
     announced_ids: HashSet<String>,
     usage: RawUsage,
     stop_reason: Option<String>,
+    /// Whether any data event parsed; a stream of only other lines is no answer.
+    decoded_any: bool,
+    non_json: NonJsonLine,
 }
 
 impl WireParser for AnthropicParser {
@@ -143,9 +146,11 @@ impl WireParser for AnthropicParser {
             Ok(value) => value,
             Err(e) => {
                 tracing::warn!(at = event.index, error = %e, "skipping a data event that is not a JSON event");
+                self.non_json.note(event.index, event.data);
                 return false;
             }
         };
+        self.decoded_any = true;
         match value.kind.as_str() {
             "message_start" => {
                 if let Some(usage) = value.message.and_then(|m| m.usage) {
@@ -182,6 +187,10 @@ impl WireParser for AnthropicParser {
     }
 
     fn on_end(&mut self, end: BodyEnd, out: &mut Vec<Emitted>) {
+        if let Some(error) = self.non_json.error().filter(|_| !self.decoded_any) {
+            out.push(Emitted::err(None, error));
+            return;
+        }
         let message = match end {
             BodyEnd::MidEvent => {
                 "the connection closed in the middle of an event, before message_stop"

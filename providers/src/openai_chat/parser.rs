@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::error::classify_stream_error;
 use crate::sse::{BodyEnd, SseEvent};
-use crate::wire::{Emitted, Str, WireParser, lenient_u64, parse_args, truncated};
+use crate::wire::{Emitted, NonJsonLine, Str, WireParser, lenient_u64, parse_args, truncated};
 
 #[derive(Deserialize)]
 struct Chunk<'a> {
@@ -141,6 +141,9 @@ pub struct OpenAiChatParser {
     announced_ids: HashSet<String>,
     finish_reason: Option<String>,
     usage: Option<Usage>,
+    /// Whether any data event parsed as a chunk; a stream of only other lines is no answer.
+    decoded_any: bool,
+    non_json: NonJsonLine,
 }
 
 impl WireParser for OpenAiChatParser {
@@ -148,7 +151,10 @@ impl WireParser for OpenAiChatParser {
         let at = Some(event.index);
         let data = event.data.trim();
         if data == "[DONE]" {
-            self.finish(at, out);
+            match self.non_json.error().filter(|_| !self.decoded_any) {
+                Some(error) => out.push(Emitted::err(at, error)),
+                None => self.finish(at, out),
+            }
             return true;
         }
         if event.event == "error" {
@@ -162,9 +168,11 @@ impl WireParser for OpenAiChatParser {
             Ok(chunk) => chunk,
             Err(e) => {
                 tracing::warn!(at = event.index, error = %e, "skipping a data event that is not a JSON chunk");
+                self.non_json.note(event.index, data);
                 return false;
             }
         };
+        self.decoded_any = true;
         self.apply_chunk(chunk, at, out)
     }
 
@@ -179,7 +187,12 @@ impl WireParser for OpenAiChatParser {
             )),
             (BodyEnd::Clean, None) => out.push(Emitted::err(
                 None,
-                truncated("the response ended without a finish_reason or [DONE]"),
+                self.non_json
+                    .error()
+                    .filter(|_| !self.decoded_any)
+                    .unwrap_or_else(|| {
+                        truncated("the response ended without a finish_reason or [DONE]")
+                    }),
             )),
         }
     }

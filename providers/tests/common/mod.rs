@@ -24,6 +24,7 @@ pub fn config(
         base_url: server.url(),
         api_key: ApiKey::new(key),
         extra_headers,
+        ..ProviderConfig::default()
     }
 }
 
