@@ -40,8 +40,8 @@ impl CappedBuffer {
         let mut text = String::from_utf8_lossy(&self.head).into_owned();
         if self.omitted > 0 {
             text.push_str(&format!(
-                "\n[... {} bytes of output omitted ...]\n",
-                self.omitted
+                "\n[... {} of output omitted ...]\n",
+                crate::common::count_of(self.omitted, "byte", "bytes")
             ));
         }
         let tail: Vec<u8> = self.tail.iter().copied().collect();

@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::paths::{lexical, relative};
+use crate::regular_file::{MAX_WHOLE_FILE_BYTES, ensure_regular, human_size};
 use crate::{ApprovalNeed, FileSystem, ToolError};
 
 /// Parses a call's arguments into the tool's own struct, naming the problem for the model.
@@ -127,6 +128,11 @@ pub fn change_approval(planned: Result<FileChange, ToolError>) -> ApprovalNeed {
     }
 }
 
+/// `n` and the noun in the right number: `1 entry`, `2 entries`.
+pub fn count_of(n: usize, singular: &str, plural: &str) -> String {
+    format!("{n} {}", if n == 1 { singular } else { plural })
+}
+
 /// The first line of `text`, shortened to `max` characters, for one-line titles.
 pub fn one_line(text: &str, max: usize) -> String {
     let first = text.lines().next().unwrap_or("").trim_end();
@@ -175,6 +181,10 @@ pub fn io_error(verb: &str, rel: &str, e: &std::io::Error) -> ToolError {
         std::io::ErrorKind::InvalidData => ToolError::new(format!(
             "{rel} looks binary (it is not UTF-8 text); refusing to {verb} it"
         )),
+        std::io::ErrorKind::StorageFull => ToolError::new(format!(
+            "cannot {verb} {rel}: the disk is full; nothing was changed: free some space and \
+             try again"
+        )),
         _ => ToolError::new(format!("cannot {verb} {rel}: {e}")),
     }
 }
@@ -193,10 +203,24 @@ pub fn bounded_diff(diff: &str) -> String {
     )
 }
 
-/// Refuses to treat a directory as a file, before reading or writing it.
-pub async fn ensure_not_dir(path: &Path, rel: &str) -> Result<(), ToolError> {
-    if tokio::fs::metadata(path).await.is_ok_and(|m| m.is_dir()) {
+/// Refuses, before anything reads it (the editor included), a file `write_file` or `edit`
+/// cannot change as text: a directory, a FIFO or device, or one too large to load whole.
+/// A missing file passes (it is created).
+pub async fn ensure_changeable(path: &Path, rel: &str, verb: &str) -> Result<(), ToolError> {
+    let Ok(meta) = tokio::fs::metadata(path).await else {
+        return Ok(());
+    };
+    if meta.is_dir() {
         return Err(ToolError::new(format!("{rel} is a directory, not a file")));
+    }
+    ensure_regular(&meta).map_err(|e| io_error(verb, rel, &e))?;
+    if meta.len() > MAX_WHOLE_FILE_BYTES {
+        return Err(ToolError::new(format!(
+            "cannot {verb} {rel}: it is {}, more than the {} corvid loads whole; change it \
+             with a shell command instead",
+            human_size(meta.len()),
+            human_size(MAX_WHOLE_FILE_BYTES)
+        )));
     }
     Ok(())
 }

@@ -7,7 +7,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::common::{
-    FileChange, change_approval, ensure_not_dir, io_error, parse_args, path_display, plain_display,
+    FileChange, change_approval, ensure_changeable, io_error, parse_args, path_display,
+    plain_display,
 };
 use crate::paths::{relative, resolve};
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
@@ -38,7 +39,7 @@ async fn plan(args: &Value, ctx: &ToolContext) -> Result<Planned, ToolError> {
     let args: Args = parse_args("edit", args)?;
     let path = resolve(&ctx.cwd, &args.file_path)?;
     let rel = relative(&ctx.cwd, &path);
-    ensure_not_dir(&path, &rel).await?;
+    ensure_changeable(&path, &rel, "edit").await?;
     if args.old_string == args.new_string {
         return Err(ToolError::new(
             "old_string and new_string are identical; there is nothing to change",

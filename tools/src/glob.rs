@@ -9,7 +9,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{no_approval, parse_args, plain_display, search_display};
+use crate::common::{count_of, no_approval, parse_args, plain_display, search_display};
 use crate::paths::{relative, resolve};
 use crate::walk::walker;
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
@@ -146,8 +146,8 @@ fn render(pattern: &str, root: &PathBuf, found: Vec<String>) -> ToolOutput {
         let mut text = format!("{count} `{pattern}`:\n{}", shown.join("\n"));
         if total > MAX_RESULTS {
             text.push_str(&format!(
-                "\n[{} more files not shown; use a more specific pattern.]",
-                total - MAX_RESULTS
+                "\n[{} not shown; use a more specific pattern.]",
+                count_of(total - MAX_RESULTS, "more file", "more files")
             ));
         }
         text

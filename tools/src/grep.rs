@@ -16,6 +16,7 @@ use crate::common::{
     no_approval, one_line, parse_args, plain_display, search_display, truncate_str,
 };
 use crate::paths::{relative, resolve};
+use crate::regular_file::open_regular;
 use crate::walk::walker;
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 
@@ -23,6 +24,8 @@ use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 const MAX_MATCHES: usize = 200;
 /// Matching lines are shortened to this many bytes.
 const MAX_LINE_BYTES: usize = 300;
+/// The most memory the searcher's line buffer may take for one file.
+const MAX_SEARCH_HEAP_BYTES: usize = 8 * 1024 * 1024;
 
 /// Searches file contents with a regular expression.
 #[derive(Debug, Clone, Copy, Default)]
@@ -143,6 +146,8 @@ fn search(
     let mut searcher = SearcherBuilder::new()
         .line_number(true)
         .binary_detection(BinaryDetection::quit(b'\x00'))
+        // A file with one endless line is given up on instead of buffered whole.
+        .heap_limit(Some(MAX_SEARCH_HEAP_BYTES))
         .build();
     let mut lines = Vec::new();
     let mut capped = false;
@@ -150,11 +155,15 @@ fn search(
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
+        // Unreadable files are skipped like ripgrep does; the search goes on. Only regular
+        // files are opened (a FIFO swapped in after the walk must not hang the search).
+        let Ok((file, _)) = open_regular(entry.path()) else {
+            continue;
+        };
         let rel = relative(cwd, entry.path());
-        // Unreadable files are skipped like ripgrep does; the search goes on.
-        let _ = searcher.search_path(
+        let _ = searcher.search_file(
             matcher,
-            entry.path(),
+            &file,
             Lossy(|line_number, text| {
                 if lines.len() >= MAX_MATCHES {
                     capped = true;

@@ -1,16 +1,19 @@
 //! corvid's built-in tools. Each tool describes itself (name, schema, kind, title, locations,
 //! whether it mutates) so front ends never switch on tool names.
 
+mod atomic_write;
 pub mod builtin;
 mod capped;
 mod common;
 pub mod edit;
 pub mod glob;
 pub mod grep;
+mod line_window;
 pub mod list_directory;
 pub mod local_fs;
 pub mod paths;
 pub mod read_file;
+mod regular_file;
 pub mod registry;
 pub mod shell;
 pub mod todo_write;

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{no_approval, parse_args, path_display, plain_display};
+use crate::common::{count_of, no_approval, parse_args, path_display, plain_display};
 use crate::paths::{relative, resolve};
 use crate::walk::walker;
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
@@ -121,12 +121,12 @@ fn render(rel: &str, path: &PathBuf, entries: Vec<String>) -> ToolOutput {
     let text = if total == 0 {
         format!("Directory {rel} is empty (or everything in it is ignored).")
     } else {
-        let noun = if total == 1 { "entry" } else { "entries" };
-        let mut text = format!("Directory {rel} ({total} {noun}):\n{}", shown.join("\n"));
+        let count = count_of(total, "entry", "entries");
+        let mut text = format!("Directory {rel} ({count}):\n{}", shown.join("\n"));
         if total > MAX_ENTRIES {
             text.push_str(&format!(
-                "\n[{} more entries not shown; use glob to narrow down.]",
-                total - MAX_ENTRIES
+                "\n[{} not shown; use glob to narrow down.]",
+                count_of(total - MAX_ENTRIES, "more entry", "more entries")
             ));
         }
         text

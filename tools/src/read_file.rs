@@ -1,4 +1,8 @@
-//! `read_file`: a text file, paged by lines so long files stay within the model's budget.
+//! `read_file`: a text file, paged by lines so long files stay within the model's budget;
+//! a file too large to load is paged from disk without loading it.
+
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
 
 use corvid_protocol::{ToolDisplay, ToolKind, ToolOutput};
 use futures::FutureExt;
@@ -6,18 +10,16 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{io_error, no_approval, parse_args, path_display, plain_display, truncate_str};
+use crate::common::{count_of, io_error, no_approval, parse_args, path_display, plain_display};
+use crate::line_window::{MAX_LINE_BYTES, Window, WindowError, read_window};
 use crate::paths::{relative, resolve};
+use crate::regular_file::{MAX_WHOLE_FILE_BYTES, ensure_regular, human_size, open_regular};
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 
 /// Lines returned when the model gives no `limit`.
 const DEFAULT_LIMIT: usize = 2000;
-/// Longer lines are shortened (minified files would otherwise blow the budget).
-const MAX_LINE_BYTES: usize = 2000;
-/// Appended to a line that was cut at [`MAX_LINE_BYTES`].
-const SHORTENED: &str = " … [line shortened]";
-/// The most text one call returns, whatever the limit.
-const MAX_OUTPUT_BYTES: usize = 100 * 1024;
+/// The read buffer when paging a file too large to load.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
 
 /// Reads a text file, optionally a window of its lines.
 #[derive(Debug, Clone, Copy, Default)]
@@ -90,10 +92,23 @@ impl Tool for ReadFile {
             let args: Args = parse_args("read_file", &args)?;
             let path = resolve(&ctx.cwd, &args.file_path)?;
             let rel = relative(&ctx.cwd, &path);
-            if tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_dir()) {
-                return Err(ToolError::new(format!(
-                    "{rel} is a directory; use list_directory to see its entries"
-                )));
+            let offset = args.offset.unwrap_or(0);
+            let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+            if limit == 0 {
+                return Err(ToolError::new("limit must be at least 1"));
+            }
+            // The type and size decide before anything is read: a FIFO or device is never
+            // opened, and a huge file is paged from disk instead of loaded.
+            if let Ok(meta) = tokio::fs::metadata(&path).await {
+                if meta.is_dir() {
+                    return Err(ToolError::new(format!(
+                        "{rel} is a directory; use list_directory to see its entries"
+                    )));
+                }
+                ensure_regular(&meta).map_err(|e| io_error("read", &rel, &e))?;
+                if meta.len() > MAX_WHOLE_FILE_BYTES {
+                    return page_from_disk(path, rel, meta.len(), offset, limit).await;
+                }
             }
             let content = ctx
                 .fs
@@ -105,23 +120,20 @@ impl Tool for ReadFile {
                     "{rel} looks binary (it contains NUL bytes); refusing to read it"
                 )));
             }
-            page(&rel, &path, &content, args.offset.unwrap_or(0), args.limit)
+            page_text(&rel, &path, &content, offset, limit)
         }
         .boxed()
     }
 }
 
-fn page(
+/// A window of a file loaded whole, whose line count is known.
+fn page_text(
     rel: &str,
-    path: &std::path::Path,
+    path: &Path,
     content: &str,
     offset: usize,
-    limit: Option<usize>,
+    limit: usize,
 ) -> Result<ToolOutput, ToolError> {
-    let limit = limit.unwrap_or(DEFAULT_LIMIT);
-    if limit == 0 {
-        return Err(ToolError::new("limit must be at least 1"));
-    }
     let total = content.lines().count();
     if total == 0 {
         return Ok(ToolOutput {
@@ -131,52 +143,103 @@ fn page(
         });
     }
     if offset >= total {
-        return Err(ToolError::new(format!(
-            "offset {offset} is past the end of {rel}, which has {total} lines"
-        )));
+        return Err(past_end(rel, offset, total));
     }
-    let mut body = String::new();
-    let mut shown = 0;
-    let mut shortened = false;
-    for line in content.lines().skip(offset).take(limit) {
-        let cut = truncate_str(line, MAX_LINE_BYTES);
-        let marker = if cut.len() < line.len() {
-            SHORTENED
-        } else {
-            ""
-        };
-        if body.len() + cut.len() + marker.len() + 1 > MAX_OUTPUT_BYTES {
-            break;
+    let window = read_window(&mut content.as_bytes(), offset, limit).map_err(|e| match e {
+        WindowError::PastEnd(lines) => past_end(rel, offset, lines),
+        WindowError::Binary => binary(rel, None),
+        WindowError::Io(e) => io_error("read", rel, &e),
+    })?;
+    Ok(render(rel, path, offset, window, Some(total), None))
+}
+
+/// A window of a file too large to load, read from disk keeping only the lines shown; its
+/// line count is known only when the window reaches its end.
+async fn page_from_disk(
+    path: PathBuf,
+    rel: String,
+    size: u64,
+    offset: usize,
+    limit: usize,
+) -> Result<ToolOutput, ToolError> {
+    let disk_path = path.clone();
+    let read = tokio::task::spawn_blocking(move || {
+        let (file, _) = open_regular(&disk_path)?;
+        read_window(
+            &mut BufReader::with_capacity(READ_BUFFER_BYTES, file),
+            offset,
+            limit,
+        )
+    })
+    .await
+    .map_err(|e| ToolError::new(format!("reading {rel} failed: {e}")))?;
+    let window = match read {
+        Ok(window) if window.shown == 0 && !window.more => {
+            return Err(past_end(&rel, offset, offset));
         }
-        shortened |= !marker.is_empty();
-        body.push_str(cut);
-        body.push_str(marker);
-        body.push('\n');
-        shown += 1;
-    }
-    let end = offset + shown;
-    let truncated = offset > 0 || end < total;
+        Ok(window) => window,
+        Err(WindowError::PastEnd(lines)) => return Err(past_end(&rel, offset, lines)),
+        Err(WindowError::Binary) => return Err(binary(&rel, Some(size))),
+        Err(WindowError::Io(e)) => return Err(io_error("read", &rel, &e)),
+    };
+    let total = (!window.more).then_some(offset + window.shown);
+    Ok(render(&rel, &path, offset, window, total, Some(size)))
+}
+
+fn past_end(rel: &str, offset: usize, total: usize) -> ToolError {
+    ToolError::new(format!(
+        "offset {offset} is past the end of {rel}, which has {}",
+        count_of(total, "line", "lines")
+    ))
+}
+
+fn binary(rel: &str, size: Option<u64>) -> ToolError {
+    let size = size.map_or(String::new(), |s| format!(" ({})", human_size(s)));
+    ToolError::new(format!(
+        "{rel}{size} looks binary (it contains NUL bytes or is not UTF-8 text); refusing to read it"
+    ))
+}
+
+/// The window with a note on where it sits; `size` is given for a file too large to load.
+fn render(
+    rel: &str,
+    path: &Path,
+    offset: usize,
+    window: Window,
+    total: Option<usize>,
+    size: Option<u64>,
+) -> ToolOutput {
+    let end = offset + window.shown;
+    let truncated = offset > 0 || window.more;
     let mut notes = Vec::new();
     if truncated {
-        let mut note = format!("Showing lines {}-{end} of {total} of {rel}.", offset + 1);
-        if end < total {
+        let of = match (total, size) {
+            (Some(total), _) => format!("of {total} of {rel}"),
+            (None, Some(size)) => format!(
+                "of {rel}, a {} file (too large to load whole or count its lines)",
+                human_size(size)
+            ),
+            (None, None) => format!("of {rel}"),
+        };
+        let mut note = format!("Showing lines {}-{end} {of}.", offset + 1);
+        if window.more {
             note.push_str(&format!(
                 " To read more, call read_file again with offset {end}."
             ));
         }
         notes.push(note);
     }
-    if shortened {
+    if window.shortened {
         notes.push(format!(
             "Lines longer than {MAX_LINE_BYTES} bytes were shortened."
         ));
     }
     let text = if notes.is_empty() {
-        body
+        window.body
     } else {
-        format!("[{}]\n\n{body}", notes.join(" "))
+        format!("[{}]\n\n{}", notes.join(" "), window.body)
     };
-    Ok(ToolOutput {
+    ToolOutput {
         text,
         diffs: vec![],
         raw: json!({
@@ -186,5 +249,5 @@ fn page(
             "total_lines": total,
             "truncated": truncated,
         }),
-    })
+    }
 }

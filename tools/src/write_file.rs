@@ -7,7 +7,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::common::{
-    FileChange, change_approval, ensure_not_dir, io_error, parse_args, path_display, plain_display,
+    FileChange, change_approval, count_of, ensure_changeable, io_error, parse_args, path_display,
+    plain_display,
 };
 use crate::paths::{relative, resolve};
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
@@ -26,7 +27,7 @@ async fn plan(args: &Value, ctx: &ToolContext) -> Result<FileChange, ToolError> 
     let args: Args = parse_args("write_file", args)?;
     let path = resolve(&ctx.cwd, &args.file_path)?;
     let rel = relative(&ctx.cwd, &path);
-    ensure_not_dir(&path, &rel).await?;
+    ensure_changeable(&path, &rel, "write").await?;
     let old = match ctx.fs.read_text(path.clone()).await {
         Ok(text) => Some(text),
         // A missing file is created; a binary one is replaced without a textual "before".
@@ -112,7 +113,11 @@ impl Tool for WriteFile {
             let created = change.old.is_none();
             let verb = if created { "Created" } else { "Wrote" };
             Ok(ToolOutput {
-                text: format!("{verb} {} ({lines} lines).\n\n{diff}", change.rel),
+                text: format!(
+                    "{verb} {} ({}).\n\n{diff}",
+                    change.rel,
+                    count_of(lines, "line", "lines")
+                ),
                 raw: json!({"path": change.path, "created": created, "changed": true, "lines": lines}),
                 diffs: vec![change.into_diff()],
             })

@@ -4,7 +4,7 @@ mod common;
 
 use common::{Workspace, symlink};
 use corvid_protocol::{Location, ToolDisplay, ToolKind};
-use corvid_tools::{ListDirectory, ReadFile, Tool};
+use corvid_tools::{ListDirectory, ReadFile, Tool, WriteFile};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -205,6 +205,46 @@ async fn a_directory_lists_sorted_entries_with_directories_marked() {
     assert_eq!(
         out.text,
         "Directory . (5 entries):\n.hidden\na.txt\nb.txt\nempty/\nsrc/"
+    );
+}
+
+#[tokio::test]
+async fn counts_of_one_are_singular() {
+    let ws = Workspace::new();
+    ws.file("dir/only.txt", "one line\n");
+    let many: Vec<String> = (0..1001).map(|i| format!("f{i:04}")).collect();
+    for name in &many {
+        ws.file(&format!("many/{name}"), "");
+    }
+
+    let listed = ws.run_ok(&ListDirectory, json!({"path": "dir"})).await;
+    let capped = ws.run_ok(&ListDirectory, json!({"path": "many"})).await;
+    let past = ws
+        .run_err(&ReadFile, json!({"file_path": "dir/only.txt", "offset": 1}))
+        .await;
+    let written = ws
+        .run_ok(
+            &WriteFile,
+            json!({"file_path": "one.txt", "content": "x\n"}),
+        )
+        .await;
+
+    assert_eq!(listed.text, "Directory dir (1 entry):\nonly.txt");
+    assert_eq!(
+        capped.text,
+        format!(
+            "Directory many (1001 entries):\n{}\n[1 more entry not shown; use glob to narrow down.]",
+            many[..1000].join("\n")
+        )
+    );
+    assert_eq!(
+        past,
+        "offset 1 is past the end of dir/only.txt, which has 1 line"
+    );
+    assert!(
+        written.text.starts_with("Created one.txt (1 line).\n"),
+        "{}",
+        written.text
     );
 }
 

@@ -2,9 +2,15 @@
 
 mod common;
 
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
 use common::{Workspace, symlink};
 use corvid_protocol::{ApprovalPreview, FileDiff, Location, ToolDisplay, ToolKind};
-use corvid_tools::{ApprovalNeed, Edit, Tool, WriteFile};
+use corvid_tools::{ApprovalNeed, Edit, FileSystem, LocalFs, Tool, ToolError, WriteFile};
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -267,4 +273,64 @@ async fn edits_written_with_plain_newlines_apply_to_crlf_files() {
     .await;
 
     assert_eq!(ws.read("win.txt"), "a\r\nB\r\nc\r\n");
+}
+
+/// Local disk whose first read fails, as a busy network disk or editor might once.
+#[derive(Default)]
+struct FlakyFs {
+    failed_once: AtomicBool,
+    writes: AtomicUsize,
+}
+
+impl FileSystem for FlakyFs {
+    fn read_text(&self, path: PathBuf) -> BoxFuture<'static, std::io::Result<String>> {
+        if !self.failed_once.swap(true, Ordering::SeqCst) {
+            let busy = std::io::Error::new(std::io::ErrorKind::ResourceBusy, "device busy");
+            return futures::future::ready(Err(busy)).boxed();
+        }
+        LocalFs.read_text(path)
+    }
+
+    fn write_text(
+        &self,
+        path: PathBuf,
+        content: String,
+    ) -> BoxFuture<'static, std::io::Result<()>> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        LocalFs.write_text(path, content)
+    }
+}
+
+#[tokio::test]
+async fn a_failed_plan_fails_the_call_instead_of_skipping_the_approval() {
+    let ws = Workspace::new();
+    ws.file("a.txt", "one\n");
+    let calls: [(&dyn Tool, serde_json::Value, &str); 2] = [
+        (
+            &WriteFile,
+            json!({"file_path": "a.txt", "content": "two\n"}),
+            "cannot read a.txt: device busy",
+        ),
+        (
+            &Edit,
+            json!({"file_path": "a.txt", "old_string": "one", "new_string": "two"}),
+            "cannot edit a.txt: device busy",
+        ),
+    ];
+
+    for (tool, args, error) in calls {
+        let fs = Arc::new(FlakyFs::default());
+        let ctx = ws.ctx_with(fs.clone());
+
+        // The transient failure refuses the call: the core never runs `execute`, whose
+        // second (successful) plan would otherwise write without the user's say.
+        assert_eq!(
+            tool.approval(&args, &ctx).await,
+            ApprovalNeed::Refuse(ToolError::new(error)),
+            "{}",
+            tool.name()
+        );
+        assert_eq!(fs.writes.load(Ordering::SeqCst), 0);
+        assert_eq!(ws.read("a.txt"), "one\n");
+    }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use corvid_protocol::ToolOutput;
-use corvid_tools::{LocalFs, Tool, ToolContext, ToolError};
+use corvid_tools::{FileSystem, LocalFs, Tool, ToolContext, ToolError};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -42,9 +42,14 @@ impl Workspace {
     }
 
     pub fn ctx(&self) -> ToolContext {
+        self.ctx_with(Arc::new(LocalFs))
+    }
+
+    /// A context on this workspace reading and writing through `fs`.
+    pub fn ctx_with(&self, fs: Arc<dyn FileSystem>) -> ToolContext {
         ToolContext {
             cwd: self.root.clone(),
-            fs: Arc::new(LocalFs),
+            fs,
             cancel: CancellationToken::new(),
             shell_timeout: Duration::from_secs(30),
         }
