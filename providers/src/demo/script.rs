@@ -164,8 +164,9 @@ fn final_answer(task: &[&Message]) -> String {
                 } else {
                     String::new()
                 };
+                let noun = if names.len() == 1 { "entry" } else { "entries" };
                 format!(
-                    "- The working directory has {} entries: {}{tail}.",
+                    "- The working directory has {} {noun}: {}{tail}.",
                     names.len(),
                     shown.join(", ")
                 )
