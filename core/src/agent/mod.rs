@@ -19,6 +19,7 @@
 //! - Nothing is pending at `TaskFinished`; summaries counted in its `pending_summaries` settle
 //!   later as one `ToolUseSummary` or `SummaryDropped` each.
 
+mod approval;
 mod attempt;
 mod exec;
 mod ids;

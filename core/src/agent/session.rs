@@ -34,6 +34,8 @@ pub(super) struct Static {
     pub retry: RetryPolicy,
     pub shell_timeout: Duration,
     pub summaries: Option<SummaryConfig>,
+    /// Permission rules, protected paths and the other policies of the session.
+    pub policy: crate::policy::SessionPolicy,
 }
 
 /// What operations change while a task runs.
@@ -42,8 +44,8 @@ pub(super) struct Shared {
     pub model: Mutex<String>,
     /// Approvals waiting for the user, by call id.
     approvals: Mutex<PendingApprovals>,
-    /// "Always" decisions, by tool name.
-    pub remembered: Mutex<HashMap<String, ApprovalDecision>>,
+    /// "Always" answers, each scoped to a command prefix, a file or a tool.
+    pub remembered: Mutex<crate::policy::scope::Remembered>,
     /// Sequence number of the latest completed batch (stale summaries are dropped); held
     /// while a batch completion or a summary is announced so the two never cross.
     pub latest_batch: Mutex<u64>,
@@ -174,12 +176,13 @@ pub(super) async fn run_session(
         retry: config.retry,
         shell_timeout: config.shell_timeout,
         summaries: config.summaries,
+        policy: config.policy,
     });
     let shared = Arc::new(Shared {
         approval_mode: Mutex::new(config.approval_mode),
         model: Mutex::new(config.model),
         approvals: Mutex::new(PendingApprovals::default()),
-        remembered: Mutex::new(HashMap::new()),
+        remembered: Mutex::new(Default::default()),
         latest_batch: Mutex::new(0),
     });
     let mut state = SessionState {

@@ -23,6 +23,11 @@ pub(super) struct Partial {
     pub emit_tool_use_summaries: Option<bool>,
     pub approval_mode: Option<ApprovalMode>,
     pub shell_timeout_ms: Option<u64>,
+    /// `tools.protectedPaths`, `tools.allow`, `tools.deny`: every file's entries add up, so a
+    /// later file can add rules but never drop an earlier file's.
+    pub protected_paths: Vec<String>,
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
     pub max_attempts: Option<u32>,
     pub initial_delay_ms: Option<u64>,
     pub max_delay_ms: Option<u64>,
@@ -54,6 +59,9 @@ impl Partial {
         );
         over(&mut self.approval_mode, higher.approval_mode);
         over(&mut self.shell_timeout_ms, higher.shell_timeout_ms);
+        self.protected_paths.extend(higher.protected_paths);
+        self.allow.extend(higher.allow);
+        self.deny.extend(higher.deny);
         over(&mut self.max_attempts, higher.max_attempts);
         over(&mut self.initial_delay_ms, higher.initial_delay_ms);
         over(&mut self.max_delay_ms, higher.max_delay_ms);
@@ -82,6 +90,9 @@ impl Partial {
         if let Some(v) = self.shell_timeout_ms {
             s.tools.shell_timeout_ms = v;
         }
+        s.tools.protected_paths = self.protected_paths;
+        s.tools.allow = self.allow;
+        s.tools.deny = self.deny;
         if let Some(v) = self.max_attempts {
             s.retry.max_attempts = v;
         }
@@ -268,6 +279,14 @@ impl Validator<'_> {
                     };
                 }
                 "shellTimeoutMs" => self.out.shell_timeout_ms = self.number(&key, v)?,
+                "protectedPaths" => {
+                    let list = self.string_list(&key, v)?;
+                    crate::policy::protected::ProtectedPaths::new(&list, None)
+                        .map_err(|e| self.invalid_entry(&key, e))?;
+                    self.out.protected_paths = list;
+                }
+                "allow" => self.out.allow = self.rule_list(&key, v)?,
+                "deny" => self.out.deny = self.rule_list(&key, v)?,
                 _ => self.unknown(&key),
             }
         }
@@ -311,6 +330,39 @@ impl Validator<'_> {
             Value::Null => Ok(None),
             Value::String(s) => Ok(Some(s.clone())),
             other => Err(self.wrong_type(key, "a string", other)),
+        }
+    }
+
+    fn string_list(&self, key: &str, value: &Value) -> Result<Vec<String>, SettingsError> {
+        match value {
+            Value::Null => Ok(Vec::new()),
+            Value::Array(items) => items
+                .iter()
+                .map(|item| match item {
+                    Value::String(s) => Ok(s.clone()),
+                    other => Err(self.wrong_type(&format!("{key}[]"), "a string", other)),
+                })
+                .collect(),
+            other => Err(self.wrong_type(key, "a list of strings", other)),
+        }
+    }
+
+    /// A list of permission rules, each checked here so a bad one names this file.
+    fn rule_list(&self, key: &str, value: &Value) -> Result<Vec<String>, SettingsError> {
+        let list = self.string_list(key, value)?;
+        for text in &list {
+            crate::policy::rules::Rule::parse(text, crate::policy::path_pattern::Case::Sensitive)
+                .map_err(|e| self.invalid_entry(key, format!("entry `{text}` {e}")))?;
+        }
+        Ok(list)
+    }
+
+    /// A list entry that does not parse; `message` names the entry and the problem.
+    fn invalid_entry(&self, key: &str, message: String) -> SettingsError {
+        SettingsError::InvalidValue {
+            origin: self.path.display().to_string(),
+            key: key.to_owned(),
+            message: format!("is invalid: {message}"),
         }
     }
 

@@ -117,6 +117,12 @@ pub struct ExperimentalSettings {
 pub struct ToolSettings {
     pub approval_mode: ApprovalMode,
     pub shell_timeout_ms: u64,
+    /// `tools.protectedPaths`: globs added to the built-in protected paths (`!glob` removes).
+    pub protected_paths: Vec<String>,
+    /// `tools.allow`: rules that run without asking (`run_shell_command(git status)`).
+    pub allow: Vec<String>,
+    /// `tools.deny`: rules refused without asking; they win over every allow.
+    pub deny: Vec<String>,
 }
 
 /// `retry.*`.
@@ -141,6 +147,9 @@ impl Default for Settings {
             tools: ToolSettings {
                 approval_mode: ApprovalMode::Default,
                 shell_timeout_ms: 120_000,
+                protected_paths: Vec::new(),
+                allow: Vec::new(),
+                deny: Vec::new(),
             },
             retry: RetrySettings {
                 max_attempts: 5,

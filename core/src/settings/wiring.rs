@@ -13,6 +13,9 @@ use super::{
     ProviderKind, ResolvedModel, Settings, SettingsError, resolve_fast_model, resolve_provider,
 };
 use crate::agent::{AgentConfig, default_system_prompt};
+use crate::policy::SessionPolicy;
+use crate::policy::protected::ProtectedPaths;
+use crate::policy::rules::PermissionRules;
 use crate::retry::RetryPolicy;
 use crate::summary::{SummaryConfig, summaries_enabled};
 
@@ -87,7 +90,27 @@ pub fn agent_config(
         shell_timeout: Duration::from_millis(settings.tools.shell_timeout_ms),
         summaries,
         history: Vec::new(),
-        policy: Default::default(),
+        policy: approval_policy(settings, &env)?,
+    })
+}
+
+/// Protected paths and permission rules from `tools.*` (the user's `$CORVID_HOME` included).
+fn approval_policy(
+    settings: &Settings,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<SessionPolicy, SettingsError> {
+    let invalid = |key: &str, message: String| SettingsError::InvalidValue {
+        origin: "settings".to_owned(),
+        key: key.to_owned(),
+        message: format!("is invalid: {message}"),
+    };
+    let tools = &settings.tools;
+    let home = super::corvid_home(env);
+    Ok(SessionPolicy {
+        protected: ProtectedPaths::new(&tools.protected_paths, home.as_deref())
+            .map_err(|e| invalid("tools.protectedPaths", e))?,
+        rules: PermissionRules::new(&tools.allow, &tools.deny)
+            .map_err(|e| invalid("tools.allow/tools.deny", e))?,
     })
 }
 

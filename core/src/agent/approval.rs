@@ -1,0 +1,175 @@
+//! Whether a call may run. In order: a failed plan refuses; a deny rule or a remembered
+//! "reject always" refuses without asking; an escalated call is asked in every mode; a call
+//! touching a protected path is asked in every mode but `yolo` (only an "always" given for
+//! that very file skips the question); otherwise the mode, an allow rule or a remembered
+//! "allow always" lets it run, and anything left is asked.
+
+use std::path::PathBuf;
+
+use corvid_protocol::ToolDisplay;
+use corvid_protocol::{ApprovalDecision, ApprovalMode, ApprovalPreview, CoreEvent, ToolCall};
+use corvid_tools::{ApprovalNeed, Tool};
+
+use super::session::{TaskCtx, lock};
+use crate::policy::path_pattern::touched;
+use crate::policy::rules::{Rule, Subject};
+use crate::policy::scope::{Reach, Scope};
+use crate::policy::shell_words::CommandLine;
+
+/// The decision on one call.
+pub(super) enum Approval {
+    /// The call may run; `asked` tells whether a permission prompt was shown.
+    Granted { asked: bool },
+    /// The user said no in a prompt.
+    Denied(String),
+    /// Refused without a prompt (a failed plan, a deny rule, an earlier "reject always").
+    DeniedUnasked(String),
+}
+
+/// Decides whether the call may run, asking the user when the policy leaves it open.
+pub(super) async fn approve(
+    ctx: &TaskCtx,
+    call: &ToolCall,
+    tool: &dyn Tool,
+    display: &ToolDisplay,
+    need: ApprovalNeed,
+) -> Approval {
+    let mode = *lock(&ctx.shared.approval_mode);
+    let (preview, automatic, escalation) = match need {
+        // Nothing to approve, but a deny rule (`read_file(.env)`) still applies.
+        ApprovalNeed::None => (None, true, None),
+        ApprovalNeed::Refuse(err) => return Approval::DeniedUnasked(err.message),
+        ApprovalNeed::Edit(preview) => (Some(preview), mode != ApprovalMode::Default, None),
+        ApprovalNeed::Execute(preview) => (Some(preview), mode == ApprovalMode::Yolo, None),
+        ApprovalNeed::Escalated { preview, reason } => (Some(preview), false, Some(reason)),
+    };
+    let command = match &preview {
+        Some(ApprovalPreview::Command { command }) => Some(CommandLine::parse(command)),
+        _ => None,
+    };
+    let file = match &preview {
+        Some(ApprovalPreview::Diff(diff)) => Some(diff.path.clone()),
+        _ => None,
+    };
+    let named: Vec<PathBuf> = file
+        .iter()
+        .cloned()
+        .chain(display.locations.iter().map(|l| l.path.clone()))
+        .collect();
+    let paths = touched(&ctx.stat.cwd, &named);
+    let subject = Subject {
+        tool: tool.name(),
+        command: command.as_ref(),
+        file: file.as_deref(),
+        paths: &paths,
+    };
+    let policy = &ctx.stat.policy;
+    if let Some(rule) = policy.rules.denying(&subject) {
+        return Approval::DeniedUnasked(denied_message(call, rule));
+    }
+    if lock(&ctx.shared.remembered).rejects(&subject) {
+        return Approval::DeniedUnasked(rejected_message(call, true));
+    }
+    let Some(preview) = preview else {
+        return Approval::Granted { asked: false };
+    };
+    if let Some(reason) = escalation {
+        // No mode, rule or remembered answer skips an escalated question.
+        return ask(ctx, call, display, preview, Some(reason), &subject).await;
+    }
+    let protected = match mode {
+        ApprovalMode::Yolo => None,
+        ApprovalMode::Default | ApprovalMode::AutoEdit => policy.protected.reason(&paths),
+    };
+    if let Some(reason) = protected {
+        if lock(&ctx.shared.remembered).allows(&subject, Reach::ThisFileOnly) {
+            return Approval::Granted { asked: false };
+        }
+        return ask(ctx, call, display, preview, Some(reason), &subject).await;
+    }
+    if automatic
+        || policy.rules.allow(&subject)
+        || lock(&ctx.shared.remembered).allows(&subject, Reach::Any)
+    {
+        return Approval::Granted { asked: false };
+    }
+    ask(ctx, call, display, preview, None, &subject).await
+}
+
+/// Asks the user, remembers an "always" answer for the call's scope, and maps the answer.
+async fn ask(
+    ctx: &TaskCtx,
+    call: &ToolCall,
+    display: &ToolDisplay,
+    preview: ApprovalPreview,
+    reason: Option<String>,
+    subject: &Subject<'_>,
+) -> Approval {
+    let scope = Scope::of(subject);
+    let answer = ctx.shared.wait_for_approval(&call.call_id);
+    ctx.events.emit(CoreEvent::PermissionRequested {
+        call_id: call.call_id.clone(),
+        tool_name: call.name.clone(),
+        display: display.clone(),
+        preview,
+        reason,
+        always_scope: scope.label(&ctx.stat.cwd),
+    });
+    let decision = tokio::select! {
+        biased;
+        _ = ctx.cancel.cancelled() => {
+            ctx.shared.forget_approval(&call.call_id);
+            ApprovalDecision::Cancelled
+        }
+        decision = answer => decision.unwrap_or(ApprovalDecision::Cancelled),
+    };
+    ctx.events.emit(CoreEvent::PermissionResolved {
+        call_id: call.call_id.clone(),
+        decision,
+    });
+    let raw = subject.command.map(CommandLine::raw);
+    match decision {
+        ApprovalDecision::AllowAlways => {
+            lock(&ctx.shared.remembered).remember(subject.tool, &scope, raw, true);
+        }
+        ApprovalDecision::RejectAlways => {
+            lock(&ctx.shared.remembered).remember(subject.tool, &scope, raw, false);
+        }
+        ApprovalDecision::AllowOnce
+        | ApprovalDecision::RejectOnce
+        | ApprovalDecision::Cancelled => {}
+    }
+    match decision {
+        ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways => {
+            Approval::Granted { asked: true }
+        }
+        ApprovalDecision::RejectOnce => Approval::Denied(rejected_message(call, false)),
+        ApprovalDecision::RejectAlways => Approval::Denied(rejected_message(call, true)),
+        ApprovalDecision::Cancelled => Approval::Denied(format!(
+            "The approval request for `{}` was cancelled; the call did not run.",
+            call.name
+        )),
+    }
+}
+
+fn rejected_message(call: &ToolCall, always: bool) -> String {
+    let scope = if always {
+        " (the user rejects such calls for the rest of the session)"
+    } else {
+        ""
+    };
+    format!(
+        "The user rejected this `{}` call{scope}; it did not run. Do not retry it as is; \
+         ask the user how to proceed or take another approach.",
+        call.name
+    )
+}
+
+fn denied_message(call: &ToolCall, rule: &Rule) -> String {
+    format!(
+        "This `{}` call is refused by the rule `{}` in the user's `tools.deny` settings; it \
+         did not run. Do not retry it; ask the user how to proceed or take another approach.",
+        call.name,
+        rule.source()
+    )
+}

@@ -1,0 +1,304 @@
+//! Permission rules: `tools.allow` / `tools.deny` from the user's settings, and the session's
+//! remembered "always" answers, which are rules too.
+//!
+//! Syntax: a bare tool name (`run_shell_command`) covers the whole tool; `tool(spec)` covers
+//! part of it. For a command tool the spec is a command prefix matched word by word
+//! (`run_shell_command(git status)` covers `git status --short`, not `git statusx`; a
+//! trailing `*` or `:*` is accepted and changes nothing). For a file tool it is a path pattern
+//! (`write_file(src/**)`, see [`super::path_pattern`]). Deny wins over allow.
+
+use std::path::{Path, PathBuf};
+
+use super::path_pattern::{Case, PathPattern, TouchedPath};
+use super::shell_words::CommandLine;
+
+/// What a call touches, as rules see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Subject<'a> {
+    pub tool: &'a str,
+    /// The command line, for a command tool (its approval previews a command).
+    pub command: Option<&'a CommandLine>,
+    /// The file an edit changes (the path of its diff), lexically absolute.
+    pub file: Option<&'a Path>,
+    /// Every spelling of every path the call names (see [`super::path_pattern::touched`]).
+    pub paths: &'a [TouchedPath],
+}
+
+/// One rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    tool: String,
+    spec: Spec,
+    source: String,
+}
+
+#[derive(Debug, Clone)]
+enum Spec {
+    /// The whole tool.
+    Whole,
+    /// A settings spec: a command prefix and/or a path pattern, whichever the call has.
+    Pattern {
+        prefix: Option<Vec<String>>,
+        path: Option<PathPattern>,
+    },
+    /// A remembered file.
+    File(PathBuf),
+    /// A remembered command prefix.
+    Prefix(Vec<String>),
+    /// A remembered command that no prefix may cover (it substitutes or redirects).
+    Exact(String),
+}
+
+impl Rule {
+    /// Parses a settings rule; the error says what is wrong with it.
+    pub fn parse(text: &str, case: Case) -> Result<Self, String> {
+        let text = text.trim();
+        let (tool, spec) = match text.split_once('(') {
+            None => (text, None),
+            Some((tool, rest)) => {
+                let inner = rest.strip_suffix(')').ok_or_else(|| {
+                    "must end with `)` (the syntax is `tool` or `tool(spec)`)".to_owned()
+                })?;
+                (tool.trim(), Some(inner.trim()))
+            }
+        };
+        let valid_name = !tool.is_empty()
+            && tool
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
+        if !valid_name {
+            return Err(format!(
+                "must start with a tool name such as `run_shell_command` or `write_file`, \
+                 found `{tool}`"
+            ));
+        }
+        let spec = match spec {
+            None => Spec::Whole,
+            Some("") => return Err("has empty parentheses; write the bare tool name".into()),
+            Some(spec) => {
+                let prefix = shell_words::split(spec).ok().map(|mut words| {
+                    if words.last().is_some_and(|w| w == "*") {
+                        words.pop();
+                    } else if let Some(last) = words.last_mut()
+                        && let Some(stripped) = last.strip_suffix(":*")
+                    {
+                        *last = stripped.to_owned();
+                    }
+                    words
+                });
+                let prefix = prefix.filter(|w| !w.is_empty());
+                let path = PathPattern::parse(spec, case).ok();
+                if prefix.is_none() && path.is_none() {
+                    return Err(format!(
+                        "has `{spec}`, which is neither a command prefix nor a path pattern"
+                    ));
+                }
+                Spec::Pattern { prefix, path }
+            }
+        };
+        Ok(Self {
+            tool: tool.to_owned(),
+            spec,
+            source: text.to_owned(),
+        })
+    }
+
+    /// The rule as written (`run_shell_command(git push)`).
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    pub(super) fn whole(tool: &str) -> Self {
+        Self::remembered(tool, Spec::Whole, tool.to_owned())
+    }
+
+    pub(super) fn file(tool: &str, path: &Path) -> Self {
+        let source = format!("{tool}({})", path.display());
+        Self::remembered(tool, Spec::File(path.to_owned()), source)
+    }
+
+    pub(super) fn prefix(tool: &str, words: &[String]) -> Self {
+        let source = format!("{tool}({})", words.join(" "));
+        Self::remembered(tool, Spec::Prefix(words.to_vec()), source)
+    }
+
+    pub(super) fn exact(tool: &str, command: &str) -> Self {
+        let source = format!("{tool}({command})");
+        Self::remembered(tool, Spec::Exact(command.to_owned()), source)
+    }
+
+    fn remembered(tool: &str, spec: Spec, source: String) -> Self {
+        Self {
+            tool: tool.to_owned(),
+            spec,
+            source,
+        }
+    }
+
+    pub(super) fn is_file(&self) -> bool {
+        matches!(self.spec, Spec::File(_))
+    }
+
+    fn command_prefix(&self) -> Option<&[String]> {
+        match &self.spec {
+            Spec::Prefix(words) => Some(words),
+            Spec::Pattern {
+                prefix: Some(words),
+                ..
+            } => Some(words),
+            _ => None,
+        }
+    }
+
+    /// Whether this deny-side rule refuses the call: it matches any part of a command, or any
+    /// spelling of any path.
+    fn refuses(&self, s: &Subject<'_>) -> bool {
+        if self.tool != s.tool {
+            return false;
+        }
+        match (&self.spec, s.command) {
+            (Spec::Whole, _) => true,
+            (Spec::Exact(text), Some(command)) => command.raw() == text,
+            (_, Some(command)) => self.command_prefix().is_some_and(|p| command.runs(p)),
+            (Spec::File(file), None) => {
+                s.file == Some(file.as_path()) || s.paths.iter().any(|p| p.abs == *file)
+            }
+            (
+                Spec::Pattern {
+                    path: Some(pattern),
+                    ..
+                },
+                None,
+            ) => s.paths.iter().any(|p| pattern.matches(p)),
+            _ => false,
+        }
+    }
+}
+
+/// Whether `rules` together allow the call: each part of a command needs a prefix (and the
+/// line must be plain), every spelling of every path needs a pattern, a file its own entry.
+pub(super) fn allows<'r>(rules: impl Iterator<Item = &'r Rule> + Clone, s: &Subject<'_>) -> bool {
+    let mine = rules.filter(|r| r.tool == s.tool);
+    if mine.clone().any(|r| matches!(r.spec, Spec::Whole)) {
+        return true;
+    }
+    if let Some(command) = s.command {
+        let exact = mine
+            .clone()
+            .any(|r| matches!(&r.spec, Spec::Exact(t) if t == command.raw()));
+        return exact || command.allowed_by(mine.filter_map(Rule::command_prefix));
+    }
+    let file_remembered = s.file.is_some_and(|file| {
+        mine.clone()
+            .any(|r| matches!(&r.spec, Spec::File(f) if f == file))
+    });
+    if file_remembered {
+        return true;
+    }
+    !s.paths.is_empty()
+        && s.paths.iter().all(|path| {
+            mine.clone().any(|r| match &r.spec {
+                Spec::Pattern {
+                    path: Some(pattern),
+                    ..
+                } => pattern.matches(path),
+                _ => false,
+            })
+        })
+}
+
+/// The first of `rules` that refuses the call.
+pub(super) fn refusing<'r>(
+    mut rules: impl Iterator<Item = &'r Rule>,
+    s: &Subject<'_>,
+) -> Option<&'r Rule> {
+    rules.find(|r| r.refuses(s))
+}
+
+/// `tools.allow` and `tools.deny` from the user's settings.
+#[derive(Debug, Clone, Default)]
+pub struct PermissionRules {
+    allow: Vec<Rule>,
+    deny: Vec<Rule>,
+}
+
+impl PermissionRules {
+    /// Parses both lists; the error names the key and the bad entry.
+    pub fn new(allow: &[String], deny: &[String]) -> Result<Self, String> {
+        let parse = |key: &str, list: &[String], case: Case| -> Result<Vec<Rule>, String> {
+            list.iter()
+                .map(|text| {
+                    Rule::parse(text, case).map_err(|e| format!("`{key}` entry `{text}` {e}"))
+                })
+                .collect()
+        };
+        Ok(Self {
+            allow: parse("tools.allow", allow, Case::Sensitive)?,
+            deny: parse("tools.deny", deny, Case::Insensitive)?,
+        })
+    }
+
+    /// The deny rule that refuses the call, if any.
+    pub fn denying(&self, s: &Subject<'_>) -> Option<&Rule> {
+        refusing(self.deny.iter(), s)
+    }
+
+    /// Whether the allow rules cover the call.
+    pub fn allow(&self, s: &Subject<'_>) -> bool {
+        allows(self.allow.iter(), s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn shell(line: &CommandLine) -> Subject<'_> {
+        Subject {
+            tool: "run_shell_command",
+            command: Some(line),
+            file: None,
+            paths: &[],
+        }
+    }
+
+    #[test]
+    fn prefix_rules_match_whole_words() {
+        let rules = PermissionRules::new(&["run_shell_command(git status)".into()], &[]).unwrap();
+        assert!(rules.allow(&shell(&CommandLine::parse("git status --short"))));
+        assert!(!rules.allow(&shell(&CommandLine::parse("git statusx"))));
+        assert!(!rules.allow(&shell(&CommandLine::parse("git status; rm -rf x"))));
+    }
+
+    #[test]
+    fn star_suffixes_are_accepted() {
+        let rules = PermissionRules::new(
+            &[
+                "run_shell_command(npm run *)".into(),
+                "run_shell_command(ls:*)".into(),
+            ],
+            &[],
+        )
+        .unwrap();
+        assert!(rules.allow(&shell(&CommandLine::parse("npm run build && ls -la"))));
+    }
+
+    #[test]
+    fn malformed_rules_are_errors_naming_the_entry() {
+        assert_eq!(
+            PermissionRules::new(&["run_shell_command(git status".into()], &[]).unwrap_err(),
+            "`tools.allow` entry `run_shell_command(git status` must end with `)` (the syntax \
+             is `tool` or `tool(spec)`)"
+        );
+        assert_eq!(
+            PermissionRules::new(&[], &["(x)".into()]).unwrap_err(),
+            "`tools.deny` entry `(x)` must start with a tool name such as `run_shell_command` \
+             or `write_file`, found ``"
+        );
+        assert_eq!(
+            PermissionRules::new(&["edit()".into()], &[]).unwrap_err(),
+            "`tools.allow` entry `edit()` has empty parentheses; write the bare tool name"
+        );
+    }
+}
