@@ -19,6 +19,7 @@ fn ctx(cwd: &std::path::Path) -> ToolContext {
         fs: Arc::new(NoFs),
         cancel: CancellationToken::new(),
         shell_timeout: Duration::from_secs(1),
+        shell: Default::default(),
     }
 }
 

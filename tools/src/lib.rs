@@ -59,6 +59,8 @@ pub struct ToolContext {
     /// Tripped when the task is cancelled; running commands must stop at once.
     pub cancel: CancellationToken,
     pub shell_timeout: Duration,
+    /// The shell's sandbox level and environment filter.
+    pub shell: shell::ShellPolicy,
 }
 
 /// Why a call needs the user's approval, which decides what each approval mode allows.

@@ -1,14 +1,23 @@
-//! `run_shell_command`: `bash -c` in its own process group, bounded in time and output.
+//! `run_shell_command`: `bash -c` in its own process group, bounded in time and output,
+//! confined by the OS sandbox and given an environment without secrets.
 
+mod env;
+mod reap;
+
+pub use corvid_sandbox::SandboxLevel;
+pub use env::EnvFilter;
+
+use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use corvid_protocol::{ApprovalPreview, ToolDisplay, ToolKind, ToolOutput};
+use corvid_sandbox::{Confinement, Unavailable};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -21,6 +30,28 @@ use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 /// How long output is still collected after the shell exits, for background processes
 /// that keep the pipes open.
 const DRAIN: Duration = Duration::from_millis(300);
+
+/// Failure messages that suggest the sandbox stopped a command (file system or network).
+const BLOCKED_SIGNS: [&str; 7] = [
+    "Permission denied",
+    "Read-only file system",
+    "Operation not permitted",
+    "Could not resolve host",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Network is unreachable",
+];
+
+/// How shell commands are confined and what environment they get; fixed per session from
+/// settings (`tools.sandbox`, `tools.shellEnv`).
+#[derive(Debug, Clone, Default)]
+pub struct ShellPolicy {
+    pub sandbox: SandboxLevel,
+    pub env: EnvFilter,
+    /// The environment commands start from before filtering; `None` is corvid's own (tests
+    /// and embedders pass theirs, since changing a running process's environment is racy).
+    pub base_env: Option<Arc<Vec<(OsString, OsString)>>>,
+}
 
 /// Runs a shell command and reports its output, exit code or signal.
 #[derive(Debug, Clone, Copy, Default)]
@@ -41,21 +72,22 @@ enum Outcome {
     Cancelled,
 }
 
-/// Kills the whole process group unless disarmed, so a dropped call leaves nothing running.
-struct GroupGuard {
-    pgid: Option<Pid>,
+/// Kills the command's whole process tree unless disarmed, so a dropped call leaves nothing
+/// running.
+struct TreeGuard {
+    shell: Option<Pid>,
+    marker: String,
 }
 
-impl GroupGuard {
+impl TreeGuard {
     fn kill(&mut self) {
-        if let Some(pgid) = self.pgid.take() {
-            // ESRCH means the group is already gone, which is what we want.
-            let _ = killpg(pgid, Signal::SIGKILL);
+        if let Some(shell) = self.shell.take() {
+            reap::kill_tree(shell, &self.marker);
         }
     }
 }
 
-impl Drop for GroupGuard {
+impl Drop for TreeGuard {
     fn drop(&mut self) {
         self.kill();
     }
@@ -73,8 +105,11 @@ impl Tool for RunShellCommand {
     fn description(&self) -> &'static str {
         "Runs a command with `bash -c` in the working directory and returns its exit code, \
          stdout and stderr (long output is truncated in the middle). The command is killed \
-         with all its child processes after `timeout_ms` or when the user cancels. Background \
-         processes are not waited for and their later output is not captured."
+         with all its child processes after `timeout_ms` (at most the user's limit) or when \
+         the user cancels. Background processes are not waited for and their later output is \
+         not captured. Unless the user turned the sandbox off, the command cannot write outside \
+         the workspace and temp dirs (nor to .git or .corvid) and has no network; secrets are \
+         not in its environment."
     }
 
     fn parameters(&self) -> Value {
@@ -83,7 +118,7 @@ impl Tool for RunShellCommand {
             "properties": {
                 "command": {"type": "string", "description": "The bash command line to run."},
                 "description": {"type": "string", "description": "A short explanation of what the command does, shown to the user."},
-                "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds (default: the session's shell timeout)."}
+                "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds (default and maximum: the session's shell timeout)."}
             },
             "required": ["command"]
         })
@@ -105,11 +140,23 @@ impl Tool for RunShellCommand {
         plain_display(self.kind(), title)
     }
 
-    fn approval(&self, args: &Value, _ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
+    fn approval(&self, args: &Value, ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
         let need = match parse_args::<Args>(self.name(), args) {
-            Ok(args) => ApprovalNeed::Execute(ApprovalPreview::Command {
-                command: args.command,
-            }),
+            Ok(args) => {
+                let preview = ApprovalPreview::Command {
+                    command: args.command,
+                };
+                match confinement(ctx) {
+                    Ok(_) => ApprovalNeed::Execute(preview),
+                    Err(why) => ApprovalNeed::Escalated {
+                        preview,
+                        reason: format!(
+                            "the shell sandbox is not available ({why}); this command would run \
+                             unconfined"
+                        ),
+                    },
+                }
+            }
             // Arguments that cannot be read are refused before anything is asked or run.
             Err(err) => ApprovalNeed::Refuse(err),
         };
@@ -128,7 +175,8 @@ impl Tool for RunShellCommand {
             }
             let timeout = match args.timeout_ms {
                 Some(0) => return Err(ToolError::new("timeout_ms must be at least 1")),
-                Some(ms) => Duration::from_millis(ms),
+                // The user's limit bounds what the model may ask for.
+                Some(ms) => Duration::from_millis(ms).min(ctx.shell_timeout),
                 None => ctx.shell_timeout,
             };
             let mut output = run(&args.command, timeout, &ctx).await?;
@@ -141,27 +189,47 @@ impl Tool for RunShellCommand {
     }
 }
 
+/// The sandbox for a command in this session: unconfined when the user turned it off, an
+/// error when it cannot be set up here.
+fn confinement(ctx: &ToolContext) -> Result<Confinement, Unavailable> {
+    Confinement::prepare(ctx.shell.sandbox, &ctx.cwd)
+}
+
 async fn run(command: &str, timeout: Duration, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     if ctx.cancel.is_cancelled() {
         return Err(cancelled());
     }
-    let mut child = tokio::process::Command::new("bash")
-        .arg("-c")
+    // Without a sandbox the approval was escalated (asked in every mode, with the reason), so
+    // the user chose to run it unconfined.
+    let confinement = confinement(ctx).unwrap_or_else(|_| Confinement::unconfined());
+    let level = confinement.level();
+    let base = match &ctx.shell.base_env {
+        Some(env) => env.as_ref().clone(),
+        None => std::env::vars_os().collect(),
+    };
+    let marker = reap::new_marker();
+    let mut cmd = tokio::process::Command::new("bash");
+    cmd.arg("-c")
         .arg(command)
         .current_dir(&ctx.cwd)
+        .env_clear()
+        .envs(ctx.shell.env.apply(base))
+        .env(reap::RUN_MARKER, &marker)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    confinement.apply_to(cmd.as_std_mut());
+    let mut child = cmd
         .spawn()
         .map_err(|e| ToolError::new(format!("cannot start bash: {e}")))?;
-    // With `process_group(0)` the group id is the shell's pid.
-    let mut guard = GroupGuard {
-        pgid: child
+    let mut guard = TreeGuard {
+        shell: child
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .map(Pid::from_raw),
+        marker,
     };
     let stdout = collect(child.stdout.take());
     let stderr = collect(child.stderr.take());
@@ -176,7 +244,7 @@ async fn run(command: &str, timeout: Duration, ctx: &ToolContext) -> Result<Tool
     };
     match outcome {
         // Background processes may outlive the shell; they are left running.
-        Outcome::Exited(_) => guard.pgid = None,
+        Outcome::Exited(_) => guard.shell = None,
         Outcome::TimedOut | Outcome::Cancelled => {
             guard.kill();
             let _ = child.wait().await;
@@ -186,8 +254,15 @@ async fn run(command: &str, timeout: Duration, ctx: &ToolContext) -> Result<Tool
     let stderr = stderr.finish().await;
     match outcome {
         Outcome::Cancelled => Err(cancelled()),
-        Outcome::TimedOut => Ok(render(command, None, Some(timeout), &stdout, &stderr)),
-        Outcome::Exited(status) => Ok(render(command, Some(status), None, &stdout, &stderr)),
+        Outcome::TimedOut => Ok(render(
+            command,
+            None,
+            Some(timeout),
+            level,
+            &stdout,
+            &stderr,
+        )),
+        Outcome::Exited(status) => Ok(render(command, Some(status), None, level, &stdout, &stderr)),
     }
 }
 
@@ -246,6 +321,7 @@ fn render(
     command: &str,
     status: Option<std::process::ExitStatus>,
     timed_out: Option<Duration>,
+    sandbox: SandboxLevel,
     stdout: &Captured,
     stderr: &Captured,
 ) -> ToolOutput {
@@ -269,6 +345,10 @@ fn render(
     if stdout.text.is_empty() && stderr.text.is_empty() {
         text.push_str("\n\n(no output)");
     }
+    let failed = timed_out.is_none() && exit_code != Some(0);
+    if failed && sandbox != SandboxLevel::Off && looks_blocked(stdout, stderr) {
+        text.push_str(&format!("\n\n{}", blocked_note(sandbox)));
+    }
     ToolOutput {
         text,
         diffs: vec![],
@@ -280,8 +360,32 @@ fn render(
             "stdout": stdout.text,
             "stderr": stderr.text,
             "truncated": stdout.truncated || stderr.truncated,
+            "sandbox": sandbox.as_str(),
         }),
     }
+}
+
+fn looks_blocked(stdout: &Captured, stderr: &Captured) -> bool {
+    BLOCKED_SIGNS
+        .iter()
+        .any(|sign| stdout.text.contains(sign) || stderr.text.contains(sign))
+}
+
+/// Tells the model the failure may be the sandbox's doing, so it asks instead of retrying.
+fn blocked_note(sandbox: SandboxLevel) -> String {
+    let denied = match sandbox {
+        SandboxLevel::ReadOnly => "all writes and network access are denied",
+        _ => {
+            "writes outside the workspace and temp dirs, to .git and .corvid, and (when the \
+             workspace holds .git or .corvid) new entries at its top level are denied, and so \
+             is network access"
+        }
+    };
+    format!(
+        "corvid's sandbox ({}) may have blocked this: {denied}; ask the user to approve running \
+         it outside the sandbox",
+        sandbox.as_str()
+    )
 }
 
 fn signal_name(sig: i32) -> String {

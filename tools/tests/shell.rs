@@ -2,11 +2,14 @@
 
 mod common;
 
+use std::ffi::OsString;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::Workspace;
 use corvid_protocol::{ApprovalPreview, ToolDisplay, ToolKind};
+use corvid_tools::shell::{EnvFilter, SandboxLevel, ShellPolicy};
 use corvid_tools::{ApprovalNeed, RunShellCommand, Tool};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -82,6 +85,7 @@ async fn stdout_stderr_and_the_exit_code_are_reported() {
             "stdout": "out\n",
             "stderr": "err\n",
             "truncated": false,
+            "sandbox": "workspace-write",
         })
     );
 }
@@ -218,4 +222,173 @@ async fn shell_commands_need_execute_approval_and_valid_arguments() {
         .await,
         "timeout_ms must be at least 1"
     );
+}
+
+#[tokio::test]
+async fn shell_env_has_no_provider_keys() {
+    let ws = Workspace::new();
+    let mut ctx = ws.ctx();
+    let vars = [
+        ("OPENAI_API_KEY", "sk-openai"),
+        ("ANTHROPIC_API_KEY", "sk-ant"),
+        ("CUSTOM_LLM_CREDENTIAL", "sk-custom"),
+        ("AWS_SECRET_ACCESS_KEY", "aws"),
+        ("GITHUB_TOKEN", "ghp"),
+        ("db_password", "hunter2"),
+        ("SSH_AUTH_SOCK", "/run/agent"),
+        ("CORP_PROXY_HOST", "proxy"),
+        ("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        ("LANG", "C.UTF-8"),
+    ];
+    ctx.shell = ShellPolicy {
+        // `model.apiKeyEnv` names CUSTOM_LLM_CREDENTIAL; the user keeps the agent socket and
+        // drops the proxy.
+        env: EnvFilter::new(
+            &["CUSTOM_LLM_CREDENTIAL".to_owned()],
+            &["SSH_AUTH_SOCK".to_owned()],
+            &["CORP_*".to_owned()],
+        )
+        .unwrap(),
+        base_env: Some(Arc::new(
+            vars.iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+                .collect(),
+        )),
+        ..ShellPolicy::default()
+    };
+
+    // bash adds PWD, SHLVL and `_`; corvid adds the run marker.
+    let names = "env | cut -d= -f1 | grep -vxE 'PWD|SHLVL|_|CORVID_SHELL_RUN' | sort";
+    let out = RunShellCommand
+        .execute(json!({"command": names}), ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.raw["stdout"], json!("LANG\nPATH\nSSH_AUTH_SOCK\n"));
+
+    let out = RunShellCommand
+        .execute(json!({"command": "env"}), ctx)
+        .await
+        .unwrap();
+    for (_, secret) in &vars[..6] {
+        assert!(!out.text.contains(secret), "{secret} leaked: {}", out.text);
+    }
+}
+
+#[tokio::test]
+async fn a_timeout_longer_than_the_user_limit_is_capped() {
+    let ws = Workspace::new();
+    let mut ctx = ws.ctx();
+    ctx.shell_timeout = Duration::from_millis(1200);
+
+    let out = RunShellCommand
+        .execute(json!({"command": "sleep 30", "timeout_ms": 600_000}), ctx)
+        .await
+        .unwrap();
+
+    assert_eq!(
+        out.text,
+        "Timed out after 1200 ms; the command and its child processes were killed.\n\n(no output)"
+    );
+}
+
+#[tokio::test]
+async fn a_setsid_child_does_not_outlive_a_cancel() {
+    let ws = Workspace::new();
+    let ctx = ws.ctx();
+    // One child in a session of its own, one that double-forks away from the shell's tree
+    // (`setsid -f`), and the shell itself.
+    let command = "setsid sleep 30 & echo $! >> pids; \
+                   setsid -f bash -c 'echo $$ >> pids; exec sleep 30'; \
+                   echo $$ >> pids; wait";
+    let running = tokio::spawn(RunShellCommand.execute(json!({"command": command}), ctx.clone()));
+
+    let pids = wait_for_pids(&ws.path("pids")).await;
+    assert!(pids.iter().all(|&pid| alive(pid)));
+    ctx.cancel.cancel();
+    let result = running.await.unwrap();
+
+    assert!(result.is_err());
+    assert_all_gone(&pids).await;
+}
+
+#[tokio::test]
+async fn a_sandbox_the_user_turned_off_is_never_escalated() {
+    let ws = Workspace::new();
+    let mut ctx = ws.ctx();
+    ctx.cwd = ws.path("no-such-folder");
+    ctx.shell.sandbox = SandboxLevel::Off;
+
+    assert_eq!(
+        RunShellCommand
+            .approval(&json!({"command": "ls"}), &ctx)
+            .await,
+        ApprovalNeed::Execute(ApprovalPreview::Command {
+            command: "ls".to_owned()
+        })
+    );
+}
+
+#[tokio::test]
+async fn unavailable_sandbox_escalates_the_approval() {
+    let ws = Workspace::new();
+    let mut ctx = ws.ctx();
+    // A workspace that cannot be confined stands in for a kernel without Landlock.
+    ctx.cwd = ws.path("no-such-folder");
+
+    let need = RunShellCommand
+        .approval(&json!({"command": "ls"}), &ctx)
+        .await;
+
+    assert_eq!(
+        need,
+        ApprovalNeed::Escalated {
+            preview: ApprovalPreview::Command {
+                command: "ls".to_owned()
+            },
+            reason: format!(
+                "the shell sandbox is not available (the workspace {} is not an existing \
+                 absolute folder); this command would run unconfined",
+                ctx.cwd.display()
+            ),
+        }
+    );
+}
+
+/// Set for the copy of this test binary that plays corvid in
+/// `a_command_dies_with_corvid_under_kill_9`: the file its shell writes its pid to.
+const PLAY_CORVID: &str = "CORVID_TEST_PLAY_CORVID_PIDS";
+
+/// In the copy started by `a_command_dies_with_corvid_under_kill_9`, runs a long command and
+/// waits to be killed; everywhere else it does nothing.
+#[tokio::test]
+async fn helper_plays_corvid_running_a_long_command() {
+    let Some(pids) = std::env::var_os(PLAY_CORVID) else {
+        return;
+    };
+    let ws = Workspace::new();
+    let command = format!("echo $$ >> {}; exec sleep 30", Path::new(&pids).display());
+    let _ = RunShellCommand
+        .execute(json!({"command": command}), ws.ctx())
+        .await;
+}
+
+#[tokio::test]
+async fn a_command_dies_with_corvid_under_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let mut corvid = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "helper_plays_corvid_running_a_long_command"])
+        .env(PLAY_CORVID, &pids)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let read = || std::fs::read_to_string(&pids).unwrap_or_default();
+    wait_until("the command to start", || read().ends_with('\n')).await;
+    let shell: i32 = read().trim().parse().unwrap();
+    assert!(alive(shell));
+
+    corvid.kill().unwrap();
+    corvid.wait().unwrap();
+
+    assert_all_gone(&[shell]).await;
 }

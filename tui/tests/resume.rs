@@ -94,6 +94,7 @@ fn recorded_transcript() -> Vec<CoreEvent> {
         fs: Arc::new(LocalFs),
         cancel: CancellationToken::new(),
         shell_timeout: Duration::from_secs(10),
+        shell: Default::default(),
     };
     replay_events(&loaded, &builtin_tools(), &ctx)
 }

@@ -53,6 +53,7 @@ pub fn spawn_resumed(
         fs: config.fs.clone(),
         cancel: CancellationToken::new(),
         shell_timeout: config.shell_timeout,
+        shell: config.policy.shell.clone(),
     };
     let transcript = replay_events(loaded, &config.tools, &ctx);
     config.session_id = loaded.header.session_id.clone();

@@ -26,6 +26,13 @@ impl Prepared {
     }
 
     pub(crate) fn new(level: SandboxLevel, workspace: &Path) -> Result<Self, Unavailable> {
+        // Rules skip paths that cannot be opened, so a missing workspace must be caught here.
+        if !workspace.is_absolute() || !workspace.is_dir() {
+            return Err(Unavailable(format!(
+                "the workspace {} is not an existing absolute folder",
+                workspace.display()
+            )));
+        }
         Ok(Self {
             landlock: Some(filesystem::ruleset(level, workspace)?),
             seccomp: Some(network::filter()?),

@@ -52,6 +52,7 @@ impl Workspace {
             fs,
             cancel: CancellationToken::new(),
             shell_timeout: Duration::from_secs(30),
+            shell: Default::default(),
         }
     }
 
