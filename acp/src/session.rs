@@ -87,7 +87,7 @@ impl Session {
             );
             return None;
         }
-        if self.ops.submit(Op::UserTurn { prompt: text }).is_err() {
+        if self.ops.submit(Op::user_turn(text)).is_err() {
             refuse(responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE);
             return None;
         }

@@ -316,9 +316,7 @@ fn run_case_with(case: &Case, clock: Clock) -> Result<Vec<CoreEvent>, String> {
         }
         let mut handle = spawn_agent(config);
         handle
-            .submit(Op::UserTurn {
-                prompt: "do it".into(),
-            })
+            .submit(Op::user_turn("do it"))
             .map_err(|e| e.to_string())?;
         let mut events = Vec::new();
         let mut asked = 0usize;

@@ -117,9 +117,7 @@ fn run(responses: &[Response], cancel_at: Option<usize>) -> Result<(), String> {
         config.retry.max_delay = Duration::from_millis(2);
         let mut handle = spawn_agent(config);
         handle
-            .submit(Op::UserTurn {
-                prompt: "go".into(),
-            })
+            .submit(Op::user_turn("go"))
             .map_err(|e| e.to_string())?;
         let mut events = Vec::new();
         let collect = async {

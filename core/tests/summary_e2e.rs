@@ -161,9 +161,7 @@ impl Harness {
 
     fn prompt(&self, text: &str) {
         self.agent
-            .submit(Op::UserTurn {
-                prompt: text.to_owned(),
-            })
+            .submit(Op::user_turn(text))
             .unwrap();
     }
 }

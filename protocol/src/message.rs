@@ -56,6 +56,18 @@ pub enum Part {
     ToolCall(ToolCall),
     /// The result of a tool call, paired with it by `call_id`; sent as a user message.
     ToolResult(ToolResult),
+    /// An image the user attached to a prompt. The bytes stay in the recording so a resumed
+    /// session sends the model the same conversation (each image is capped by the core).
+    Image(ImageData),
+}
+
+/// An image as providers take it: a media type and the base64 of its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageData {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub media_type: String,
+    /// Standard base64 (with padding) of the image file.
+    pub data_base64: String,
 }
 
 /// A complete tool call: the arguments are whole and parsed.

@@ -2,12 +2,20 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ImageData;
+
 /// Something a front end asks the agent to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Op {
     /// Start a task for this user prompt. Refused while a task runs.
-    UserTurn { prompt: String },
+    UserTurn {
+        prompt: String,
+        /// Images attached to the prompt, sent after its text; a model that does not accept
+        /// images fails the task at once.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageData>,
+    },
     /// Cancel the running task, if any.
     Cancel,
     /// Answer a pending approval request.
@@ -19,6 +27,16 @@ pub enum Op {
     SetApprovalMode { mode: ApprovalMode },
     /// Switch the main model for later turns.
     SetModel { model: String },
+}
+
+impl Op {
+    /// A user turn of text only.
+    pub fn user_turn(prompt: impl Into<String>) -> Self {
+        Self::UserTurn {
+            prompt: prompt.into(),
+            images: Vec::new(),
+        }
+    }
 }
 
 /// How much the agent may do without asking.

@@ -321,7 +321,7 @@ impl App {
             return Vec::new();
         }
         let prompt = self.composer.submit();
-        vec![Action::Submit(Op::UserTurn { prompt })]
+        vec![Action::Submit(Op::user_turn(prompt))]
     }
 
     /// Runs a slash command.

@@ -51,9 +51,7 @@ fn enter_sends_the_prompt_and_shift_enter_or_ctrl_j_insert_newlines() {
     let actions = a.on_key(key(KeyCode::Enter), Instant::now());
     assert_eq!(
         actions,
-        vec![Action::Submit(Op::UserTurn {
-            prompt: "one\ntwo\nthree".into()
-        })]
+        vec![Action::Submit(Op::user_turn("one\ntwo\nthree"))]
     );
     assert!(a.composer.is_empty());
     a.on_key(key(KeyCode::Up), Instant::now());

@@ -96,7 +96,7 @@ async fn drive<W: Write>(
     mut sigint: Signal,
 ) -> anyhow::Result<Outcome> {
     printer.init(init)?;
-    agent.submit(Op::UserTurn { prompt })?;
+    agent.submit(Op::user_turn(prompt))?;
     let mut outcome: Option<Outcome> = None;
     let mut unsettled: u32 = 0;
     let mut interrupted = false;

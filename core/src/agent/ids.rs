@@ -18,7 +18,7 @@ pub(super) fn ids_in_history(history: &[Message]) -> HashSet<String> {
                 Part::ToolResult(result) => {
                     ids.insert(result.call_id.clone());
                 }
-                Part::Text { .. } | Part::Thought { .. } => {}
+                Part::Text { .. } | Part::Thought { .. } | Part::Image(_) => {}
             }
         }
     }

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use corvid_protocol::{
-    CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, MAIN_PROMPT_ID, Message,
+    CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, ImageData, MAIN_PROMPT_ID, Message,
     ModelRequest, Part, Role, StopReason, ToolCall,
 };
 
@@ -36,13 +36,21 @@ pub(super) async fn run_task(
     ctx: TaskCtx,
     mut state: SessionState,
     prompt: String,
+    images: Vec<ImageData>,
 ) -> SessionState {
     ctx.events.emit(CoreEvent::TaskStarted {
         task_id: ctx.task_id.clone(),
         prompt: prompt.clone(),
     });
-    state.append(Message::user_text(prompt));
     let summaries = SummaryTracker::new();
+    let model = lock(&ctx.shared.model).clone();
+    match crate::images::user_message(prompt, images, &model, ctx.stat.policy.images) {
+        Ok(message) => state.append(message),
+        Err(err) => {
+            summaries.finish_task(&ctx, StopReason::Error, Some(err));
+            return state;
+        }
+    }
     let (stop_reason, error) = run_turns(&ctx, &mut state, &summaries).await;
     summaries.finish_task(&ctx, stop_reason, error);
     state

@@ -98,7 +98,8 @@ impl Replay<'_> {
                         result.is_error,
                     );
                 }
-                Part::Text { .. } => {}
+                // A replayed prompt shows its text; its images stay in the history only.
+                Part::Text { .. } | Part::Image(_) => {}
             }
         }
         if !finished_ids.is_empty() {

@@ -18,6 +18,7 @@ pub(super) struct Partial {
     pub fallback: Option<String>,
     pub max_output_tokens: Option<u32>,
     pub stream_idle_timeout_ms: Option<u64>,
+    pub supports_images: Option<bool>,
     pub fast_model: Option<FastModelSetting>,
     pub compact_mode: Option<bool>,
     pub emit_tool_use_summaries: Option<bool>,
@@ -51,6 +52,7 @@ impl Partial {
             &mut self.stream_idle_timeout_ms,
             higher.stream_idle_timeout_ms,
         );
+        over(&mut self.supports_images, higher.supports_images);
         over(&mut self.fast_model, higher.fast_model);
         over(&mut self.compact_mode, higher.compact_mode);
         over(
@@ -77,6 +79,7 @@ impl Partial {
         s.model.fallback = self.fallback;
         s.model.max_output_tokens = self.max_output_tokens;
         s.model.stream_idle_timeout_ms = self.stream_idle_timeout_ms;
+        s.model.supports_images = self.supports_images;
         s.fast_model = self.fast_model;
         if let Some(v) = self.compact_mode {
             s.ui.compact_mode = v;
@@ -218,6 +221,7 @@ impl Validator<'_> {
                 "apiKeyEnv" => self.out.api_key_env = self.string(&key, v)?,
                 "fallback" => self.out.fallback = self.string(&key, v)?,
                 "maxOutputTokens" => self.out.max_output_tokens = self.number(&key, v)?,
+                "supportsImages" => self.out.supports_images = self.boolean(&key, v)?,
                 "streamIdleTimeoutMs" => {
                     let ms = self.number(&key, v)?;
                     if ms == Some(0) {

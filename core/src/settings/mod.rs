@@ -79,6 +79,8 @@ pub struct ModelSettings {
     /// `model.streamIdleTimeoutMs`: how long a response may send nothing before it fails
     /// (unset: the providers' default).
     pub stream_idle_timeout_ms: Option<u64>,
+    /// `model.supportsImages`: overrides corvid's table of models that accept images.
+    pub supports_images: Option<bool>,
 }
 
 /// `fastModel`: the model writing tool-use summaries.

@@ -111,6 +111,9 @@ fn approval_policy(
             .map_err(|e| invalid("tools.protectedPaths", e))?,
         rules: PermissionRules::new(&tools.allow, &tools.deny)
             .map_err(|e| invalid("tools.allow/tools.deny", e))?,
+        images: crate::images::ImageSupport {
+            setting: settings.model.supports_images,
+        },
     })
 }
 

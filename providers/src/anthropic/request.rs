@@ -86,6 +86,47 @@ fn blocks(message: &Message) -> Vec<Value> {
                 }
                 Some(block)
             }
+            Part::Image(image) => Some(json!({
+                "type": "image",
+                "source": {"type": "base64", "media_type": image.media_type, "data": image.data_base64},
+            })),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use corvid_protocol::ImageData;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn an_image_is_a_base64_image_block_after_the_text() {
+        let request = ModelRequest {
+            model: "claude-sonnet-4-5".into(),
+            system: String::new(),
+            messages: vec![Message {
+                role: Role::User,
+                parts: vec![
+                    Part::Text {
+                        text: "what is this?".into(),
+                    },
+                    Part::Image(ImageData {
+                        media_type: "image/jpeg".into(),
+                        data_base64: "/9j/4A==".into(),
+                    }),
+                ],
+            }],
+            tools: Vec::new(),
+            max_output_tokens: None,
+            temperature: None,
+        };
+        assert_eq!(
+            build_body(&request, false)["messages"],
+            json!([{"role": "user", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4A=="}},
+            ]}])
+        );
+    }
 }

@@ -120,7 +120,26 @@ fn push_message(message: &Message, out: &mut Vec<Value>) {
                     );
                 }
             }
-            if !text.is_empty() {
+            let images: Vec<Value> = message
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Image(image) => Some(json!({
+                        "type": "image_url",
+                        "image_url": {"url": format!("data:{};base64,{}", image.media_type, image.data_base64)},
+                    })),
+                    _ => None,
+                })
+                .collect();
+            if !images.is_empty() {
+                // Images need the array form of content; the text goes first, as typed.
+                let mut content: Vec<Value> = text
+                    .iter()
+                    .map(|t| json!({"type": "text", "text": t}))
+                    .collect();
+                content.extend(images);
+                out.push(json!({"role": "user", "content": content}));
+            } else if !text.is_empty() {
                 out.push(json!({"role": "user", "content": text.join("\n\n")}));
             }
         }
@@ -133,5 +152,61 @@ fn arguments_text(args: &Value) -> String {
     match args {
         Value::String(raw) => raw.clone(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use corvid_protocol::ImageData;
+    use pretty_assertions::assert_eq;
+
+    fn request(messages: Vec<Message>) -> ModelRequest {
+        ModelRequest {
+            model: "gpt-4o".into(),
+            system: String::new(),
+            messages,
+            tools: Vec::new(),
+            max_output_tokens: None,
+            temperature: None,
+        }
+    }
+
+    #[test]
+    fn an_image_is_an_image_url_part_after_the_text_of_the_user_message() {
+        let message = Message {
+            role: Role::User,
+            parts: vec![
+                Part::Text {
+                    text: "what is this?".into(),
+                },
+                Part::Image(ImageData {
+                    media_type: "image/png".into(),
+                    data_base64: "iVBORw==".into(),
+                }),
+            ],
+        };
+        let body = build_body(
+            &request(vec![message]),
+            Delivery::Whole,
+            MaxTokensField::MaxTokens,
+        );
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}},
+            ]}])
+        );
+    }
+
+    #[test]
+    fn a_text_only_user_message_keeps_the_string_content() {
+        let body = build_body(
+            &request(vec![Message::user_text("hi")]),
+            Delivery::Whole,
+            MaxTokensField::MaxTokens,
+        );
+        assert_eq!(body["messages"], json!([{"role": "user", "content": "hi"}]));
     }
 }
