@@ -7,14 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use corvid_protocol::{
-    ApprovalDecision, ApprovalMode, ApprovalPreview, CoreEvent, DiscardReason, Provenance, Todo,
-    ToolCall, ToolDisplay, ToolKind, ToolOutput, ToolResult, ToolStatus,
+    CoreEvent, DiscardReason, Provenance, Todo, ToolCall, ToolDisplay, ToolKind, ToolOutput,
+    ToolResult, ToolStatus,
 };
 use corvid_tools::{ApprovalNeed, Tool, ToolContext, ToolError};
 use futures::FutureExt;
 use serde_json::Value;
 
-use super::session::{TaskCtx, lock};
+use super::approval::{Approval, approve};
+use super::session::TaskCtx;
 use crate::summary::SummaryCall;
 
 /// How long a cancelled tool may take to report how it stopped before it is abandoned.
@@ -150,7 +151,15 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
         return refused_call(ctx, call, card, message);
     }
     let display = tool.display(&call.args, &tool_ctx);
-    let need = tool.approval(&call.args, &tool_ctx).await;
+    // A plan that never ends (an editor that does not answer a read) must not outlive a cancel.
+    let planned = tokio::select! {
+        biased;
+        need = plan_approval(tool.as_ref(), &call.args, &tool_ctx) => Some(need),
+        _ = ctx.cancel.cancelled() => None,
+    };
+    let Some(need) = planned else {
+        return not_started(ctx, call, prepared);
+    };
     let asked = match approve(ctx, &call, tool.as_ref(), &display, need).await {
         Approval::Granted { asked } => asked,
         Approval::Denied(message) => return finished_without_running(ctx, call, message, shows),
@@ -206,6 +215,25 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
     }
 }
 
+/// The tool's approval need; a tool that panics while planning refuses its call (it must not
+/// take the task down, and a crash is never "nothing to approve").
+async fn plan_approval(tool: &dyn Tool, args: &Value, tool_ctx: &ToolContext) -> ApprovalNeed {
+    let name = tool.name();
+    let crashed = || {
+        tracing::error!(tool = name, "tool panicked while planning its approval");
+        ApprovalNeed::Refuse(ToolError::new(format!(
+            "internal error: the `{name}` tool crashed while planning the call; it did not run"
+        )))
+    };
+    match std::panic::catch_unwind(AssertUnwindSafe(|| tool.approval(args, tool_ctx))) {
+        Ok(fut) => AssertUnwindSafe(fut)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| crashed()),
+        Err(_) => crashed(),
+    }
+}
+
 /// Runs the tool; on cancellation it gets a short grace to report how it stopped.
 async fn execute(
     ctx: &TaskCtx,
@@ -235,105 +263,6 @@ async fn execute(
             }
         }
     }
-}
-
-enum Approval {
-    /// The call may run; `asked` tells whether a permission prompt was shown.
-    Granted { asked: bool },
-    /// The user said no in a prompt.
-    Denied(String),
-    /// Refused without a prompt (an earlier "reject always").
-    DeniedUnasked(String),
-}
-
-/// Decides whether the call may run, asking the user when the mode requires it.
-async fn approve(
-    ctx: &TaskCtx,
-    call: &ToolCall,
-    tool: &dyn Tool,
-    display: &ToolDisplay,
-    need: ApprovalNeed,
-) -> Approval {
-    let mode = *lock(&ctx.shared.approval_mode);
-    let (preview, automatic, reason) = match need {
-        ApprovalNeed::None => return Approval::Granted { asked: false },
-        ApprovalNeed::Refuse(err) => return Approval::DeniedUnasked(err.message),
-        ApprovalNeed::Edit(preview) => (preview, mode != ApprovalMode::Default, None),
-        ApprovalNeed::Execute(preview) => (preview, mode == ApprovalMode::Yolo, None),
-        ApprovalNeed::Escalated { preview, reason } => (preview, false, Some(reason)),
-    };
-    match lock(&ctx.shared.remembered).get(tool.name()) {
-        Some(ApprovalDecision::AllowAlways) => return Approval::Granted { asked: false },
-        Some(ApprovalDecision::RejectAlways) => {
-            return Approval::DeniedUnasked(rejected_message(call, true));
-        }
-        _ => {}
-    }
-    if automatic {
-        return Approval::Granted { asked: false };
-    }
-    let decision = ask(ctx, call, display, preview, reason).await;
-    if matches!(
-        decision,
-        ApprovalDecision::AllowAlways | ApprovalDecision::RejectAlways
-    ) {
-        lock(&ctx.shared.remembered).insert(tool.name().to_owned(), decision);
-    }
-    match decision {
-        ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways => {
-            Approval::Granted { asked: true }
-        }
-        ApprovalDecision::RejectOnce => Approval::Denied(rejected_message(call, false)),
-        ApprovalDecision::RejectAlways => Approval::Denied(rejected_message(call, true)),
-        ApprovalDecision::Cancelled => Approval::Denied(format!(
-            "The approval request for `{}` was cancelled; the call did not run.",
-            call.name
-        )),
-    }
-}
-
-async fn ask(
-    ctx: &TaskCtx,
-    call: &ToolCall,
-    display: &ToolDisplay,
-    preview: ApprovalPreview,
-    reason: Option<String>,
-) -> ApprovalDecision {
-    let answer = ctx.shared.wait_for_approval(&call.call_id);
-    ctx.events.emit(CoreEvent::PermissionRequested {
-        call_id: call.call_id.clone(),
-        tool_name: call.name.clone(),
-        display: display.clone(),
-        preview,
-        reason,
-        always_scope: None,
-    });
-    let decision = tokio::select! {
-        biased;
-        _ = ctx.cancel.cancelled() => {
-            ctx.shared.forget_approval(&call.call_id);
-            ApprovalDecision::Cancelled
-        }
-        decision = answer => decision.unwrap_or(ApprovalDecision::Cancelled),
-    };
-    ctx.events.emit(CoreEvent::PermissionResolved {
-        call_id: call.call_id.clone(),
-        decision,
-    });
-    decision
-}
-
-fn rejected_message(call: &ToolCall, always: bool) -> String {
-    let scope = if always {
-        " (the user rejects this tool for the rest of the session)"
-    } else {
-        ""
-    };
-    format!(
-        "The user rejected this `{}` call{scope}; it did not run. Do not retry it as is; \
-         ask the user how to proceed or take another approach.",
-        call.name
-    )
 }
 
 /// A call answered without running: rejected, or its approval was cancelled.

@@ -2,13 +2,21 @@
 //! the shell's confinement. Policy is decided here, in the core; tools enforce what they are
 //! handed, and front ends only show it.
 
+pub mod path_pattern;
+pub mod protected;
+pub mod rules;
+pub mod scope;
+pub mod shell_words;
+
 /// The policies of one session, fixed when it starts (from settings, see
 /// [`crate::settings::agent_config`]).
 #[derive(Debug, Clone, Default)]
 pub struct SessionPolicy {
+    /// Paths whose change is asked in every mode but `yolo` (`tools.protectedPaths`).
+    pub protected: protected::ProtectedPaths,
+    /// `tools.allow` / `tools.deny`.
+    pub rules: rules::PermissionRules,
     /// `tools.sandbox` and `tools.shellEnv`: how shell commands are confined and which
     /// variables they inherit.
     pub shell: corvid_tools::shell::ShellPolicy,
-    /// `model.supportsImages`: whether prompts with images may go to the model.
-    pub images: crate::images::ImageSupport,
 }

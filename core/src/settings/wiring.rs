@@ -111,9 +111,7 @@ fn approval_policy(
             .map_err(|e| invalid("tools.protectedPaths", e))?,
         rules: PermissionRules::new(&tools.allow, &tools.deny)
             .map_err(|e| invalid("tools.allow/tools.deny", e))?,
-        images: crate::images::ImageSupport {
-            setting: settings.model.supports_images,
-        },
+        ..SessionPolicy::default()
     })
 }
 
