@@ -109,7 +109,7 @@ fn tool_context(ctx: &TaskCtx) -> ToolContext {
         fs: ctx.stat.fs.clone(),
         cancel: ctx.cancel.child_token(),
         shell_timeout: ctx.stat.shell_timeout,
-        shell: Default::default(),
+        shell: ctx.stat.policy.shell.clone(),
     }
 }
 

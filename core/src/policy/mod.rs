@@ -19,4 +19,6 @@ pub struct SessionPolicy {
     /// `tools.sandbox` and `tools.shellEnv`: how shell commands are confined and which
     /// variables they inherit.
     pub shell: corvid_tools::shell::ShellPolicy,
+    /// `model.supportsImages`: whether prompts with images may go to the model.
+    pub images: crate::images::ImageSupport,
 }

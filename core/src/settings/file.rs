@@ -24,6 +24,9 @@ pub(super) struct Partial {
     pub emit_tool_use_summaries: Option<bool>,
     pub approval_mode: Option<ApprovalMode>,
     pub shell_timeout_ms: Option<u64>,
+    pub sandbox: Option<corvid_tools::shell::SandboxLevel>,
+    /// `tools.shellEnv`: a file that sets it replaces the lower files' lists.
+    pub shell_env: Option<super::ShellEnvSettings>,
     /// `tools.protectedPaths`, `tools.allow`, `tools.deny`: every file's entries add up, so a
     /// later file can add rules but never drop an earlier file's.
     pub protected_paths: Vec<String>,
@@ -61,6 +64,8 @@ impl Partial {
         );
         over(&mut self.approval_mode, higher.approval_mode);
         over(&mut self.shell_timeout_ms, higher.shell_timeout_ms);
+        over(&mut self.sandbox, higher.sandbox);
+        over(&mut self.shell_env, higher.shell_env);
         self.protected_paths.extend(higher.protected_paths);
         self.allow.extend(higher.allow);
         self.deny.extend(higher.deny);
@@ -92,6 +97,12 @@ impl Partial {
         }
         if let Some(v) = self.shell_timeout_ms {
             s.tools.shell_timeout_ms = v;
+        }
+        if let Some(v) = self.sandbox {
+            s.tools.sandbox = v;
+        }
+        if let Some(v) = self.shell_env {
+            s.tools.shell_env = v;
         }
         s.tools.protected_paths = self.protected_paths;
         s.tools.allow = self.allow;
@@ -283,6 +294,17 @@ impl Validator<'_> {
                     };
                 }
                 "shellTimeoutMs" => self.out.shell_timeout_ms = self.number(&key, v)?,
+                "sandbox" => {
+                    self.out.sandbox = match self.string(&key, v)? {
+                        None => None,
+                        Some(s) => {
+                            Some(corvid_tools::shell::SandboxLevel::parse(&s).ok_or_else(|| {
+                                self.invalid(&key, &s, "`off`, `workspace-write` or `read-only`")
+                            })?)
+                        }
+                    };
+                }
+                "shellEnv" => self.out.shell_env = self.shell_env(v)?,
                 "protectedPaths" => {
                     let list = self.string_list(&key, v)?;
                     crate::policy::protected::ProtectedPaths::new(&list, None)
@@ -295,6 +317,27 @@ impl Validator<'_> {
             }
         }
         Ok(())
+    }
+
+    fn shell_env(
+        &mut self,
+        value: &Value,
+    ) -> Result<Option<super::ShellEnvSettings>, SettingsError> {
+        if value.is_null() {
+            return Ok(None);
+        }
+        let mut env = super::ShellEnvSettings::default();
+        for (k, v) in self.section("tools.shellEnv", value)? {
+            let key = format!("tools.shellEnv.{k}");
+            match k.as_str() {
+                "include" => env.include = self.string_list(&key, v)?,
+                "exclude" => env.exclude = self.string_list(&key, v)?,
+                _ => self.unknown(&key),
+            }
+        }
+        corvid_tools::shell::EnvFilter::new(&[], &env.include, &env.exclude)
+            .map_err(|e| self.invalid_entry("tools.shellEnv", e))?;
+        Ok(Some(env))
     }
 
     fn retry(&mut self, value: &Value) -> Result<(), SettingsError> {

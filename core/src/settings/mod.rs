@@ -119,12 +119,26 @@ pub struct ExperimentalSettings {
 pub struct ToolSettings {
     pub approval_mode: ApprovalMode,
     pub shell_timeout_ms: u64,
+    /// `tools.sandbox`: `off`, `workspace-write` (default) or `read-only`.
+    pub sandbox: corvid_tools::shell::SandboxLevel,
+    /// `tools.shellEnv`: which variables shell commands inherit beyond the defaults.
+    pub shell_env: ShellEnvSettings,
     /// `tools.protectedPaths`: globs added to the built-in protected paths (`!glob` removes).
     pub protected_paths: Vec<String>,
     /// `tools.allow`: rules that run without asking (`run_shell_command(git status)`).
     pub allow: Vec<String>,
     /// `tools.deny`: rules refused without asking; they win over every allow.
     pub deny: Vec<String>,
+}
+
+/// `tools.shellEnv`: name patterns (names or globs, case-insensitive) overriding which
+/// variables are kept from shell commands.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ShellEnvSettings {
+    /// Kept even when they look like secrets.
+    pub include: Vec<String>,
+    /// Dropped besides the provider keys and secret-looking names.
+    pub exclude: Vec<String>,
 }
 
 /// `retry.*`.
@@ -149,6 +163,8 @@ impl Default for Settings {
             tools: ToolSettings {
                 approval_mode: ApprovalMode::Default,
                 shell_timeout_ms: 120_000,
+                sandbox: corvid_tools::shell::SandboxLevel::WorkspaceWrite,
+                shell_env: ShellEnvSettings::default(),
                 protected_paths: Vec::new(),
                 allow: Vec::new(),
                 deny: Vec::new(),

@@ -8,9 +8,11 @@ use std::time::Duration;
 use corvid_providers::demo::{DEFAULT_PACING, DemoProvider};
 use corvid_providers::limits::DEFAULT_IDLE_TIMEOUT;
 use corvid_providers::{AnthropicProvider, ApiKey, OpenAiChatProvider, Provider, ProviderConfig};
+use corvid_tools::shell::{EnvFilter, ShellPolicy};
 
 use super::{
-    ProviderKind, ResolvedModel, Settings, SettingsError, resolve_fast_model, resolve_provider,
+    FastModelSetting, ProviderKind, ResolvedModel, Settings, SettingsError, resolve_fast_model,
+    resolve_provider,
 };
 use crate::agent::{AgentConfig, default_system_prompt};
 use crate::policy::SessionPolicy;
@@ -111,7 +113,30 @@ fn approval_policy(
             .map_err(|e| invalid("tools.protectedPaths", e))?,
         rules: PermissionRules::new(&tools.allow, &tools.deny)
             .map_err(|e| invalid("tools.allow/tools.deny", e))?,
+        shell: shell_policy(settings).map_err(|e| invalid("tools.shellEnv", e))?,
         ..SessionPolicy::default()
+    })
+}
+
+/// The shell's sandbox level and environment filter; the variables the settings name for the
+/// model keys are dropped from commands along with the default provider keys.
+fn shell_policy(settings: &Settings) -> Result<ShellPolicy, String> {
+    let fast_key_env = match &settings.fast_model {
+        Some(FastModelSetting::Model(spec)) => spec.api_key_env.clone(),
+        _ => None,
+    };
+    let key_vars: Vec<String> = settings
+        .model
+        .api_key_env
+        .iter()
+        .cloned()
+        .chain(fast_key_env)
+        .collect();
+    let env = &settings.tools.shell_env;
+    Ok(ShellPolicy {
+        sandbox: settings.tools.sandbox,
+        env: EnvFilter::new(&key_vars, &env.include, &env.exclude)?,
+        base_env: None,
     })
 }
 
