@@ -64,6 +64,9 @@ struct Args {
     description: Option<String>,
     #[serde(default)]
     timeout_ms: Option<u64>,
+    /// Asks to run without the sandbox; always asked, in every approval mode.
+    #[serde(default)]
+    outside_sandbox: bool,
 }
 
 enum Outcome {
@@ -118,7 +121,8 @@ impl Tool for RunShellCommand {
             "properties": {
                 "command": {"type": "string", "description": "The bash command line to run."},
                 "description": {"type": "string", "description": "A short explanation of what the command does, shown to the user."},
-                "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds (default and maximum: the session's shell timeout)."}
+                "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds (default and maximum: the session's shell timeout)."},
+                "outside_sandbox": {"type": "boolean", "description": "Run without the sandbox (writes anywhere, network on). The user is asked every time, whatever the approval mode; ask for it only after a sandboxed run was blocked."}
             },
             "required": ["command"]
         })
@@ -147,6 +151,14 @@ impl Tool for RunShellCommand {
                     command: args.command,
                 };
                 match confinement(ctx) {
+                    Ok(_) if args.outside_sandbox && ctx.shell.sandbox != SandboxLevel::Off => {
+                        ApprovalNeed::Escalated {
+                            preview,
+                            reason: "the model asks to run this command outside the shell \
+                                     sandbox, where it can write anywhere and use the network"
+                                .to_owned(),
+                        }
+                    }
                     Ok(_) => ApprovalNeed::Execute(preview),
                     Err(why) => ApprovalNeed::Escalated {
                         preview,
@@ -179,7 +191,14 @@ impl Tool for RunShellCommand {
                 Some(ms) => Duration::from_millis(ms).min(ctx.shell_timeout),
                 None => ctx.shell_timeout,
             };
-            let mut output = run(&args.command, timeout, &ctx).await?;
+            // Outside the sandbox, or without one, only after the escalated question was
+            // answered (it is asked in every mode).
+            let confinement = if args.outside_sandbox {
+                Confinement::unconfined()
+            } else {
+                confinement(&ctx).unwrap_or_else(|_| Confinement::unconfined())
+            };
+            let mut output = run(&args.command, timeout, confinement, &ctx).await?;
             if let (Some(description), Some(raw)) = (args.description, output.raw.as_object_mut()) {
                 raw.insert("description".to_owned(), Value::String(description));
             }
@@ -195,13 +214,15 @@ fn confinement(ctx: &ToolContext) -> Result<Confinement, Unavailable> {
     Confinement::prepare(ctx.shell.sandbox, &ctx.cwd)
 }
 
-async fn run(command: &str, timeout: Duration, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+async fn run(
+    command: &str,
+    timeout: Duration,
+    confinement: Confinement,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
     if ctx.cancel.is_cancelled() {
         return Err(cancelled());
     }
-    // Without a sandbox the approval was escalated (asked in every mode, with the reason), so
-    // the user chose to run it unconfined.
-    let confinement = confinement(ctx).unwrap_or_else(|_| Confinement::unconfined());
     let level = confinement.level();
     let base = match &ctx.shell.base_env {
         Some(env) => env.as_ref().clone(),
@@ -382,8 +403,8 @@ fn blocked_note(sandbox: SandboxLevel) -> String {
         }
     };
     format!(
-        "corvid's sandbox ({}) may have blocked this: {denied}; ask the user to approve running \
-         it outside the sandbox",
+        "corvid's sandbox ({}) may have blocked this: {denied}; if the command needs that, run it \
+         again with \"outside_sandbox\": true, which asks the user to approve it",
         sandbox.as_str()
     )
 }

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use corvid_protocol::ToolOutput;
+use corvid_protocol::{ApprovalPreview, ToolOutput};
 use corvid_tools::shell::SandboxLevel;
-use corvid_tools::{LocalFs, RunShellCommand, Tool, ToolContext};
+use corvid_tools::{ApprovalNeed, LocalFs, RunShellCommand, Tool, ToolContext};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -218,4 +218,31 @@ async fn read_only_sandbox_refuses_workspace_writes() {
     assert_eq!(temp.raw["exit_code"], json!(1));
     assert!(!tmp.path().join("t").exists());
     assert_eq!(reads.text, "Exit code: 0\n\nStdout:\nread");
+}
+
+#[tokio::test]
+async fn running_outside_the_sandbox_is_escalated_and_then_unconfined() {
+    if !landlock() {
+        return;
+    }
+    let d = dirs();
+    let target = d.outside.join("allowed");
+    let command = format!("echo ok > {}", target.display());
+    let args = json!({"command": command, "outside_sandbox": true});
+    let sandboxed = ctx(&d.workspace, SandboxLevel::WorkspaceWrite);
+
+    let need = RunShellCommand.approval(&args, &sandboxed).await;
+    let out = RunShellCommand.execute(args, sandboxed).await.unwrap();
+
+    assert_eq!(
+        need,
+        ApprovalNeed::Escalated {
+            preview: ApprovalPreview::Command { command },
+            reason: "the model asks to run this command outside the shell sandbox, where it can \
+                     write anywhere and use the network"
+                .to_owned(),
+        }
+    );
+    assert_eq!(out.raw["sandbox"], json!("off"));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "ok\n");
 }
