@@ -1,27 +1,31 @@
 //! The settings-based agent factory behind `corvid --acp`: every ACP session loads the
-//! settings of its own working directory (project file included) with the binary's flags,
-//! and is recorded under `$CORVID_HOME/sessions` (SPEC §9).
+//! settings of its own working directory with the binary's flags, and is recorded under
+//! `$CORVID_HOME/sessions` (SPEC §9). The project file applies only in a trusted folder
+//! (remembered, or every session's folder with `--trust`); nothing is asked over ACP.
 
 use corvid_acp::{AgentFactory, FactoryError, SessionSpec};
 use corvid_core::agent::AgentConfig;
 use corvid_core::session::SessionStore;
 use corvid_core::settings::{
-    self, Overrides, SettingsError, corvid_home, process_env, resolve_provider,
+    self, Overrides, SettingsError, TrustGrant, corvid_home, process_env, resolve_provider,
 };
 
 /// Builds session agents from settings files, environment and command-line flags.
 pub struct SettingsFactory {
     overrides: Overrides,
+    grant: TrustGrant,
 }
 
 impl SettingsFactory {
-    /// A factory applying `overrides` (the command-line flags) to every session.
-    pub fn new(overrides: Overrides) -> Self {
-        Self { overrides }
+    /// A factory applying `overrides` (the command-line flags) and `grant` (`--trust`) to
+    /// every session.
+    pub fn new(overrides: Overrides, grant: TrustGrant) -> Self {
+        Self { overrides, grant }
     }
 
     fn load(&self, cwd: &std::path::Path) -> Result<settings::Settings, FactoryError> {
-        let loaded = settings::load(cwd, process_env, &self.overrides).map_err(to_factory)?;
+        let loaded =
+            settings::load(cwd, process_env, &self.overrides, self.grant).map_err(to_factory)?;
         for warning in &loaded.warnings {
             tracing::warn!("{warning}");
         }
@@ -59,5 +63,50 @@ fn to_factory(e: SettingsError) -> FactoryError {
             FactoryError::NoProvider(e.to_string())
         }
         other => FactoryError::Invalid(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use corvid_core::settings::ProviderKind;
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    /// `maxOutputTokens` of a session built in a folder whose project file sets it to 77.
+    fn max_tokens_with(grant: TrustGrant) -> Option<u32> {
+        let project = tempfile::tempdir().unwrap();
+        std::fs::create_dir(project.path().join(".corvid")).unwrap();
+        std::fs::write(
+            project.path().join(".corvid/settings.json"),
+            r#"{"model": {"maxOutputTokens": 77}}"#,
+        )
+        .unwrap();
+        let overrides = Overrides {
+            provider: Some(ProviderKind::Demo),
+            ..Overrides::default()
+        };
+        let config = SettingsFactory::new(overrides, grant)
+            .build(SessionSpec {
+                session_id: "s".into(),
+                cwd: project.path().canonicalize().unwrap(),
+                fs: Arc::new(corvid_tools::LocalFs),
+                mcp_servers: Vec::new(),
+            })
+            .unwrap();
+        config.max_output_tokens
+    }
+
+    #[test]
+    fn acp_sessions_apply_project_settings_only_with_the_trust_flag() {
+        assert_eq!(
+            [
+                max_tokens_with(TrustGrant::Remembered),
+                max_tokens_with(TrustGrant::ThisRun)
+            ],
+            [None, Some(77)]
+        );
     }
 }

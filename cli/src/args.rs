@@ -41,6 +41,10 @@ pub struct Cli {
     /// Working directory of the session.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+    /// Trust the working folder for this run only: its `.corvid/settings.json` applies
+    /// (with `--acp`: every session's folder). Nothing is remembered.
+    #[arg(long)]
+    pub trust: bool,
     /// Start the terminal UI in compact mode.
     #[arg(long)]
     pub compact: bool,

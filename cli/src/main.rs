@@ -13,6 +13,7 @@ mod logging;
 mod replay;
 mod sessions;
 mod sessions_cmd;
+mod trust_prompt;
 mod wiring;
 
 use std::process::ExitCode;
@@ -79,7 +80,8 @@ async fn run(cli: Cli) -> ExitCode {
         };
     }
     if cli.acp {
-        let factory = acp_factory::SettingsFactory::new(wiring::overrides(&cli));
+        let factory =
+            acp_factory::SettingsFactory::new(wiring::overrides(&cli), wiring::trust_grant(&cli));
         return match corvid_acp::run(Arc::new(factory)).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

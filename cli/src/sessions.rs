@@ -161,7 +161,9 @@ mod tests {
             provider: Some(ProviderKind::Demo),
             ..Overrides::default()
         };
-        let settings = settings::load(&cwd, |_| None, &overrides).unwrap().settings;
+        let settings = settings::load(&cwd, |_| None, &overrides, Default::default())
+            .unwrap()
+            .settings;
         let launcher = Launcher::new(
             Setup {
                 cwd: cwd.clone(),

@@ -4,10 +4,13 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use corvid_core::agent::AgentConfig;
-use corvid_core::settings::{self, Overrides, ProviderKind, Settings, process_env};
+use corvid_core::settings::{
+    self, Overrides, ProviderKind, Settings, SettingsFiles, Trust, TrustGrant, process_env,
+};
 use corvid_protocol::ApprovalMode;
 
 use crate::args::{ApprovalModeArg, Cli, ProviderArg};
+use crate::trust_prompt;
 
 /// A configuration problem: the binary exits with code 2 and this message.
 #[derive(Debug, thiserror::Error)]
@@ -21,10 +24,20 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// Resolves `--cwd` and loads settings; warnings (unknown keys) go to stderr.
+    /// Resolves `--cwd` and loads settings; warnings (unknown keys, ignored project
+    /// settings) go to stderr. Project settings apply in a trusted folder only: `--trust`, a
+    /// remembered trust, or (terminal UI only) a yes to the question asked before it starts.
     pub fn load(cli: &Cli) -> Result<Self, ConfigError> {
         let cwd = resolve_cwd(cli)?;
-        let loaded = settings::load(&cwd, process_env, &overrides(cli))
+        let files = SettingsFiles::discover(&cwd, process_env);
+        let trust = match files.trust(trust_grant(cli), process_env) {
+            Ok(Trust::Untrusted) if is_tui(cli) && files.has_project_file() => {
+                trust_prompt::ask_and_remember(&files)?
+            }
+            Ok(trust) => trust,
+            Err(e) => return Err(ConfigError(e.to_string())),
+        };
+        let loaded = settings::load_from(&files, trust, process_env, &overrides(cli))
             .map_err(|e| ConfigError(e.to_string()))?;
         for warning in &loaded.warnings {
             eprintln!("corvid: warning: {warning}");
@@ -88,6 +101,20 @@ pub fn overrides(cli: &Cli) -> Overrides {
         approval_mode,
         compact_mode: cli.compact.then_some(true),
     }
+}
+
+/// `--trust` grants trust to the working folder for this run.
+pub fn trust_grant(cli: &Cli) -> TrustGrant {
+    if cli.trust {
+        TrustGrant::ThisRun
+    } else {
+        TrustGrant::Remembered
+    }
+}
+
+/// Whether this invocation starts the terminal UI (the only mode that asks about trust).
+fn is_tui(cli: &Cli) -> bool {
+    cli.prompt.is_none() && !cli.acp && cli.command.is_none()
 }
 
 /// A fresh session id.

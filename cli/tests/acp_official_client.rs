@@ -100,7 +100,7 @@ struct Project {
 }
 
 impl Project {
-    /// `settings` is the project's `.corvid/settings.json`.
+    /// `settings` is the project's `.corvid/settings.json` (applied: the run passes `--trust`).
     fn new(settings: &Value) -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
@@ -130,6 +130,8 @@ impl Project {
             .arg("--")
             .arg(corvid_bin())
             .arg("--acp")
+            // The project's settings (fast retries) apply only in a trusted folder.
+            .arg("--trust")
             .current_dir(self.dir.path())
             .env("CORVID_HOME", self.home.path())
             .env("OPENAI_BASE_URL", server.url())

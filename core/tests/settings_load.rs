@@ -6,12 +6,13 @@ use std::path::{Path, PathBuf};
 
 use corvid_core::settings::{
     FastModelSetting, FastModelSpec, Overrides, ProviderKind, Settings, SettingsError,
-    SettingsFiles, load, load_from,
+    SettingsFiles, Trust, TrustGrant, load, load_from,
 };
 use corvid_protocol::ApprovalMode;
 use pretty_assertions::assert_eq;
 
-/// A user and a project settings file in a temp dir, plus an env map.
+/// A user and a project settings file in a temp dir, plus an env map. The project counts as
+/// trusted (what an untrusted one may not do is in settings_trust.rs).
 struct Fixture {
     _dir: tempfile::TempDir,
     files: SettingsFiles,
@@ -53,7 +54,12 @@ impl Fixture {
     }
 
     fn load(&self, overrides: &Overrides) -> Result<corvid_core::settings::Loaded, SettingsError> {
-        load_from(&self.files, |k| self.env.get(k).cloned(), overrides)
+        load_from(
+            &self.files,
+            Trust::Trusted,
+            |k| self.env.get(k).cloned(),
+            overrides,
+        )
     }
 
     /// The settings these files and env give without any flags.
@@ -109,15 +115,19 @@ fn each_source_overrides_the_ones_below_it_for_the_model_name() {
 }
 
 #[test]
-fn each_source_overrides_the_ones_below_it_for_the_base_url() {
+fn the_base_url_comes_from_the_user_file_then_the_env_never_from_a_project_file() {
     let mut fx = Fixture::new();
     fx.env("OPENAI_API_KEY", "sk-test");
     fx.user(r#"{"model": {"baseUrl": "http://user"}}"#);
     assert_eq!(fx.settings().model.base_url.as_deref(), Some("http://user"));
     fx.project(r#"{"model": {"baseUrl": "http://project"}}"#);
+    let loaded = fx.load(&Overrides::default()).unwrap();
     assert_eq!(
-        fx.settings().model.base_url.as_deref(),
-        Some("http://project")
+        (
+            loaded.settings.model.base_url.as_deref(),
+            loaded.warnings.len()
+        ),
+        (Some("http://user"), 1)
     );
     fx.env("OPENAI_BASE_URL", "http://env");
     assert_eq!(fx.settings().model.base_url.as_deref(), Some("http://env"));
@@ -179,8 +189,8 @@ fn defaults_match_the_spec() {
 #[test]
 fn every_documented_key_is_read_from_a_file_with_comments() {
     let fx = Fixture::new();
-    fx.project(
-        r#"// project settings
+    fx.user(
+        r#"// user settings
         {
           /* the main model */
           "model": {
@@ -361,12 +371,14 @@ fn corvid_home_locates_the_user_file_and_the_project_file_is_under_the_working_d
     );
     write(
         &project.join(".corvid").join("settings.json"),
-        r#"{"tools": {"approvalMode": "yolo"}}"#,
+        r#"{"tools": {"shellTimeoutMs": 5}}"#,
     );
     let env = |k: &str| (k == "CORVID_HOME").then(|| home.display().to_string());
-    let s = load(&project, env, &Overrides::default()).unwrap().settings;
+    let s = load(&project, env, &Overrides::default(), TrustGrant::ThisRun)
+        .unwrap()
+        .settings;
     assert_eq!(s.model.name.as_deref(), Some("from-home"));
-    assert_eq!(s.tools.approval_mode, ApprovalMode::Yolo);
+    assert_eq!(s.tools.shell_timeout_ms, 5);
 }
 
 #[test]
@@ -400,6 +412,8 @@ fn the_project_file_is_found_from_a_subdirectory_but_not_beyond_the_repository()
         files.project,
         Some(repo.join(".corvid").join("settings.json"))
     );
-    let s = load(&sub, no_home, &Overrides::default()).unwrap().settings;
+    let s = load(&sub, no_home, &Overrides::default(), TrustGrant::ThisRun)
+        .unwrap()
+        .settings;
     assert_eq!(s.model.name.as_deref(), Some("repo"));
 }

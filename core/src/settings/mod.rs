@@ -1,12 +1,15 @@
 //! Settings: defaults, user and project files, environment, flags (SPEC §1.2).
 //!
 //! Sources, lowest to highest precedence: built-in defaults, `$CORVID_HOME/settings.json`
-//! (default `~/.corvid/settings.json`), `<project>/.corvid/settings.json`, environment
-//! variables, command-line flags. The environment is always passed in as a lookup function so
-//! callers (and tests) decide where it comes from.
+//! (default `~/.corvid/settings.json`), `<project>/.corvid/settings.json` (only in a trusted
+//! folder, and never for the user-level-only keys), environment variables, command-line
+//! flags. The environment is always passed in as a lookup function so callers (and tests)
+//! decide where it comes from.
 
 mod file;
+mod project_limits;
 mod provider;
+mod trust;
 mod wiring;
 
 use std::path::{Path, PathBuf};
@@ -16,6 +19,7 @@ use corvid_protocol::ApprovalMode;
 pub use provider::{
     DEMO_FAST_MODEL, DEMO_MODEL, ResolvedModel, Secret, resolve_fast_model, resolve_provider,
 };
+pub use trust::{TRUSTED_FOLDERS_FILE, Trust, TrustGrant, TrustedFolders};
 pub use wiring::{DEMO_PACING_ENV, agent_config};
 
 /// Env var naming corvid's home directory (settings, sessions).
@@ -198,22 +202,25 @@ pub struct SettingsFiles {
 
 impl SettingsFiles {
     /// The standard locations for a session working in `cwd`. The project file is the
-    /// nearest `.corvid/settings.json` in `cwd` or above it, without leaving the repository
-    /// (a directory holding `.git` is the last one looked at), so starting in a
-    /// subdirectory still finds the project's settings.
+    /// nearest `.corvid/settings.json` in `cwd` or above it inside the repository (the
+    /// directory holding `.git` is the last one looked at), so starting in a subdirectory
+    /// still finds the project's settings. Outside a repository only `cwd` itself is looked
+    /// at, and the search never reaches `$HOME` or above: a file in a shared parent such as
+    /// `/tmp` must not configure every folder below it. The user's own file is never taken
+    /// for a project file.
     pub fn discover(cwd: &Path, env: impl Fn(&str) -> Option<String>) -> Self {
+        let home = env("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .or_else(dirs::home_dir)
+            .map(|h| h.canonicalize().unwrap_or(h));
         let user = corvid_home(env).map(|home| home.join("settings.json"));
-        let mut project = None;
-        for dir in cwd.ancestors() {
-            let candidate = dir.join(".corvid").join("settings.json");
-            if candidate.is_file() && Some(&candidate) != user.as_ref() {
-                project = Some(candidate);
-                break;
-            }
-            if dir.join(".git").exists() {
-                break;
-            }
-        }
+        let project = project_search_dirs(cwd, home.as_deref())
+            .into_iter()
+            .map(|dir| dir.join(".corvid").join("settings.json"))
+            .find(|candidate| {
+                candidate.is_file() && !user.as_deref().is_some_and(|u| same_file(u, candidate))
+            });
         Self {
             user,
             project: project.or_else(|| Some(cwd.join(".corvid").join("settings.json"))),
@@ -227,6 +234,52 @@ pub fn corvid_home(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
         Some(home) => Some(PathBuf::from(home)),
         None => dirs::home_dir().map(|home| home.join(".corvid")),
     }
+
+    /// The folder whose `.corvid` holds the project file: the one trust is decided for.
+    pub fn project_folder(&self) -> Option<&Path> {
+        self.project.as_deref()?.parent()?.parent()
+    }
+
+    /// Whether a project settings file exists (and so whether trust matters for it).
+    pub fn has_project_file(&self) -> bool {
+        self.project.as_deref().is_some_and(Path::exists)
+    }
+
+    /// The trust decision for the project folder: `--trust` or a remembered trusted folder.
+    pub fn trust(
+        &self,
+        grant: TrustGrant,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Trust, SettingsError> {
+        match self.project_folder() {
+            Some(folder) => trust::decide(folder, grant, corvid_home(env).as_deref()),
+            None => Ok(Trust::Untrusted),
+        }
+    }
+}
+
+/// The folders that may hold the project file, nearest first: `cwd` up to the repository
+/// root, or `cwd` alone outside a repository; never `$HOME` (unless it is `cwd`) or above.
+fn project_search_dirs<'a>(cwd: &'a Path, home: Option<&Path>) -> Vec<&'a Path> {
+    let mut dirs = Vec::new();
+    for dir in cwd.ancestors() {
+        if dir != cwd && home.is_some_and(|h| h.starts_with(dir)) {
+            break;
+        }
+        dirs.push(dir);
+        if dir.join(".git").exists() {
+            return dirs;
+        }
+    }
+    vec![cwd]
+}
+
+/// Whether two paths name the same file, however they are spelled.
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 /// The process environment as a lookup function; empty values count as unset.
@@ -234,11 +287,14 @@ pub fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
 }
 
-/// Loaded settings plus the warnings (unknown keys) the user must see.
+/// Loaded settings plus the warnings (unknown keys, ignored project keys) the user must see.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Loaded {
     pub settings: Settings,
     pub warnings: Vec<String>,
+    /// Whether the project folder is trusted: anything else the project provides (MCP
+    /// servers, hooks, agent files) applies only when this is [`Trust::Trusted`].
+    pub trust: Trust,
 }
 
 /// Why settings could not be loaded or a provider could not be resolved.
@@ -247,6 +303,12 @@ pub enum SettingsError {
     /// The file exists but could not be read.
     #[error("cannot read settings file {}: {source}", path.display())]
     Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A file corvid keeps (the trusted folders) could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
         path: PathBuf,
         source: std::io::Error,
     },
@@ -295,33 +357,52 @@ pub enum SettingsError {
     ProviderSetup(#[from] corvid_providers::ConfigError),
 }
 
-/// Loads settings from the standard files for a session in `cwd`, the environment and flags.
+/// Loads settings from the standard files for a session in `cwd`, the environment and flags;
+/// the project file applies when its folder is trusted (remembered, or granted by `grant`).
 pub fn load(
     cwd: &Path,
     env: impl Fn(&str) -> Option<String>,
     overrides: &Overrides,
+    grant: TrustGrant,
 ) -> Result<Loaded, SettingsError> {
     let files = SettingsFiles::discover(cwd, &env);
-    load_from(&files, env, overrides)
+    let trust = files.trust(grant, &env)?;
+    load_from(&files, trust, env, overrides)
 }
 
 /// Loads settings from explicit files (lowest to highest: user, project), env and flags.
+/// The project file is read only when `trust` says so, and never sets user-level-only keys.
 pub fn load_from(
     files: &SettingsFiles,
+    trust: Trust,
     env: impl Fn(&str) -> Option<String>,
     overrides: &Overrides,
 ) -> Result<Loaded, SettingsError> {
     let mut warnings = Vec::new();
-    let mut layer = file::Partial::default();
-    let mut seen: Vec<&PathBuf> = Vec::new();
-    for path in [&files.user, &files.project].into_iter().flatten() {
-        // Working in the home directory makes both locations the same file.
-        if seen.contains(&path) {
-            continue;
-        }
-        seen.push(path);
-        if let Some(from_file) = file::read(path, &mut warnings)? {
-            layer.merge(from_file);
+    let mut layer = match &files.user {
+        Some(path) => file::read(path, &mut warnings)?.unwrap_or_default(),
+        None => file::Partial::default(),
+    };
+    // Working in the home directory can make both locations the same file.
+    let project = files
+        .project
+        .as_ref()
+        .filter(|p| !files.user.as_ref().is_some_and(|u| same_file(u, p)));
+    if let Some(path) = project {
+        match trust {
+            Trust::Trusted => {
+                if let Some(mut from_project) = file::read(path, &mut warnings)? {
+                    project_limits::restrict(path, &layer, &mut from_project, &mut warnings);
+                    layer.merge(from_project);
+                }
+            }
+            Trust::Untrusted if path.exists() => warnings.push(format!(
+                "{}: project settings ignored: this folder is not trusted. Run with --trust \
+                 to apply them for this run, or start corvid here in a terminal and answer \
+                 yes to trust the folder",
+                path.display()
+            )),
+            Trust::Untrusted => {}
         }
     }
 
@@ -341,7 +422,11 @@ pub fn load_from(
     });
     let mut settings = layer.into_settings();
     settings.model.provider = provider;
-    Ok(Loaded { settings, warnings })
+    Ok(Loaded {
+        settings,
+        warnings,
+        trust,
+    })
 }
 
 /// With no provider set anywhere: Anthropic if its key is present, else OpenAI if its key is.

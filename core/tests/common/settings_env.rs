@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use corvid_core::settings::{Overrides, Settings, SettingsFiles, load_from};
+use corvid_core::settings::{Overrides, Settings, SettingsFiles, Trust, load_from};
 
 /// An environment from `(name, value)` pairs.
 pub fn env_of(pairs: &[(&str, &str)]) -> HashMap<String, String> {
@@ -19,7 +19,7 @@ pub fn settings(env: &HashMap<String, String>, overrides: &Overrides) -> Setting
         user: None,
         project: None,
     };
-    load_from(&files, |k| env.get(k).cloned(), overrides)
+    load_from(&files, Trust::Untrusted, |k| env.get(k).cloned(), overrides)
         .unwrap()
         .settings
 }
