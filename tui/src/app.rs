@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use corvid_protocol::{ApprovalDecision, ApprovalMode, CoreEvent, Op, StopReason};
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::cells::{HistoryCell, NoticeKind};
 use crate::chat::ChatState;
@@ -17,11 +17,14 @@ use corvid_core::usage::UsageStats;
 
 /// How long a first Ctrl+C on an idle prompt waits for the second one.
 const EXIT_WINDOW: Duration = Duration::from_secs(2);
+/// Keys this soon after an approval dialog opens, or after the last key typed while it was
+/// guarded, were typed before the user saw it: they go to the composer and answer nothing.
+pub const APPROVAL_GUARD: Duration = Duration::from_millis(400);
 
 const HELP: &str = "Commands
 /help           this list
 /stats          token usage per prompt id, turns and tool calls
-/compact        toggle compact tool groups (also ctrl+o)
+/view [MODE]    tool groups `compact` or `full`; alone toggles (also ctrl+o)
 /model NAME     use another model for later turns
 /resume [ID]    go back to an earlier session of this project
 /clear          clear the screen and the transcript
@@ -81,6 +84,8 @@ pub struct App {
     pub session_id: String,
     sessions: Option<Arc<dyn SessionLauncher>>,
     approval_choice: usize,
+    /// From when keys may answer the open approval dialog.
+    approval_armed_at: Option<Instant>,
     ctrl_c_at: Option<Instant>,
     frame: usize,
 }
@@ -101,18 +106,29 @@ impl App {
             session_id: String::new(),
             sessions: options.sessions.clone(),
             approval_choice: 0,
+            approval_armed_at: None,
             ctrl_c_at: None,
             frame: 0,
         }
     }
 
-    /// Applies a core event.
+    /// Applies a core event arriving now.
     pub fn on_core_event(&mut self, ev: &CoreEvent) {
+        self.on_core_event_at(ev, Instant::now());
+    }
+
+    /// Applies a core event that arrived at `now` (an approval dialog is guarded from then).
+    pub fn on_core_event_at(&mut self, ev: &CoreEvent, now: Instant) {
         self.stats.observe(ev);
         match ev {
             CoreEvent::TurnStarted { model, .. } => self.status.model = model.clone(),
-            CoreEvent::ModelFellBack { to, .. } => self.status.model = to.clone(),
-            CoreEvent::PermissionRequested { .. } => self.approval_choice = 0,
+            CoreEvent::ModelFellBack { to, .. } => {
+                self.status.model = to.clone();
+            }
+            CoreEvent::PermissionRequested { .. } => {
+                self.approval_choice = 0;
+                self.approval_armed_at = Some(now + APPROVAL_GUARD);
+            }
             _ => {}
         }
         self.chat.on_event(ev);
@@ -181,9 +197,47 @@ impl App {
         }
     }
 
-    /// Pasted text goes into the composer as typed.
-    pub fn on_paste(&mut self, text: &str) {
+    /// Pasted text goes into the composer as typed; it never answers an approval dialog.
+    pub fn on_paste(&mut self, text: &str, now: Instant) {
+        self.guard_approval(now);
         self.composer.insert_str(text);
+    }
+
+    /// Handles the input events that arrived together (one read of the terminal, drawn as one
+    /// frame). Several keys at once are a paste without bracketed paste or a burst the user
+    /// typed ahead: they go to the composer, never to an approval dialog.
+    pub fn on_input(&mut self, events: &[Event], now: Instant) -> Vec<Action> {
+        let presses = events
+            .iter()
+            .filter(|e| matches!(e, Event::Key(k) if k.kind != KeyEventKind::Release))
+            .count();
+        if presses > 1 {
+            self.guard_approval(now);
+        }
+        let mut actions = Vec::new();
+        for ev in events {
+            match ev {
+                Event::Key(key) => actions.extend(self.on_key(*key, now)),
+                Event::Paste(text) => self.on_paste(text, now),
+                _ => {}
+            }
+            if actions.contains(&Action::Quit) {
+                break;
+            }
+        }
+        actions
+    }
+
+    /// Keeps an open approval dialog deaf to keys until input has paused for the guard time.
+    fn guard_approval(&mut self, now: Instant) {
+        if self.chat.approval.is_some() {
+            self.approval_armed_at = Some(now + APPROVAL_GUARD);
+        }
+    }
+
+    /// Whether a key at `now` may answer the open approval dialog.
+    fn approval_armed(&self, now: Instant) -> bool {
+        self.approval_armed_at.is_none_or(|t| now >= t)
     }
 
     /// Handles one key press.
@@ -218,7 +272,14 @@ impl App {
             return self.cancel_if_running();
         }
         if let Some(a) = self.chat.approval.clone() {
-            return self.on_approval_key(key, &a.call_id);
+            if self.approval_armed(now)
+                && let Some(actions) = self.on_approval_key(key, &a.call_id)
+            {
+                return actions;
+            }
+            // Typed before the dialog could be read, or not a dialog key: it stays text, and
+            // the dialog listens again once the typing pauses.
+            self.guard_approval(now);
         }
         match key.code {
             KeyCode::Enter
@@ -274,10 +335,17 @@ impl App {
         }
     }
 
-    fn on_approval_key(&mut self, key: KeyEvent, call_id: &str) -> Vec<Action> {
+    /// What a key does to the approval dialog; `None` when it is no dialog key (text).
+    fn on_approval_key(&mut self, key: KeyEvent, call_id: &str) -> Option<Vec<Action>> {
+        if key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+        {
+            return None;
+        }
+        // "Always" has no letter: it takes selecting it and Enter.
         let decision = match key.code {
             KeyCode::Char('y') => Some(ApprovalDecision::AllowOnce),
-            KeyCode::Char('a') => Some(ApprovalDecision::AllowAlways),
             KeyCode::Char('n') => Some(ApprovalDecision::RejectOnce),
             KeyCode::Left | KeyCode::Up | KeyCode::BackTab => {
                 self.approval_choice =
@@ -288,23 +356,19 @@ impl App {
                 self.approval_choice = (self.approval_choice + 1) % APPROVAL_CHOICES.len();
                 None
             }
-            KeyCode::Enter => Some(
-                [
-                    ApprovalDecision::AllowOnce,
-                    ApprovalDecision::AllowAlways,
-                    ApprovalDecision::RejectOnce,
-                ][self.approval_choice % APPROVAL_CHOICES.len()],
-            ),
-            _ => None,
+            KeyCode::Enter => Some(APPROVAL_CHOICES[self.approval_choice % APPROVAL_CHOICES.len()]),
+            _ => return None,
         };
-        decision
-            .map(|decision| {
-                vec![Action::Submit(Op::Approval {
-                    call_id: call_id.to_string(),
-                    decision,
-                })]
-            })
-            .unwrap_or_default()
+        Some(
+            decision
+                .map(|decision| {
+                    vec![Action::Submit(Op::Approval {
+                        call_id: call_id.to_string(),
+                        decision,
+                    })]
+                })
+                .unwrap_or_default(),
+        )
     }
 
     fn on_enter(&mut self) -> Vec<Action> {
@@ -335,11 +399,7 @@ impl App {
         match name {
             "/help" => info(self, HELP.to_string()),
             "/stats" => info(self, crate::stats::report(&self.stats)),
-            "/compact" => {
-                self.chat.toggle_compact();
-                let mode = if self.chat.compact { "on" } else { "off" };
-                info(self, format!("Compact mode {mode}"));
-            }
+            "/view" => self.view_command(arg),
             "/model" if arg.is_empty() => info(self, format!("Model: {}", self.status.model)),
             "/model" => {
                 self.status.model = arg.to_string();
@@ -360,6 +420,27 @@ impl App {
             )),
         }
         Vec::new()
+    }
+
+    /// `/view [compact|full]`: sets the display mode (alone: toggles it), like Ctrl+O.
+    fn view_command(&mut self, arg: &str) {
+        let compact = match arg {
+            "" => !self.chat.compact,
+            "compact" => true,
+            "full" => false,
+            _ => {
+                self.notice(
+                    NoticeKind::Warning,
+                    format!("Unknown view {arg:?}: use /view compact, /view full or /view alone to toggle"),
+                );
+                return;
+            }
+        };
+        if compact != self.chat.compact {
+            self.chat.toggle_compact();
+        }
+        let mode = if compact { "compact" } else { "full" };
+        self.notice(NoticeKind::Info, format!("View: {mode} tool groups"));
     }
 
     /// `/resume [ID]`: resumes ID directly, else opens the picker over this project's sessions.

@@ -4,19 +4,25 @@
 use std::time::{Duration, Instant};
 
 use corvid_protocol::{
-    ApprovalPreview, CoreEvent, MAIN_PROMPT_ID, StopReason, ToolDisplay, ToolStatus,
+    ApprovalDecision, ApprovalPreview, CoreEvent, MAIN_PROMPT_ID, StopReason, ToolDisplay,
+    ToolStatus,
 };
 
 use crate::cells::{HistoryCell, NoticeKind};
 use crate::markdown::finished_prefix_len;
-use crate::tools::{Batch, CallRow, CallState, ToolGroup};
+use crate::tools::{Batch, CallRow, CallState, ToolGroup, labels_batch};
 
 /// An approval the user still has to answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingApproval {
     pub call_id: String,
+    pub tool_name: String,
     pub title: String,
     pub preview: ApprovalPreview,
+    /// Why this call is asked about (a protected path, no sandbox), when the core says.
+    pub reason: Option<String>,
+    /// What "allow always" covers (`cargo test`); `None`: the whole tool.
+    pub always_scope: Option<String>,
 }
 
 /// The running task, for the live status row.
@@ -174,7 +180,8 @@ impl ChatState {
                 tool_name,
                 display,
                 preview,
-                ..
+                reason,
+                always_scope,
             } => {
                 self.on_started(call_id, tool_name, display);
                 if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id)) {
@@ -183,11 +190,14 @@ impl ChatState {
                 self.mark_attention();
                 self.approval = Some(PendingApproval {
                     call_id: call_id.clone(),
+                    tool_name: tool_name.clone(),
                     title: display.title.clone(),
                     preview: preview.clone(),
+                    reason: reason.clone(),
+                    always_scope: always_scope.clone(),
                 });
             }
-            CoreEvent::PermissionResolved { call_id, .. } => {
+            CoreEvent::PermissionResolved { call_id, decision } => {
                 if self
                     .approval
                     .as_ref()
@@ -198,7 +208,12 @@ impl ChatState {
                 if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id))
                     && c.state == CallState::AwaitingApproval
                 {
-                    c.state = CallState::Running;
+                    c.state = match decision {
+                        ApprovalDecision::RejectOnce | ApprovalDecision::RejectAlways => {
+                            CallState::Rejected
+                        }
+                        _ => CallState::Running,
+                    };
                 }
             }
             CoreEvent::ToolFinished {
@@ -208,7 +223,9 @@ impl ChatState {
                 ..
             } => {
                 let failed = *status == ToolStatus::Failed;
-                if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id)) {
+                if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id))
+                    && c.state != CallState::Rejected
+                {
                     c.state = if failed {
                         CallState::Failed(output.clone())
                     } else {
@@ -246,6 +263,7 @@ impl ChatState {
                     format!("Retrying in {secs:.1}s (attempt {attempt}/{max_attempts}): {error}"),
                 ));
             }
+            // The status line shows the model and mode (`App`); `/model` says so itself.
             CoreEvent::ModelFellBack { from, to, error } => {
                 self.flush_stream();
                 self.commit(HistoryCell::Notice(
@@ -384,23 +402,22 @@ impl ChatState {
     }
 
     fn on_summary(&mut self, summary: &str, ids: &[String]) {
-        if ids != self.last_completed.as_slice() {
+        if !labels_batch(ids, &self.last_completed) {
             return; // stale: a later batch already completed
         }
         if let Some(b) = self
             .group
             .as_mut()
-            .and_then(|g| g.batches.iter_mut().find(|b| b.completed_ids == ids))
+            .and_then(|g| g.batches.iter_mut().find(|b| b.is_labelled_by(ids)))
             && self.compact
         {
             // Compact: the header of the live group changes in place; no standalone line.
             b.label = Some(summary.to_string());
             return;
         }
-        let hidden = self
-            .last_committed_group
-            .as_ref()
-            .is_some_and(|c| c.compact && c.labelled && c.batch_ids.iter().any(|b| b == ids));
+        let hidden = self.last_committed_group.as_ref().is_some_and(|c| {
+            c.compact && c.labelled && c.batch_ids.iter().any(|b| labels_batch(ids, b))
+        });
         if !hidden {
             self.commit(HistoryCell::Summary(summary.to_string()));
         }
@@ -453,6 +470,7 @@ impl ChatState {
                 NoticeKind::Error,
                 "The task failed".into(),
             )),
+            // The core's warning just before said why and what to do.
             (StopReason::EndTurn, None) => {}
         }
     }

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use corvid_protocol::{ApprovalMode, ApprovalPreview};
+use corvid_protocol::{ApprovalDecision, ApprovalMode, ApprovalPreview};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -15,7 +15,7 @@ use crate::chat::{ChatState, PendingApproval};
 use crate::composer::Composer;
 use crate::markdown::render_wrapped;
 use crate::picker::SessionPicker;
-use crate::tools::{render_diff, spinner};
+use crate::tools::{DiffStage, render_diff, spinner};
 use crate::wrap::{truncate, wrap_line};
 
 /// Rows of the unfinished assistant block shown (its tail) while it streams.
@@ -24,7 +24,11 @@ const STREAM_ROWS: usize = 12;
 const PREVIEW_ROWS: usize = 12;
 
 /// The approval choices, in the order the dialog lists them.
-pub const APPROVAL_CHOICES: [&str; 3] = ["Allow once", "Allow always", "Reject"];
+pub const APPROVAL_CHOICES: [ApprovalDecision; 3] = [
+    ApprovalDecision::AllowOnce,
+    ApprovalDecision::AllowAlways,
+    ApprovalDecision::RejectOnce,
+];
 
 /// What the status line shows.
 #[derive(Debug, Clone)]
@@ -206,8 +210,18 @@ fn approval_lines(a: &PendingApproval, choice: usize, width: u16) -> Vec<Line<'s
         width,
         2,
     );
+    if let Some(reason) = &a.reason {
+        out.extend(wrap_line(
+            &Line::from(Span::styled(
+                format!("  ! {reason}"),
+                Style::new().fg(Color::Yellow),
+            )),
+            width,
+            4,
+        ));
+    }
     let mut preview = match &a.preview {
-        ApprovalPreview::Diff(d) => render_diff(d, width, PREVIEW_ROWS),
+        ApprovalPreview::Diff(d) => render_diff(d, width, PREVIEW_ROWS, DiffStage::Proposed),
         ApprovalPreview::Command { command } => command
             .lines()
             .flat_map(|l| wrap_line(&Line::from(format!("  $ {l}")), width, 4))
@@ -220,18 +234,39 @@ fn approval_lines(a: &PendingApproval, choice: usize, width: u16) -> Vec<Line<'s
     preview.truncate(PREVIEW_ROWS + 2);
     out.extend(preview);
     let mut spans = vec![Span::raw("  ")];
-    for (i, label) in APPROVAL_CHOICES.iter().enumerate() {
-        let key = ["y", "a", "n"][i];
+    for (i, decision) in APPROVAL_CHOICES.iter().enumerate() {
         let style = if i == choice {
             Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
         } else {
             Style::new()
         };
-        spans.push(Span::styled(format!(" {key} {label} "), style));
-        spans.push(Span::raw(" "));
+        if i > 0 {
+            spans.push(Span::raw(" "));
+        }
+        spans.push(Span::styled(
+            format!(" {} ", choice_label(a, *decision)),
+            style,
+        ));
     }
     out.extend(wrap_line(&Line::from(spans), width, 2));
+    out.push(Line::from(Span::styled(
+        "  ←/→ select · enter confirm",
+        Style::new().fg(Color::DarkGray),
+    )));
     out
+}
+
+/// A choice as the dialog lists it. "Always" has no key of its own: a letter typed as part of
+/// a word must never allow a tool for the rest of the session.
+fn choice_label(a: &PendingApproval, decision: ApprovalDecision) -> String {
+    match decision {
+        ApprovalDecision::AllowOnce => "y Allow once".into(),
+        ApprovalDecision::AllowAlways => match &a.always_scope {
+            Some(scope) => format!("Always allow `{scope}`"),
+            None => format!("Always allow {}", a.tool_name),
+        },
+        _ => "n Reject".into(),
+    }
 }
 
 fn elapsed(secs: u64) -> String {

@@ -5,6 +5,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use crate::highlight::highlight_code;
+use crate::md_table::{Cell, Table};
 use crate::wrap::{str_width, wrap_line};
 
 /// One logical output line and the indent its wrapped continuation rows get.
@@ -16,16 +17,19 @@ pub struct MdLine {
 
 /// Renders markdown and wraps it at `width`.
 pub fn render_wrapped(src: &str, width: u16) -> Vec<Line<'static>> {
-    render(src)
+    render(src, width)
         .iter()
         .flat_map(|l| wrap_line(&l.line, width, l.indent))
         .collect()
 }
 
-/// Renders markdown into logical lines (not yet wrapped).
-pub fn render(src: &str) -> Vec<MdLine> {
-    let mut r = Renderer::default();
-    let opts = Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+/// Renders markdown into logical lines (not yet wrapped); tables are laid out to fit `width`.
+pub fn render(src: &str, width: u16) -> Vec<MdLine> {
+    let mut r = Renderer {
+        width: usize::from(width),
+        ..Renderer::default()
+    };
+    let opts = Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS | Options::ENABLE_TABLES;
     for ev in Parser::new_ext(src, opts) {
         r.event(ev);
     }
@@ -80,6 +84,10 @@ struct Renderer {
     code: Option<(String, String)>,
     link: Option<String>,
     blank_before_next: bool,
+    width: usize,
+    /// The table being read, and the cells of its current row.
+    table: Option<Table>,
+    row: Vec<Cell>,
 }
 
 impl Renderer {
@@ -132,6 +140,15 @@ impl Renderer {
     fn start(&mut self, tag: Tag<'_>) {
         match tag {
             Tag::Paragraph => self.block_start(),
+            Tag::Table(aligns) => {
+                self.block_start();
+                self.table = Some(Table {
+                    aligns,
+                    ..Table::default()
+                });
+            }
+            Tag::TableHead | Tag::TableRow => self.row.clear(),
+            Tag::TableCell => self.spans.clear(),
             Tag::Heading { level, .. } => {
                 self.block_start();
                 let mut s = Style::new().add_modifier(Modifier::BOLD);
@@ -199,6 +216,21 @@ impl Renderer {
 
     fn end(&mut self, tag: TagEnd) {
         match tag {
+            TagEnd::TableCell => {
+                let cell = std::mem::take(&mut self.spans);
+                self.row.push(cell);
+            }
+            TagEnd::TableHead => {
+                if let Some(t) = self.table.as_mut() {
+                    t.head = std::mem::take(&mut self.row);
+                }
+            }
+            TagEnd::TableRow => {
+                if let Some(t) = self.table.as_mut() {
+                    t.rows.push(std::mem::take(&mut self.row));
+                }
+            }
+            TagEnd::Table => self.end_table(),
             TagEnd::Paragraph => {
                 self.flush();
                 self.blank_before_next = true;
@@ -244,6 +276,19 @@ impl Renderer {
                 self.styles.pop();
             }
         }
+    }
+
+    /// Lays the finished table out in the room its quote or list prefix leaves.
+    fn end_table(&mut self) {
+        let Some(table) = self.table.take() else {
+            return;
+        };
+        let prefix = 2 * self.quote + self.item_cols.last().copied().unwrap_or(0);
+        for line in table.render(self.width.saturating_sub(prefix)) {
+            self.spans = line.spans;
+            self.flush();
+        }
+        self.blank_before_next = true;
     }
 
     /// A new block begins: separate it from the previous one by one blank line.
@@ -308,7 +353,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     fn text(src: &str) -> Vec<String> {
-        render(src).iter().map(|l| l.line.to_string()).collect()
+        render(src, 80).iter().map(|l| l.line.to_string()).collect()
     }
 
     #[test]

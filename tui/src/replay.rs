@@ -2,6 +2,8 @@
 
 use corvid_protocol::CoreEvent;
 
+use crate::tools::labels_batch;
+
 /// The events of a recorded transcript in the order the UI applies them.
 ///
 /// Live, a tool-use summary arrives whenever the fast model answers, often after the next
@@ -17,14 +19,14 @@ pub fn replay_order(events: &[CoreEvent]) -> Vec<CoreEvent> {
             _ => None,
         })
         .collect();
-    let labels_batch = |ids: &[String]| batches.contains(&ids);
+    let labels_some_batch = |ids: &[String]| batches.iter().any(|b| labels_batch(ids, b));
     let mut out = Vec::with_capacity(events.len());
     for ev in events {
         match ev {
             CoreEvent::ToolUseSummary {
                 preceding_tool_use_ids,
                 ..
-            } if labels_batch(preceding_tool_use_ids) => {}
+            } if labels_some_batch(preceding_tool_use_ids) => {}
             CoreEvent::PermissionRequested { .. }
             | CoreEvent::PermissionResolved { .. }
             | CoreEvent::ToolPreparing { .. }
@@ -36,7 +38,7 @@ pub fn replay_order(events: &[CoreEvent]) -> Vec<CoreEvent> {
                         .iter()
                         .filter(|s| {
                             matches!(s, CoreEvent::ToolUseSummary { preceding_tool_use_ids, .. }
-                                if preceding_tool_use_ids == call_ids)
+                                if labels_batch(preceding_tool_use_ids, call_ids))
                         })
                         .cloned(),
                 );

@@ -13,7 +13,7 @@ use crossterm::event::{
 };
 use crossterm::terminal::{EndSynchronizedUpdate, disable_raw_mode, enable_raw_mode};
 use crossterm::{cursor, execute, queue};
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 
 use crate::app::{Action, App, TuiOptions};
 use crate::backend::{SafeScroll, TtyProbe};
@@ -27,6 +27,8 @@ const TICK: Duration = Duration::from_millis(80);
 const RESIZE_DEBOUNCE: Duration = Duration::from_millis(250);
 /// Core events applied before a frame is drawn (bounds latency under a flood of deltas).
 const EVENTS_PER_FRAME: usize = 512;
+/// Input events applied before a frame is drawn (a huge unbracketed paste takes a few frames).
+const INPUT_PER_FRAME: usize = 4096;
 
 /// Runs the terminal UI on an agent until the user quits.
 pub async fn run(handle: AgentHandle, options: TuiOptions) -> anyhow::Result<()> {
@@ -159,8 +161,20 @@ async fn event_loop(
         let mut redraw = true;
         tokio::select! {
             ev = input.next() => match ev {
-                Some(Ok(Event::Key(key))) => {
-                    for action in app.on_key(key, Instant::now()) {
+                Some(Ok(first)) => {
+                    let batch = take_ready(&mut input, first)?;
+                    redraw = batch.events.iter().any(|e| {
+                        matches!(e, Event::Key(_) | Event::Paste(_) | Event::Resize(..))
+                    });
+                    for ev in &batch.events {
+                        if let Event::Resize(w, h) = *ev {
+                            screen.on_resize(w, h)?;
+                            if w != width {
+                                replay_at = Some(tokio::time::Instant::now() + RESIZE_DEBOUNCE);
+                            }
+                        }
+                    }
+                    for action in app.on_input(&batch.events, Instant::now()) {
                         match action {
                             Action::Submit(op) => {
                                 if agent.sender.submit(op).is_err() {
@@ -176,15 +190,10 @@ async fn event_loop(
                             Action::Quit => break 'outer,
                         }
                     }
-                }
-                Some(Ok(Event::Paste(text))) => app.on_paste(&text),
-                Some(Ok(Event::Resize(w, h))) => {
-                    screen.on_resize(w, h)?;
-                    if w != width {
-                        replay_at = Some(tokio::time::Instant::now() + RESIZE_DEBOUNCE);
+                    if batch.ended {
+                        break;
                     }
                 }
-                Some(Ok(_)) => redraw = false,
                 Some(Err(e)) => return Err(e.into()),
                 None => break,
             },
@@ -229,6 +238,37 @@ async fn event_loop(
     }
 }
 
+/// Input events that arrived together: the one awaited and those already queued behind it.
+#[derive(Debug)]
+struct InputBatch {
+    events: Vec<Event>,
+    /// The terminal's input ended after these events.
+    ended: bool,
+}
+
+/// Takes the input events already waiting after `first`, so a burst of keys (a paste without
+/// bracketed paste) costs one frame instead of one per key.
+fn take_ready<S>(input: &mut S, first: Event) -> io::Result<InputBatch>
+where
+    S: Stream<Item = io::Result<Event>> + Unpin,
+{
+    let mut batch = InputBatch {
+        events: vec![first],
+        ended: false,
+    };
+    while batch.events.len() < INPUT_PER_FRAME {
+        match input.next().now_or_never() {
+            Some(Some(ev)) => batch.events.push(ev?),
+            Some(None) => {
+                batch.ended = true;
+                break;
+            }
+            None => break,
+        }
+    }
+    Ok(batch)
+}
+
 /// Swaps `agent` for one going on with session `id`; false (with a notice) when that fails.
 fn resume(
     agent: &mut Agent,
@@ -260,5 +300,35 @@ fn resume(
 async fn sleep_until(at: Option<tokio::time::Instant>) {
     if let Some(at) = at {
         tokio::time::sleep_until(at).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use pretty_assertions::assert_eq;
+
+    fn key(c: char) -> Event {
+        Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+    }
+
+    #[test]
+    fn a_burst_of_queued_keys_is_taken_as_one_batch_for_one_frame() {
+        let typed: Vec<Event> = "x".repeat(3000).chars().map(key).collect();
+        let mut queued = futures::stream::iter(typed[1..].iter().cloned().map(Ok));
+        let batch = take_ready(&mut queued, typed[0].clone()).unwrap();
+        assert_eq!(batch.events, typed);
+        assert!(batch.ended);
+    }
+
+    #[test]
+    fn a_batch_stops_at_the_per_frame_limit_and_leaves_the_rest_queued() {
+        let mut queued = futures::stream::iter((0..INPUT_PER_FRAME + 10).map(|_| Ok(key('x'))));
+        let batch = take_ready(&mut queued, key('y')).unwrap();
+        assert_eq!(batch.events.len(), INPUT_PER_FRAME);
+        assert!(!batch.ended);
+        let rest = futures::executor::block_on(queued.collect::<Vec<_>>());
+        assert_eq!(rest.len(), 11);
     }
 }

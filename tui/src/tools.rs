@@ -30,6 +30,8 @@ pub enum CallState {
     AwaitingApproval,
     Completed(ToolOutput),
     Failed(ToolOutput),
+    /// The user rejected it; it did not run (its result text is meant for the model).
+    Rejected,
 }
 
 /// One row of a tool group.
@@ -63,7 +65,20 @@ pub struct Batch {
     pub completed_ids: Vec<String>,
 }
 
-impl Batch {}
+impl Batch {
+    /// Whether a summary of the calls `ids` labels this batch.
+    pub fn is_labelled_by(&self, ids: &[String]) -> bool {
+        labels_batch(ids, &self.completed_ids)
+    }
+}
+
+/// Whether a summary of the calls `summary_ids` labels the batch that completed `batch_ids`.
+///
+/// A summary names only the calls it describes (it leaves out `todo_write` and rejected
+/// calls), so it labels the batch that contains all of them, not only an identical one.
+pub fn labels_batch(summary_ids: &[String], batch_ids: &[String]) -> bool {
+    !summary_ids.is_empty() && summary_ids.iter().all(|id| batch_ids.contains(id))
+}
 
 /// One or more batches shown as one group (several only when merged in compact mode).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -118,7 +133,7 @@ impl ToolGroup {
         let running = self.calls().any(CallRow::is_active);
         let failed = self
             .calls()
-            .any(|c| matches!(c.state, CallState::Failed(_)));
+            .any(|c| matches!(c.state, CallState::Failed(_) | CallState::Rejected));
         let (icon, icon_style) = if running {
             (spinner(frame), Style::new().fg(Color::Cyan))
         } else if failed {
@@ -137,7 +152,8 @@ impl ToolGroup {
         let mut out = wrap_line(&head, width, 2);
         for call in self.calls() {
             // Finished calls fold into the header; what is running or went wrong stays visible.
-            if call.is_active() || matches!(call.state, CallState::Failed(_)) {
+            if call.is_active() || matches!(call.state, CallState::Failed(_) | CallState::Rejected)
+            {
                 render_call(call, width, frame, false, &mut out);
             }
         }
@@ -157,7 +173,7 @@ fn render_call(
         CallState::Running => (spinner(frame), Style::new().fg(Color::Cyan)),
         CallState::AwaitingApproval => ("•", Style::new().fg(Color::Yellow)),
         CallState::Completed(_) => ("✓", Style::new().fg(Color::Green)),
-        CallState::Failed(_) => ("✗", Style::new().fg(Color::Red)),
+        CallState::Failed(_) | CallState::Rejected => ("✗", Style::new().fg(Color::Red)),
     };
     let title_style = match call.state {
         CallState::Preparing => Style::new().fg(Color::DarkGray),
@@ -188,6 +204,9 @@ fn render_call(
                 spans.push(Span::styled(format!(" · {}", truncate(&s, room)), st));
             }
         }
+        CallState::Rejected => {
+            spans.push(Span::styled(" · Rejected", Style::new().fg(Color::Red)));
+        }
         CallState::Running => {}
     }
     out.extend(wrap_line(&Line::from(spans), width, 4));
@@ -196,7 +215,7 @@ fn render_call(
     }
     if let CallState::Completed(o) | CallState::Failed(o) = &call.state {
         for d in &o.diffs {
-            out.extend(render_diff(d, width, MAX_DIFF_LINES));
+            out.extend(render_diff(d, width, MAX_DIFF_LINES, DiffStage::Applied));
         }
         // A one-line output is already in the row.
         if call.kind == ToolKind::Execute && o.diffs.is_empty() && o.text.trim().lines().count() > 1
@@ -253,8 +272,17 @@ fn shell_tail(text: &str, width: u16) -> Vec<Line<'static>> {
     out
 }
 
+/// Whether a diff shows a change still to be approved or one already made (its header's tense).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiffStage {
+    /// In the approval dialog: nothing was written yet.
+    Proposed,
+    /// On a finished card.
+    Applied,
+}
+
 /// A coloured unified diff of one file, at most `max` changed/context lines.
-pub fn render_diff(d: &FileDiff, width: u16, max: usize) -> Vec<Line<'static>> {
+pub fn render_diff(d: &FileDiff, width: u16, max: usize, stage: DiffStage) -> Vec<Line<'static>> {
     let old = d.old_text.as_deref().unwrap_or("");
     let diff = TextDiff::from_lines(old, d.new_text.as_str());
     let (mut added, mut removed) = (0usize, 0usize);
@@ -294,10 +322,11 @@ pub fn render_diff(d: &FileDiff, width: u16, max: usize) -> Vec<Line<'static>> {
             }
         }
     }
-    let verb = if d.old_text.is_none() {
-        "Created"
-    } else {
-        "Changed"
+    let verb = match (stage, d.old_text.is_none()) {
+        (DiffStage::Proposed, true) => "Create",
+        (DiffStage::Proposed, false) => "Change",
+        (DiffStage::Applied, true) => "Created",
+        (DiffStage::Applied, false) => "Changed",
     };
     let head = Line::from(Span::styled(
         format!("    {verb} {} (+{added} -{removed})", d.path.display()),

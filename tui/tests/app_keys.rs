@@ -9,7 +9,7 @@ use common::*;
 use corvid_protocol::{ApprovalDecision, ApprovalMode, ApprovalPreview, CoreEvent, Op, Usage};
 use corvid_tui::app::{Action, App, TuiOptions};
 use corvid_tui::cells::HistoryCell;
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use pretty_assertions::assert_eq;
 
 fn app() -> App {
@@ -84,43 +84,157 @@ fn ctrl_c_twice_on_an_idle_prompt_exits_but_not_when_too_slow() {
     );
 }
 
-#[test]
-fn ctrl_o_and_slash_compact_toggle_compact_mode() {
-    let mut a = app();
-    a.on_key(ctrl('o'), Instant::now());
-    assert!(a.chat.compact);
-    typed(&mut a, "/compact");
-    a.on_key(key(KeyCode::Enter), Instant::now());
-    assert!(!a.chat.compact);
+fn command(app: &mut App, line: &str) -> Vec<Action> {
+    typed(app, line);
+    app.on_key(key(KeyCode::Enter), Instant::now())
 }
 
 #[test]
-fn approval_keys_answer_the_pending_request() {
+fn ctrl_o_and_slash_view_switch_the_display_mode() {
     let mut a = app();
-    a.on_core_event(&task_started("go"));
-    a.on_core_event(&permission(
+    a.on_key(ctrl('o'), Instant::now());
+    assert!(a.chat.compact);
+    command(&mut a, "/view");
+    assert!(!a.chat.compact);
+    command(&mut a, "/view compact");
+    assert!(a.chat.compact);
+    command(&mut a, "/view compact");
+    assert!(
+        a.chat.compact,
+        "naming the mode sets it, it does not toggle"
+    );
+    assert_eq!(last_notice(&a), "View: compact tool groups");
+    command(&mut a, "/view full");
+    assert!(!a.chat.compact);
+    command(&mut a, "/view wide");
+    assert!(!a.chat.compact);
+    assert_eq!(
+        last_notice(&a),
+        "Unknown view \"wide\": use /view compact, /view full or /view alone to toggle"
+    );
+}
+
+#[test]
+fn slash_compact_is_not_a_display_toggle() {
+    let mut a = app();
+    assert_eq!(command(&mut a, "/compact"), vec![]);
+    assert!(!a.chat.compact);
+    assert_eq!(
+        last_notice(&a),
+        "Unknown command /compact · /help lists the commands"
+    );
+    command(&mut a, "/help");
+    let help = last_notice(&a);
+    assert!(help.contains("/view [MODE]"), "{help}");
+    assert!(!help.contains("/compact"), "{help}");
+}
+
+/// A running task whose shell call `s1` asks for approval at `opened`.
+fn app_asking(opened: Instant) -> App {
+    let mut a = app();
+    a.on_core_event_at(&task_started("go"), opened);
+    let mut request = permission(
         "s1",
         "run_shell_command",
-        "Run ls",
+        "Run cargo test",
         ApprovalPreview::Command {
-            command: "ls".into(),
+            command: "cargo test".into(),
         },
-    ));
-    assert_eq!(
-        a.on_key(key(KeyCode::Char('a')), Instant::now()),
-        vec![Action::Submit(Op::Approval {
-            call_id: "s1".into(),
-            decision: ApprovalDecision::AllowAlways
-        })]
     );
-    a.on_key(key(KeyCode::Right), Instant::now());
-    a.on_key(key(KeyCode::Right), Instant::now());
+    if let CoreEvent::PermissionRequested { always_scope, .. } = &mut request {
+        *always_scope = Some("cargo test".into());
+    }
+    a.on_core_event_at(&request, opened);
+    a
+}
+
+fn answer(decision: ApprovalDecision) -> Vec<Action> {
+    vec![Action::Submit(Op::Approval {
+        call_id: "s1".into(),
+        decision,
+    })]
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+#[test]
+fn approval_keys_answer_the_pending_request_once_it_has_been_shown() {
+    let t0 = Instant::now();
+    let mut a = app_asking(t0);
+    let later = t0 + Duration::from_secs(1);
     assert_eq!(
-        a.on_key(key(KeyCode::Enter), Instant::now()),
-        vec![Action::Submit(Op::Approval {
-            call_id: "s1".into(),
-            decision: ApprovalDecision::RejectOnce
-        })]
+        a.on_key(key(KeyCode::Char('y')), later),
+        answer(ApprovalDecision::AllowOnce)
+    );
+    a.on_key(key(KeyCode::Right), later);
+    a.on_key(key(KeyCode::Right), later);
+    assert_eq!(
+        a.on_key(key(KeyCode::Enter), later),
+        answer(ApprovalDecision::RejectOnce)
+    );
+    assert_eq!(
+        a.on_key(key(KeyCode::Char('n')), later),
+        answer(ApprovalDecision::RejectOnce)
+    );
+}
+
+#[test]
+fn keys_typed_as_the_dialog_opens_answer_nothing() {
+    let t0 = Instant::now();
+    let mut a = app_asking(t0);
+    a.composer.insert_str("I think ");
+    // "and" typed at a human pace (one key per 120 ms) as the dialog appears.
+    for (i, c) in "and".chars().enumerate() {
+        let at = t0 + ms(50 + 120 * i as u64);
+        assert_eq!(a.on_key(key(KeyCode::Char(c)), at), vec![], "{c:?}");
+    }
+    // Enter 300 ms after the last key is still typing, not a confirmation.
+    assert_eq!(a.on_key(key(KeyCode::Enter), t0 + ms(590)), vec![]);
+    assert!(a.chat.approval.is_some(), "the dialog is still open");
+    assert_eq!(a.composer.text(), "I think and", "the typed text is kept");
+    // A burst (a paste without bracketed paste) never answers, even long after.
+    let burst: Vec<Event> = "yes"
+        .chars()
+        .map(|c| Event::Key(key(KeyCode::Char(c))))
+        .collect();
+    assert_eq!(a.on_input(&burst, t0 + ms(5000)), vec![]);
+    assert_eq!(a.composer.text(), "I think andyes");
+    // Nor does a bracketed paste, or a key right after it.
+    a.on_input(&[Event::Paste("n".into())], t0 + ms(9000));
+    assert_eq!(a.on_key(key(KeyCode::Char('n')), t0 + ms(9100)), vec![]);
+    assert_eq!(a.composer.text(), "I think andyesnn");
+    // Once the typing has paused, a key answers.
+    assert_eq!(
+        a.on_key(key(KeyCode::Char('n')), t0 + ms(9600)),
+        answer(ApprovalDecision::RejectOnce)
+    );
+}
+
+#[test]
+fn allow_always_needs_a_deliberate_choice() {
+    let t0 = Instant::now();
+    let shown = t0 + Duration::from_secs(1);
+    // No single character answers "always"; letters that are no dialog key stay text.
+    for c in (' '..='~').chain(['é', '→']) {
+        let mut a = app_asking(t0);
+        let actions = a.on_key(key(KeyCode::Char(c)), shown);
+        assert!(
+            !actions.contains(&answer(ApprovalDecision::AllowAlways)[0]),
+            "{c:?} allowed always"
+        );
+        if c != 'y' && c != 'n' {
+            assert_eq!(actions, vec![], "{c:?}");
+            assert_eq!(a.composer.text(), c.to_string(), "{c:?} is kept as text");
+        }
+    }
+    // Selecting it and pressing Enter does.
+    let mut a = app_asking(t0);
+    a.on_key(key(KeyCode::Right), shown);
+    assert_eq!(
+        a.on_key(key(KeyCode::Enter), shown),
+        answer(ApprovalDecision::AllowAlways)
     );
 }
 

@@ -193,3 +193,52 @@ fn a_failed_call_keeps_its_first_error_line_in_the_row() {
     chat.on_event(&batch(&["x"]));
     assert_snapshot!(cell(&chat.transcript()[1]));
 }
+
+#[test]
+fn a_markdown_table_renders_as_aligned_columns() {
+    let md = "Sources, in order:\n\n| Source | Key | Wins |\n|:-------|:---:|-----:|\n| `settings.json` | model | 1 |\n| environment | `OPENAI_API_KEY` | 2 |\n| flags | **--model** | 10 |\n\nDone.";
+    let shown = cell(&HistoryCell::Assistant(md.into()));
+    assert_snapshot!(shown);
+}
+
+#[test]
+fn a_markdown_table_wider_than_the_terminal_wraps_inside_its_columns() {
+    let md = "| Setting | What it does |\n|---|---|\n| `ui.compactMode` | Starts the terminal UI with tool groups folded into one labelled header per group of batches, as /view compact does |\n| `agent.maxTurns` | Ends a task after this many model turns |";
+    let lines = HistoryCell::Assistant(md.into()).render(WIDTH);
+    assert!(
+        lines.iter().all(|l| l.width() <= usize::from(WIDTH)),
+        "{lines:#?}"
+    );
+    assert_snapshot!(grid(lines));
+}
+
+#[test]
+fn a_rejected_call_says_rejected_and_not_the_text_meant_for_the_model() {
+    let mut chat = ChatState::new(false);
+    chat.on_event(&task_started("go"));
+    chat.on_event(&permission(
+        "s",
+        "run_shell_command",
+        "Run rm -rf build",
+        corvid_protocol::ApprovalPreview::Command {
+            command: "rm -rf build".into(),
+        },
+    ));
+    chat.on_event(&corvid_protocol::CoreEvent::PermissionResolved {
+        call_id: "s".into(),
+        decision: corvid_protocol::ApprovalDecision::RejectOnce,
+    });
+    chat.on_event(&finished(
+        "s",
+        "run_shell_command",
+        ToolStatus::Failed,
+        output(
+            "The user rejected this `run_shell_command` call; it did not run. Do not retry it as \
+             is; ask the user how to proceed or take another approach.",
+        ),
+    ));
+    chat.on_event(&batch(&["s"]));
+    let shown = cell(&chat.transcript()[1]);
+    assert!(!shown.contains("Do not retry"), "{shown}");
+    assert_snapshot!(shown);
+}

@@ -130,6 +130,50 @@ fn the_approval_dialog_previews_a_command() {
 }
 
 #[test]
+fn the_approval_dialog_says_why_it_asks_and_what_always_allows() {
+    let mut request = permission(
+        "s",
+        "run_shell_command",
+        "Run cargo test",
+        ApprovalPreview::Command {
+            command: "cargo test".into(),
+        },
+    );
+    if let CoreEvent::PermissionRequested {
+        reason,
+        always_scope,
+        ..
+    } = &mut request
+    {
+        *reason = Some("no sandbox is available: the command would run unconfined".into());
+        *always_scope = Some("cargo test".into());
+    }
+    let events = [task_started("test it"), request];
+    assert_snapshot!(live(&mut app(false), &events));
+}
+
+#[test]
+fn the_approval_dialog_of_a_new_file_says_create_not_created() {
+    let diff = corvid_protocol::FileDiff {
+        path: "src/new.rs".into(),
+        old_text: None,
+        new_text: "pub fn new() {}\n".into(),
+    };
+    let events = [
+        task_started("add it"),
+        permission(
+            "w",
+            "write_file",
+            "Write src/new.rs",
+            ApprovalPreview::Diff(diff),
+        ),
+    ];
+    let shown = live(&mut app(false), &events);
+    assert!(shown.contains("Create src/new.rs (+1 -0)"), "{shown}");
+    assert!(!shown.contains("Created"), "{shown}");
+}
+
+#[test]
 fn a_compact_group_has_a_generic_header_before_its_label() {
     let mut events = vec![task_started("look around")];
     events.extend(read_batch("a", "a.rs"));

@@ -41,15 +41,31 @@ fn result(id: &str, name: &str, output: &str) -> Part {
     })
 }
 
-/// Records a tool task whose label was written after the answer that followed the batch (as it
-/// happens live when the fast model is slower), loads it back and replays it as core does.
-fn recorded_transcript() -> Vec<CoreEvent> {
+/// Records `records` as session `s1`, loads it back and replays it as core does.
+fn replayed(records: &[Record]) -> Vec<CoreEvent> {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
     let cwd = project.path().canonicalize().unwrap();
     let store = SessionStore::new(home.path());
     let recorder = store.create(&cwd, "s1", "demo").unwrap();
-    let records = [
+    for record in records {
+        recorder.append(record).unwrap();
+    }
+    let loaded = store.load(&cwd, "s1").unwrap();
+    let ctx = ToolContext {
+        cwd,
+        fs: Arc::new(LocalFs),
+        cancel: CancellationToken::new(),
+        shell_timeout: Duration::from_secs(10),
+        shell: Default::default(),
+    };
+    replay_events(&loaded, &builtin_tools(), &ctx)
+}
+
+/// A tool task whose label was written after the answer that followed the batch (as it
+/// happens live when the fast model is slower), replayed.
+fn recorded_transcript() -> Vec<CoreEvent> {
+    replayed(&[
         Record::Message {
             message: Message::user_text("Where is the config loaded?"),
         },
@@ -84,19 +100,59 @@ fn recorded_transcript() -> Vec<CoreEvent> {
             summary: "Read the config and searched for load".into(),
             preceding_tool_use_ids: vec!["a".into(), "b".into()],
         },
-    ];
-    for record in &records {
-        recorder.append(record).unwrap();
-    }
-    let loaded = store.load(&cwd, "s1").unwrap();
-    let ctx = ToolContext {
-        cwd,
-        fs: Arc::new(LocalFs),
-        cancel: CancellationToken::new(),
-        shell_timeout: Duration::from_secs(10),
-        shell: Default::default(),
-    };
-    replay_events(&loaded, &builtin_tools(), &ctx)
+    ])
+}
+
+/// A batch of `read_file`, `todo_write` and a rejected shell call, whose label names only the
+/// read (the core leaves the plan call and rejected calls out of a summary's ids), replayed.
+fn recorded_mixed_batch() -> Vec<CoreEvent> {
+    let rejected = Part::ToolResult(ToolResult {
+        call_id: "s".into(),
+        name: "run_shell_command".into(),
+        output: "The user rejected this `run_shell_command` call; it did not run.".into(),
+        is_error: true,
+    });
+    replayed(&[
+        Record::Message {
+            message: Message::user_text("Plan the config work"),
+        },
+        assistant(vec![
+            call(
+                "r",
+                "read_file",
+                serde_json::json!({"file_path": "src/config.rs"}),
+            ),
+            call(
+                "t",
+                "todo_write",
+                serde_json::json!({"todos": [
+                    {"id": "1", "content": "Split the loader", "status": "pending"}
+                ]}),
+            ),
+            call(
+                "s",
+                "run_shell_command",
+                serde_json::json!({"command": "rm -rf build"}),
+            ),
+        ]),
+        Record::Message {
+            message: Message {
+                role: Role::User,
+                parts: vec![
+                    result("r", "read_file", "fn load() {}"),
+                    result("t", "todo_write", "Plan updated"),
+                    rejected,
+                ],
+            },
+        },
+        assistant(vec![Part::Text {
+            text: "I read it and made a plan.".into(),
+        }]),
+        Record::ToolUseSummary {
+            summary: "Read the config and planned".into(),
+            preceding_tool_use_ids: vec!["r".into()],
+        },
+    ])
 }
 
 /// Every terminal row (scrollback and screen) after the UI started with `transcript`.
@@ -177,4 +233,27 @@ fn a_recorded_session_shows_its_labelled_compact_header_when_resumed_in_compact_
     assert_eq!(count(&rows, "  ✓ "), 0, "{rows:#?}");
     assert!(position(&rows, "2 tools") < position(&rows, "The config is loaded"));
     assert!(app.chat.group.is_none() && !app.animating());
+}
+
+#[test]
+fn a_replayed_mixed_batch_shows_its_label_line_in_full_mode() {
+    let (rows, _) = shown(false, recorded_mixed_batch());
+    assert_eq!(
+        count(&rows, "● Read the config and planned"),
+        1,
+        "{rows:#?}"
+    );
+    assert!(position(&rows, "● Read the config") < position(&rows, "I read it and made"));
+}
+
+#[test]
+fn a_replayed_mixed_batch_shows_its_labelled_header_in_compact_mode() {
+    let (rows, _) = shown(true, recorded_mixed_batch());
+    assert_eq!(
+        count(&rows, "Read the config and planned · 2 tools"),
+        1,
+        "{rows:#?}"
+    );
+    assert_eq!(count(&rows, "Tool × "), 0, "{rows:#?}");
+    assert_eq!(count(&rows, "●"), 0, "{rows:#?}");
 }
