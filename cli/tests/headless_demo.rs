@@ -27,8 +27,8 @@ async fn text_output_prints_only_the_final_answer_on_stdout() {
     let err = stderr(&out);
     assert!(
         err.contains(
-            "corvid: refused `Run ls -la`: headless mode cannot ask for approval; rerun with \
-             --approval-mode yolo (or -y) to allow shell commands"
+            "corvid: `Run ls -la`: headless mode refused this call because it needs approval; \
+             rerun with --approval-mode yolo (or -y), or allow it with a tools.allow rule"
         ),
         "{err}"
     );

@@ -488,3 +488,92 @@ async fn a_reader_that_closes_stdout_early_ends_corvid_quietly() {
         "a closed pipe is the reader's choice, not an error"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_headless_cannot_ask_about_is_reported_as_refused_by_headless_mode() {
+    let server = MockServer::start().await;
+    server.push(ScriptedResponse::sse(turn(
+        json!({"tool_calls": [{"index": 0, "id": "call_sh", "type": "function",
+               "function": {"name": "run_shell_command",
+                            "arguments": "{\"command\":\"touch made-by-shell\"}"}}]}),
+        "tool_calls",
+    )));
+    server.push(text_turn("I could not run it."));
+    let sb = Sandbox::new();
+    let out = run(against(
+        &sb,
+        &server,
+        &["-p", "touch a file", "--output-format", "stream-json"],
+    ))
+    .await;
+    assert_success(&out);
+    let refusal = "headless mode refused this call because it needs approval; rerun with \
+                   --approval-mode yolo (or -y), or allow it with a tools.allow rule";
+    let msgs = json_lines(&out);
+    let denied = msgs
+        .iter()
+        .find(|m| kind(m) == "system/permission_denied")
+        .expect("a permission_denied message");
+    assert_eq!(
+        (&denied["tool_use_id"], &denied["hint"]),
+        (&json!("call_sh"), &json!(refusal))
+    );
+    let result = msgs
+        .iter()
+        .find(|m| block_kinds(m) == ["tool_result"])
+        .expect("a tool result");
+    assert_eq!(
+        result["message"]["content"][0],
+        json!({"type": "tool_result", "tool_use_id": "call_sh", "content": refusal,
+               "is_error": true})
+    );
+    let err = stderr(&out);
+    assert!(err.contains(&format!(": {refusal}")), "{err}");
+    assert!(!err.contains("The user rejected"), "{err}");
+    assert!(
+        !stdout(&out).contains("The user rejected"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!sb.project_dir().join("made-by-shell").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_output_to_a_pipe_keeps_the_models_text_as_sent() {
+    let server = MockServer::start().await;
+    server.push(text_turn("\u{1b}[1mbold\u{1b}[0m"));
+    let sb = Sandbox::new();
+    let out = run(against(&sb, &server, &["-p", "hi"])).await;
+    assert_success(&out);
+    // Not a terminal: nothing is stripped (a terminal gets `bold`, see terminal_text.rs).
+    assert_eq!(stdout(&out), "\u{1b}[1mbold\u{1b}[0m\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_output_to_a_terminal_loses_the_models_escape_sequences() {
+    use std::io::{Read, Write};
+    let server = MockServer::start().await;
+    server.push(text_turn(
+        "\u{1b}]0;pwned\u{7}\u{1b}[2Jhello\u{1b}]52;c;ZXZpbA==\u{1b}\\ world\r!",
+    ));
+    let sb = Sandbox::new();
+    let pty = nix::pty::openpty(None, None).unwrap();
+    // A second slave end stays open here, so the output waits in the pty after corvid exits.
+    let mut slave = std::fs::File::from(pty.slave.try_clone().unwrap());
+    let mut cmd = against(&sb, &server, &["-p", "hi"]);
+    cmd.stdout(std::process::Stdio::from(pty.slave));
+    // `spawn`, not `output`, which would replace stdout with a pipe.
+    let out = cmd.spawn().unwrap().wait_with_output().await.unwrap();
+    assert_success(&out);
+    // A marker written after corvid exited tells where its output ends.
+    slave.write_all(b"<end>").unwrap();
+    let mut master = std::fs::File::from(pty.master);
+    let mut screen = Vec::new();
+    while !screen.ends_with(b"<end>") {
+        let mut buf = [0u8; 4096];
+        let n = master.read(&mut buf).unwrap();
+        assert!(n > 0, "the pty closed early: {screen:?}");
+        screen.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(String::from_utf8_lossy(&screen), "hello world!\r\n<end>");
+}

@@ -102,7 +102,7 @@ impl fmt::Debug for ProviderConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let header_names: Vec<&str> = self.extra_headers.iter().map(|(k, _)| k.as_str()).collect();
         f.debug_struct("ProviderConfig")
-            .field("base_url", &self.base_url)
+            .field("base_url", &redact_url(&self.base_url))
             .field("api_key", &self.api_key)
             .field("extra_headers", &header_names)
             .field("other_secrets", &self.other_secrets.len())

@@ -130,6 +130,10 @@ async fn a_base_url_with_user_info_is_redacted_in_errors() {
         "{text}"
     );
 
+    // Debug output (what a `tracing` field would show) hides them too.
+    let debug = format!("{config:?} {:?}", openai(&config));
+    assert_no_secret(&debug);
+
     // A URL that does not even parse is quoted in the configuration error, redacted.
     let bad = ProviderConfig {
         base_url: "ftp://bob:hunter2pass@host/v1".into(),

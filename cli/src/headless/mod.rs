@@ -1,11 +1,13 @@
 //! Headless mode (`corvid -p`): one task, its output in the chosen format, then exit.
 //!
-//! Nothing can be asked, so approvals are refused (with a hint on stderr naming the approval
-//! mode that would allow the call). SIGINT cancels the task; a second one exits at once.
+//! Nothing can be asked, so approvals are refused, and reported as refused by headless mode
+//! (never as the user's "no"), with the approval mode or rule that would allow the call.
+//! SIGINT cancels the task; a second one exits at once.
 
 mod output;
+mod terminal_text;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -16,6 +18,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use crate::args::OutputFormat;
 pub use output::InitInfo;
 use output::{Outcome, Printer};
+use terminal_text::TextSafety;
 
 /// Exit code of a cancelled task (128 + SIGINT).
 pub const EXIT_CANCELLED: u8 = 130;
@@ -32,7 +35,8 @@ pub async fn run(
     out: impl Write,
 ) -> ExitCode {
     let started = Instant::now();
-    let mut printer = Printer::new(format, partial, init.session_id.clone(), out);
+    let safety = TextSafety::for_terminal(std::io::stdout().is_terminal());
+    let mut printer = Printer::new(format, partial, init.session_id.clone(), out, safety);
     let result = drive(&mut agent, &mut printer, &init, prompt, sigint).await;
     let outcome = match result {
         Ok(outcome) => outcome,
@@ -52,7 +56,9 @@ pub async fn run(
     }
     match (&outcome.error, outcome.stop_reason) {
         (Some(error), _) => {
-            eprintln!("corvid: the task failed: {error}");
+            // A server's error text is as untrusted as the model's.
+            let stderr = TextSafety::for_terminal(std::io::stderr().is_terminal());
+            eprintln!("corvid: the task failed: {}", stderr.apply(error));
             ExitCode::FAILURE
         }
         (None, StopReason::Cancelled) => {
@@ -68,6 +74,25 @@ pub async fn run(
         }
         (None, StopReason::EndTurn | StopReason::Refusal) => ExitCode::SUCCESS,
     }
+}
+
+/// Why headless mode refused a call that needs approval, and how the user can let it run:
+/// it is their setting that refused it, not a "no" they never gave.
+fn refusal(preview: &ApprovalPreview, reason: Option<&str>) -> String {
+    let how = match (preview, reason) {
+        (_, Some(reason)) => format!(
+            " ({reason}); run the task in the terminal UI to answer the question \
+             (--approval-mode yolo lifts protected-path questions only)"
+        ),
+        (ApprovalPreview::Diff(_), None) => "; rerun with --approval-mode auto-edit (or yolo), \
+             or allow it with a tools.allow rule"
+            .to_owned(),
+        (ApprovalPreview::Command { .. } | ApprovalPreview::Text { .. }, None) => {
+            "; rerun with --approval-mode yolo (or -y), or allow it with a tools.allow rule"
+                .to_owned()
+        }
+    };
+    format!("headless mode refused this call because it needs approval{how}")
 }
 
 /// The `system/init` facts of a session about to start.
@@ -132,21 +157,18 @@ async fn drive<W: Write>(
                 call_id,
                 display,
                 preview,
+                reason,
                 ..
             } => {
                 agent.submit(Op::Approval {
                     call_id: call_id.clone(),
                     decision: ApprovalDecision::RejectOnce,
                 })?;
-                let hint = match preview {
-                    ApprovalPreview::Diff(_) => {
-                        "rerun with --approval-mode auto-edit to allow edits"
-                    }
-                    ApprovalPreview::Command { .. } | ApprovalPreview::Text { .. } => {
-                        "rerun with --approval-mode yolo (or -y) to allow shell commands"
-                    }
-                };
-                printer.refused(call_id, &display.title, hint)?;
+                printer.refused(
+                    call_id,
+                    &display.title,
+                    &refusal(preview, reason.as_deref()),
+                )?;
             }
             CoreEvent::TaskFinished {
                 stop_reason,

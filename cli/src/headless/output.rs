@@ -1,13 +1,14 @@
 //! Headless output (SPEC §10): core events translated into plain text, one JSON result, or
 //! NDJSON as it happens. Nothing here decides lifecycle; it only translates.
 
-use std::collections::HashSet;
-use std::io::Write;
+use std::collections::{HashMap, HashSet};
+use std::io::{IsTerminal, Write};
 
 use corvid_core::usage::UsageStats;
 use corvid_protocol::{ApprovalPreview, CoreEvent, StopReason, ToolStatus};
 use serde_json::{Value, json};
 
+use super::terminal_text::TextSafety;
 use crate::args::OutputFormat;
 
 /// One tool-use summary as listed in the result.
@@ -37,6 +38,10 @@ pub struct InitInfo {
 /// Translates core events into the chosen format; stdout gets only the format's output.
 pub struct Printer<W: Write> {
     format: OutputFormat,
+    /// For the final text on `out`.
+    safety: TextSafety,
+    /// For progress lines on stderr.
+    progress_safety: TextSafety,
     partial: bool,
     session_id: String,
     out: W,
@@ -45,21 +50,34 @@ pub struct Printer<W: Write> {
     /// Text streamed since the last flush into an `assistant` message.
     pending_text: String,
     announced_calls: HashSet<String>,
+    /// Calls headless mode refused, with what to report instead of the core's "rejected".
+    refusals: HashMap<String, String>,
     pub summaries: Vec<SummaryItem>,
     pub stats: UsageStats,
 }
 
 impl<W: Write> Printer<W> {
-    /// A printer writing the format's output to `out`.
-    pub fn new(format: OutputFormat, partial: bool, session_id: String, out: W) -> Self {
+    /// A printer writing the format's output to `out`; `safety` says whether `out` is a
+    /// terminal, where model text must lose its escape sequences.
+    pub fn new(
+        format: OutputFormat,
+        partial: bool,
+        session_id: String,
+        out: W,
+        safety: TextSafety,
+    ) -> Self {
+        let progress_safety = TextSafety::for_terminal(std::io::stderr().is_terminal());
         Self {
             format,
+            safety,
+            progress_safety,
             partial,
             session_id,
             out,
             turn_text: String::new(),
             pending_text: String::new(),
             announced_calls: HashSet::new(),
+            refusals: HashMap::new(),
             summaries: Vec::new(),
             stats: UsageStats::default(),
         }
@@ -165,16 +183,18 @@ impl<W: Write> Printer<W> {
                 ..
             } => {
                 let is_error = *status == ToolStatus::Failed;
+                let refusal = self.refusals.get(call_id).cloned();
                 self.emit(json!({
                     "type": "user",
                     "message": {"role": "user", "content": [{
                         "type": "tool_result",
                         "tool_use_id": call_id,
-                        "content": output.text,
+                        "content": refusal.as_ref().unwrap_or(&output.text),
                         "is_error": is_error,
                     }]},
                 }))?;
-                if is_error {
+                // A refusal was already reported when it happened.
+                if is_error && refusal.is_none() {
                     let first = output.text.lines().next().unwrap_or_default();
                     self.progress(&format!("  ✗ {first}"));
                 }
@@ -237,12 +257,15 @@ impl<W: Write> Printer<W> {
         self.out.flush()
     }
 
-    /// Tells the user (stderr) and stream-json consumers that a call was refused.
-    pub fn refused(&mut self, call_id: &str, title: &str, hint: &str) -> std::io::Result<()> {
-        eprintln!("corvid: refused `{title}`: headless mode cannot ask for approval; {hint}");
+    /// Tells the user (stderr) and stream-json consumers that headless mode refused a call;
+    /// its result is reported with `message` too.
+    pub fn refused(&mut self, call_id: &str, title: &str, message: &str) -> std::io::Result<()> {
+        let title = self.progress_safety.apply(title);
+        eprintln!("corvid: `{title}`: {message}");
+        self.refusals.insert(call_id.to_owned(), message.to_owned());
         self.emit(json!({
             "type": "system", "subtype": "permission_denied", "tool_use_id": call_id,
-            "title": title, "hint": hint,
+            "title": title, "hint": message,
         }))
     }
 
@@ -254,7 +277,7 @@ impl<W: Write> Printer<W> {
             OutputFormat::Text => {
                 // A failed task's partial text is not an answer; stderr says what happened.
                 if !is_error && !self.turn_text.is_empty() {
-                    let text = self.turn_text.trim_end().to_owned();
+                    let text = self.safety.apply(self.turn_text.trim_end()).into_owned();
                     writeln!(self.out, "{text}")?;
                 }
             }
@@ -330,7 +353,7 @@ impl<W: Write> Printer<W> {
     /// Progress for people: stderr, text format only (JSON consumers read the messages).
     fn progress(&self, line: &str) {
         if self.format == OutputFormat::Text {
-            eprintln!("{line}");
+            eprintln!("{}", self.progress_safety.apply(line));
         }
     }
 }
@@ -355,7 +378,13 @@ mod tests {
 
     #[test]
     fn a_label_arriving_mid_text_does_not_split_the_assistant_message() {
-        let mut p = Printer::new(OutputFormat::StreamJson, false, "s".into(), Vec::new());
+        let mut p = Printer::new(
+            OutputFormat::StreamJson,
+            false,
+            "s".into(),
+            Vec::new(),
+            TextSafety::Verbatim,
+        );
         let text = |t: &str| CoreEvent::TextDelta { text: t.into() };
         p.event(&text("Here is ")).unwrap();
         p.event(&CoreEvent::ToolUseSummary {
@@ -380,7 +409,13 @@ mod tests {
 
     #[test]
     fn text_format_prints_the_last_turns_text_and_nothing_for_a_failed_task() {
-        let mut p = Printer::new(OutputFormat::Text, false, "s".into(), Vec::new());
+        let mut p = Printer::new(
+            OutputFormat::Text,
+            false,
+            "s".into(),
+            Vec::new(),
+            TextSafety::Verbatim,
+        );
         for ev in [
             CoreEvent::TextDelta {
                 text: "first".into(),
@@ -402,7 +437,13 @@ mod tests {
         p.finish(&ok, 1).unwrap();
         assert_eq!(String::from_utf8_lossy(&p.out), "second\n");
 
-        let mut p = Printer::new(OutputFormat::Text, false, "s".into(), Vec::new());
+        let mut p = Printer::new(
+            OutputFormat::Text,
+            false,
+            "s".into(),
+            Vec::new(),
+            TextSafety::Verbatim,
+        );
         p.event(&CoreEvent::TextDelta {
             text: "partial".into(),
         })
