@@ -3,6 +3,7 @@
 
 mod env;
 mod reap;
+mod watchdog;
 
 pub use corvid_sandbox::SandboxLevel;
 pub use env::EnvFilter;
@@ -236,6 +237,7 @@ async fn run(
         .env_clear()
         .envs(ctx.shell.env.apply(base))
         .env(reap::RUN_MARKER, &marker)
+        .envs(watchdog::owner_marker().map(|owner| (watchdog::OWNER_MARKER, owner)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

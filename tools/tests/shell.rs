@@ -257,8 +257,9 @@ async fn shell_env_has_no_provider_keys() {
         ..ShellPolicy::default()
     };
 
-    // bash adds PWD, SHLVL and `_`; corvid adds the run marker.
-    let names = "env | cut -d= -f1 | grep -vxE 'PWD|SHLVL|_|CORVID_SHELL_RUN' | sort";
+    // bash adds PWD, SHLVL and `_`; corvid adds the run and owner markers.
+    let names =
+        "env | cut -d= -f1 | grep -vxE 'PWD|SHLVL|_|CORVID_SHELL_RUN|CORVID_SHELL_OWNER' | sort";
     let out = RunShellCommand
         .execute(json!({"command": names}), ctx.clone())
         .await
@@ -355,25 +356,31 @@ async fn unavailable_sandbox_escalates_the_approval() {
 }
 
 /// Set for the copy of this test binary that plays corvid in
-/// `a_command_dies_with_corvid_under_kill_9`: the file its shell writes its pid to.
+/// `commands_and_their_background_children_die_with_corvid_under_kill_9`: the file its shell writes its pid to.
 const PLAY_CORVID: &str = "CORVID_TEST_PLAY_CORVID_PIDS";
 
-/// In the copy started by `a_command_dies_with_corvid_under_kill_9`, runs a long command and
-/// waits to be killed; everywhere else it does nothing.
+/// In the copy started by the kill -9 tests, leaves a command in the background, runs a long
+/// one in the foreground and waits to be killed; everywhere else it does nothing.
 #[tokio::test]
 async fn helper_plays_corvid_running_a_long_command() {
     let Some(pids) = std::env::var_os(PLAY_CORVID) else {
         return;
     };
     let ws = Workspace::new();
-    let command = format!("echo $$ >> {}; exec sleep 30", Path::new(&pids).display());
+    let pids = Path::new(&pids).display();
+    let background = format!("sleep 30 & echo $! >> {pids}");
+    RunShellCommand
+        .execute(json!({ "command": background }), ws.ctx())
+        .await
+        .unwrap();
+    let foreground = format!("echo $$ >> {pids}; exec sleep 30");
     let _ = RunShellCommand
-        .execute(json!({"command": command}), ws.ctx())
+        .execute(json!({ "command": foreground }), ws.ctx())
         .await;
 }
 
 #[tokio::test]
-async fn a_command_dies_with_corvid_under_kill_9() {
+async fn commands_and_their_background_children_die_with_corvid_under_kill_9() {
     let dir = tempfile::tempdir().unwrap();
     let pids = dir.path().join("pids");
     let mut corvid = std::process::Command::new(std::env::current_exe().unwrap())
@@ -382,13 +389,20 @@ async fn a_command_dies_with_corvid_under_kill_9() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let read = || std::fs::read_to_string(&pids).unwrap_or_default();
-    wait_until("the command to start", || read().ends_with('\n')).await;
-    let shell: i32 = read().trim().parse().unwrap();
-    assert!(alive(shell));
+    let read = || {
+        std::fs::read_to_string(&pids)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect::<Vec<i32>>()
+    };
+    wait_until("both commands to start", || read().len() == 2).await;
+    // The background sleep (left running by a finished command) and the foreground shell.
+    let pids = read();
+    assert!(pids.iter().all(|&pid| alive(pid)));
 
     corvid.kill().unwrap();
     corvid.wait().unwrap();
 
-    assert_all_gone(&[shell]).await;
+    assert_all_gone(&pids).await;
 }
