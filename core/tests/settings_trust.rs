@@ -188,6 +188,7 @@ fn trusted_project_settings_cannot_loosen_the_shell_or_the_protections() {
         r#"{"tools": {"protectedPaths": ["!.idea/**"], "allow": ["run_shell_command(ls)"]}}"#,
         r#"{"tools": {
             "sandbox": "off",
+            "shellTimeoutMs": 3600000,
             "shellEnv": {"include": ["AWS_SECRET_ACCESS_KEY"]},
             "allow": ["run_shell_command(curl)"],
             "deny": ["run_shell_command(rm)"],
@@ -202,6 +203,10 @@ fn trusted_project_settings_cannot_loosen_the_shell_or_the_protections() {
             format!(
                 "{file}: settings key `tools.sandbox` is `off`, more permissive than your own \
                  `workspace-write`; a project file may only make it stricter (ignored)"
+            ),
+            format!(
+                "{file}: settings key `tools.shellTimeoutMs` is `3600000`, more permissive than \
+                 your own `120000`; a project file may only make it stricter (ignored)"
             ),
             format!(
                 "{file}: settings key `tools.shellEnv` can only be set in your user settings, \
@@ -222,6 +227,7 @@ fn trusted_project_settings_cannot_loosen_the_shell_or_the_protections() {
     assert_eq!(
         (
             tools.sandbox,
+            tools.shell_timeout_ms,
             tools.shell_env,
             tools.allow,
             tools.deny,
@@ -229,6 +235,7 @@ fn trusted_project_settings_cannot_loosen_the_shell_or_the_protections() {
         ),
         (
             SandboxLevel::WorkspaceWrite,
+            120_000,
             ShellEnvSettings::default(),
             strings(&["run_shell_command(ls)"]),
             strings(&["run_shell_command(rm)"]),

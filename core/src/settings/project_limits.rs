@@ -80,6 +80,21 @@ const LIMITED_KEYS: &[LimitedKey] = &[
         }),
     },
     LimitedKey {
+        // The user's cap on how long the model may let a command run.
+        key: "tools.shellTimeoutMs",
+        limit: Limit::NoLooser(|user, project| {
+            let mine = user
+                .shell_timeout_ms
+                .unwrap_or(Settings::default().tools.shell_timeout_ms);
+            let theirs = project.shell_timeout_ms?;
+            if theirs <= mine {
+                return None;
+            }
+            project.shell_timeout_ms = None;
+            Some((theirs.to_string(), mine.to_string()))
+        }),
+    },
+    LimitedKey {
         key: "tools.shellEnv",
         limit: Limit::UserLevel(|p| p.shell_env.take().is_some()),
     },
