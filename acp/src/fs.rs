@@ -3,14 +3,14 @@
 //! the editor keeps its undo history), local disk otherwise.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     FileSystemCapabilities, ReadTextFileRequest, SessionId, WriteTextFileRequest,
 };
-use agent_client_protocol::{Client, Error, ErrorCode};
+use agent_client_protocol::{Client, Error};
 use corvid_tools::FileSystem;
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -50,10 +50,17 @@ impl FileSystem for ClientFs {
         if !self.read {
             return self.local.read_text(path);
         }
-        let sent = self
-            .cx
-            .send_request(ReadTextFileRequest::new(self.session_id.clone(), path));
-        async move { sent.block_task().await.map(|r| r.content).map_err(io_error) }.boxed()
+        let sent = self.cx.send_request(ReadTextFileRequest::new(
+            self.session_id.clone(),
+            path.clone(),
+        ));
+        async move {
+            match sent.block_task().await {
+                Ok(response) => Ok(response.content),
+                Err(error) => Err(read_error(&path, error).await),
+            }
+        }
+        .boxed()
     }
 
     fn write_text(&self, path: PathBuf, content: String) -> BoxFuture<'static, io::Result<()>> {
@@ -69,19 +76,28 @@ impl FileSystem for ClientFs {
     }
 }
 
-/// Maps a client's error to an I/O error; "not found" must stay recognisable because the
-/// write tools read first to tell a new file from an edit.
-fn io_error(error: Error) -> io::Error {
-    let not_found = error.code == ErrorCode::RESOURCE_NOT_FOUND
-        || error.message.to_lowercase().contains("not found")
-        || error.message.to_lowercase().contains("no such file");
-    let kind = if not_found {
+/// A failed client read as an I/O error. The write tools read first to tell a new file from
+/// an edit, so "not found" must stay recognisable; clients word (and code) that error in
+/// many ways (the official Python client answers a plain -32603), so the local disk decides:
+/// the agent and the editor share the machine, and a path absent there is a new file.
+async fn read_error(path: &Path, error: Error) -> io::Error {
+    let absent = matches!(
+        tokio::fs::symlink_metadata(path).await,
+        Err(e) if e.kind() == io::ErrorKind::NotFound
+    );
+    let kind = if absent {
         io::ErrorKind::NotFound
     } else {
         io::ErrorKind::Other
     };
-    io::Error::new(
-        kind,
-        format!("the editor refused the file operation: {}", error.message),
-    )
+    io::Error::new(kind, refused(&error))
+}
+
+/// A failed client write as an I/O error.
+fn io_error(error: Error) -> io::Error {
+    io::Error::other(refused(&error))
+}
+
+fn refused(error: &Error) -> String {
+    format!("the editor refused the file operation: {}", error.message)
 }

@@ -6,15 +6,20 @@
 //! agent's configuration comes from an [`AgentFactory`], so the binary injects the
 //! settings-based one and tests inject a scripted provider.
 
+mod commands;
 pub mod fs;
+mod listing;
 pub mod mapping;
+mod prompt;
+mod model_option;
 mod server;
 mod session;
+mod transport;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_client_protocol::{Agent, ConnectTo, Stdio};
+use agent_client_protocol::{Agent, ConnectTo};
 use corvid_core::agent::AgentConfig;
 use corvid_core::session::SessionStore;
 use corvid_tools::FileSystem;
@@ -55,14 +60,25 @@ pub trait AgentFactory: Send + Sync {
     /// Where sessions are recorded and loaded from; `None` records nothing and makes
     /// `session/load` an error.
     fn session_store(&self) -> Option<SessionStore>;
+    /// Whether the model a new session starts with accepts images, for
+    /// `promptCapabilities.image` (announced at `initialize`, before any session exists).
+    fn accepts_images(&self) -> bool {
+        false
+    }
 }
+
+pub use transport::line_transport;
 
 /// Serves ACP on stdin/stdout until the client closes stdin. Logs must go elsewhere.
 pub async fn run(factory: Arc<dyn AgentFactory>) -> anyhow::Result<()> {
-    serve(factory, Stdio::new()).await
+    serve(
+        factory,
+        line_transport(tokio::io::stdin(), tokio::io::stdout()),
+    )
+    .await
 }
 
-/// Serves ACP over any transport (stdio in the binary, an in-memory pipe in tests).
+/// Serves ACP over any transport ([`line_transport`] on stdio in the binary and in tests).
 pub async fn serve(
     factory: Arc<dyn AgentFactory>,
     transport: impl ConnectTo<Agent> + 'static,

@@ -43,12 +43,43 @@ pub struct Frame {
 pub struct Mapper {
     session_id: SessionId,
     cwd: PathBuf,
+    /// Whether the client opted in to `_corvid/tool_use_summary` (SPEC §6).
+    summary_notification: bool,
+}
+
+/// A call awaiting approval, as `session/request_permission` shows it.
+#[derive(Debug, Clone, Copy)]
+pub struct PermissionAsk<'a> {
+    pub call_id: &'a str,
+    pub tool_name: &'a str,
+    pub display: &'a ToolDisplay,
+    pub preview: &'a ApprovalPreview,
+    /// Why it is asked when the mode alone would not ask (a protected path).
+    pub reason: Option<&'a str>,
+    /// What "allow always" covers (`cargo test`); `None` is the whole tool.
+    pub always_scope: Option<&'a str>,
 }
 
 impl Mapper {
     /// A mapper for this session, resolving relative locations against `cwd`.
     pub fn new(session_id: SessionId, cwd: PathBuf) -> Self {
-        Self { session_id, cwd }
+        Self {
+            session_id,
+            cwd,
+            summary_notification: false,
+        }
+    }
+
+    /// The session these frames belong to.
+    pub fn session_id(&self) -> &SessionId {
+        &self.session_id
+    }
+
+    /// Also sends summaries as the `_corvid/tool_use_summary` notification, for clients
+    /// that asked for it in `initialize`.
+    pub fn with_summary_notification(mut self, on: bool) -> Self {
+        self.summary_notification = on;
+        self
     }
 
     /// The notifications an event becomes. Events that are not frames (task boundaries,
@@ -99,16 +130,7 @@ impl Mapper {
             CoreEvent::ToolUseSummary {
                 summary,
                 preceding_tool_use_ids,
-            } => {
-                return vec![Frame {
-                    method: TOOL_USE_SUMMARY_METHOD,
-                    params: json!({
-                        "sessionId": self.session_id.0.as_ref(),
-                        "summary": summary,
-                        "precedingToolUseIds": preceding_tool_use_ids,
-                    }),
-                }];
-            }
+            } => return self.summary(summary, preceding_tool_use_ids),
             _ => None,
         };
         update
@@ -130,6 +152,33 @@ impl Mapper {
             }
             other => self.frames(other),
         }
+    }
+
+    /// A label in a standard frame every client may ignore: a `tool_call_update` of each call
+    /// of the batch carrying only `_meta.toolUseSummary`; the extension notification only for
+    /// clients that opted in (an unknown notification made clients log errors mid-text).
+    fn summary(&self, label: &str, call_ids: &[String]) -> Vec<Frame> {
+        let mut frames: Vec<Frame> = call_ids
+            .iter()
+            .map(|id| {
+                self.update_frame(json!({
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": id,
+                    "_meta": {"toolUseSummary": {"label": label, "toolCallIds": call_ids}},
+                }))
+            })
+            .collect();
+        if self.summary_notification {
+            frames.push(Frame {
+                method: TOOL_USE_SUMMARY_METHOD,
+                params: json!({
+                    "sessionId": self.session_id.0.as_ref(),
+                    "summary": label,
+                    "precedingToolUseIds": call_ids,
+                }),
+            });
+        }
+        frames
     }
 
     fn update_frame(&self, update: Value) -> Frame {
@@ -224,34 +273,40 @@ impl Mapper {
             .collect()
     }
 
-    /// The `session/request_permission` request for a call awaiting approval.
-    pub fn permission_request(
-        &self,
-        call_id: &str,
-        tool_name: &str,
-        display: &ToolDisplay,
-        preview: &ApprovalPreview,
-    ) -> RequestPermissionRequest {
-        let content = match preview {
-            ApprovalPreview::Diff(diff) => vec![diff_content(&self.cwd, diff)],
-            ApprovalPreview::Command { command } => vec![text_content(command.clone())],
-            ApprovalPreview::Text { text } => vec![text_content(text.clone())],
-        };
+    /// The `session/request_permission` request for a call awaiting approval. Why it is
+    /// asked (when the mode alone would not ask) leads the content and is in `_meta.reason`;
+    /// the "always" option names what it covers.
+    pub fn permission_request(&self, ask: PermissionAsk<'_>) -> RequestPermissionRequest {
+        let mut content = Vec::new();
+        if let Some(reason) = ask.reason {
+            content.push(text_content(format!("Asked because {reason}")));
+        }
+        content.push(match ask.preview {
+            ApprovalPreview::Diff(diff) => diff_content(&self.cwd, diff),
+            ApprovalPreview::Command { command } => text_content(command.clone()),
+            ApprovalPreview::Text { text } => text_content(text.clone()),
+        });
         let fields = ToolCallUpdateFields::new()
-            .title(display.title.clone())
-            .kind(acp_kind(display.kind))
-            .locations(self.locations(&display.locations))
+            .title(ask.display.title.clone())
+            .kind(acp_kind(ask.display.kind))
+            .locations(self.locations(&ask.display.locations))
             .content(content);
         let mut meta = Meta::new();
-        meta.insert("toolName".into(), json!(tool_name));
-        let tool_call = ToolCallUpdate::new(call_id.to_owned(), fields).meta(meta);
+        meta.insert("toolName".into(), json!(ask.tool_name));
+        if let Some(reason) = ask.reason {
+            meta.insert("reason".into(), json!(reason));
+        }
+        if let Some(scope) = ask.always_scope {
+            meta.insert("alwaysScope".into(), json!(scope));
+        }
+        let tool_call = ToolCallUpdate::new(ask.call_id.to_owned(), fields).meta(meta);
+        let always = match ask.always_scope {
+            Some(scope) => format!("Always allow `{scope}`"),
+            None => "Allow always".to_owned(),
+        };
         let options = vec![
             PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
-            PermissionOption::new(
-                ALLOW_ALWAYS,
-                "Allow always",
-                PermissionOptionKind::AllowAlways,
-            ),
+            PermissionOption::new(ALLOW_ALWAYS, always, PermissionOptionKind::AllowAlways),
             PermissionOption::new(REJECT_ONCE, "Reject once", PermissionOptionKind::RejectOnce),
             PermissionOption::new(
                 REJECT_ALWAYS,
@@ -280,6 +335,7 @@ pub fn stop_reason(reason: StopReason) -> Option<AcpStopReason> {
         StopReason::Cancelled => Some(AcpStopReason::Cancelled),
         StopReason::MaxTokens => Some(AcpStopReason::MaxTokens),
         StopReason::Refusal => Some(AcpStopReason::Refusal),
+        StopReason::MaxTurns => Some(AcpStopReason::MaxTurnRequests),
         StopReason::Error => None,
     }
 }

@@ -8,24 +8,28 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
-    CancelNotification, ContentBlock, EmbeddedResourceResource, FileSystemCapabilities,
-    Implementation, InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
-    McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities, PromptRequest,
-    PromptResponse, SessionId, SessionMode, SessionModeState, SetSessionModeRequest,
+    CancelNotification, FileSystemCapabilities,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest,
+    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
+    SessionId, SessionListCapabilities, SessionMode, SessionModeState,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, ConnectTo, Error, ErrorCode, UntypedMessage};
 use corvid_core::agent::{AgentHandle, spawn_agent};
-use corvid_core::session::{SessionError, spawn_recorded, spawn_resumed};
-use corvid_protocol::ApprovalMode;
-
-use corvid_tools::LocalFs;
+use corvid_core::session::{SessionError, replay_events, spawn_recorded, spawn_resumed};
+use corvid_core::usage::UsageStats;
+use corvid_protocol::{ApprovalMode, CoreEvent};
+use corvid_tools::{LocalFs, ToolContext};
+use tokio_util::sync::CancellationToken;
 
 use crate::fs::ClientFs;
 use crate::mapping::Mapper;
-use crate::session::{AGENT_GONE, Session};
+use crate::session::{AGENT_GONE, Session, Start};
 use crate::{AgentFactory, FactoryError, LOAD_SESSION, SessionSpec};
+use crate::{commands, listing, model_option};
 
 /// The one authentication method: a provider configured through env or settings.
 const AUTH_METHOD_ID: &str = "corvid-provider";
@@ -34,6 +38,8 @@ const AUTH_METHOD_ID: &str = "corvid-provider";
 struct Server {
     factory: Arc<dyn AgentFactory>,
     fs_caps: Mutex<FileSystemCapabilities>,
+    /// The client opted in to `_corvid/tool_use_summary` (SPEC §6).
+    summary_notification: Mutex<bool>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
 }
 
@@ -59,9 +65,12 @@ pub(crate) async fn serve(
     let server = Arc::new(Server {
         factory,
         fs_caps: Mutex::new(FileSystemCapabilities::default()),
+        summary_notification: Mutex::new(false),
         sessions: Mutex::new(HashMap::new()),
     });
-    let (s1, s2, s3, s4, s5, s6, s7) = (
+    let (s1, s2, s3, s4, s5, s6, s7, s8, s9) = (
+        server.clone(),
+        server.clone(),
         server.clone(),
         server.clone(),
         server.clone(),
@@ -76,7 +85,8 @@ pub(crate) async fn serve(
         .on_receive_request(
             async move |req: InitializeRequest, responder: Responder<InitializeResponse>, _cx| {
                 *lock(&s1.fs_caps) = req.client_capabilities.fs.clone();
-                responder.respond(initialize_response())
+                *lock(&s1.summary_notification) = wants_summary_notification(&req);
+                responder.respond(initialize_response(s1.factory.accepts_images()))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -95,7 +105,14 @@ pub(crate) async fn serve(
             async move |req: NewSessionRequest,
                         responder: Responder<NewSessionResponse>,
                         cx: ConnectionTo<Client>| {
-                responder.respond_with_result(new_session(&s3, req, cx))
+                match new_session(&s3, req, cx.clone()) {
+                    Ok(response) => {
+                        let id = response.session_id.clone();
+                        responder.respond(response)?;
+                        cx.send_notification(commands::available(id))
+                    }
+                    Err(e) => responder.respond_with_error(e),
+                }
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -103,7 +120,23 @@ pub(crate) async fn serve(
             async move |req: LoadSessionRequest,
                         responder: Responder<LoadSessionResponse>,
                         cx: ConnectionTo<Client>| {
-                responder.respond_with_result(load_session(&s7, req, cx))
+                let id = req.session_id.clone();
+                match load_session(&s7, req, cx.clone()) {
+                    Ok(response) => {
+                        responder.respond(response)?;
+                        cx.send_notification(commands::available(id))
+                    }
+                    Err(e) => responder.respond_with_error(e),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ListSessionsRequest,
+                        responder: Responder<ListSessionsResponse>,
+                        _cx| {
+                responder
+                    .respond_with_result(listing::list_sessions(s8.factory.session_store(), &req))
             },
             agent_client_protocol::on_receive_request!(),
         )
@@ -117,6 +150,14 @@ pub(crate) async fn serve(
             async move |req: SetSessionModeRequest,
                         responder: Responder<SetSessionModeResponse>,
                         _cx| { responder.respond_with_result(set_mode(&s5, req)) },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: SetSessionConfigOptionRequest,
+                        responder: Responder<SetSessionConfigOptionResponse>,
+                        _cx| {
+                responder.respond_with_result(set_config_option(&s9, req))
+            },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_notification(
@@ -133,9 +174,20 @@ pub(crate) async fn serve(
         .await
 }
 
+/// Whether the client asked for the summary notification with
+/// `clientCapabilities._meta.corvid.toolUseSummaryNotification: true`.
+fn wants_summary_notification(req: &InitializeRequest) -> bool {
+    req.client_capabilities
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.get("corvid"))
+        .and_then(|corvid| corvid.get("toolUseSummaryNotification"))
+        == Some(&serde_json::Value::Bool(true))
+}
+
 /// corvid speaks protocol v1 only, which is what ACP asks an agent to answer with whatever
 /// version the client requested (the client then decides whether it can go on).
-fn initialize_response() -> InitializeResponse {
+fn initialize_response(accepts_images: bool) -> InitializeResponse {
     let auth = AuthMethodAgent::new(AUTH_METHOD_ID, "Model provider key").description(
         "Set OPENAI_API_KEY or ANTHROPIC_API_KEY (or model.apiKeyEnv in ~/.corvid/settings.json) \
          in the environment corvid is started with.",
@@ -144,7 +196,14 @@ fn initialize_response() -> InitializeResponse {
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(LOAD_SESSION)
-                .prompt_capabilities(PromptCapabilities::new().embedded_context(true)),
+                .session_capabilities(
+                    SessionCapabilities::new().list(SessionListCapabilities::new()),
+                )
+                .prompt_capabilities(
+                    PromptCapabilities::new()
+                        .embedded_context(true)
+                        .image(accepts_images),
+                ),
         )
         .auth_methods(vec![AuthMethod::Agent(auth)])
         .agent_info(Implementation::new("corvid", env!("CARGO_PKG_VERSION")))
@@ -159,7 +218,12 @@ fn new_session(
     let session_id = SessionId::new(uuid::Uuid::new_v4().to_string());
     let spec = session_spec(server, &session_id, &req.cwd, &req.mcp_servers, &cx);
     let config = server.factory.build(spec.clone()).map_err(factory_error)?;
-    let mode = config.approval_mode;
+    let start = Start {
+        mode: config.approval_mode,
+        model: config.model.clone(),
+        other_models: config.fallback_model.iter().cloned().collect(),
+        stats: UsageStats::default(),
+    };
     let handle = match server.factory.session_store() {
         Some(store) => {
             let recorded = spawn_recorded(config, &store);
@@ -170,9 +234,12 @@ fn new_session(
         }
         None => spawn_agent(config),
     };
-    let mapper = Mapper::new(session_id.clone(), req.cwd);
-    open_session(server, &session_id, handle, mode, mapper, cx);
-    Ok(NewSessionResponse::new(session_id).modes(modes(mode)))
+    let mode = start.mode;
+    let mapper = mapper(server, &session_id, req.cwd);
+    let session = open_session(server, &session_id, handle, start, mapper, cx);
+    Ok(NewSessionResponse::new(session_id)
+        .modes(modes(mode))
+        .config_options(session.config_options()))
 }
 
 /// Resumes a recorded session (SPEC §9): its transcript is replayed as `session/update` frames
@@ -184,12 +251,6 @@ fn load_session(
 ) -> Result<LoadSessionResponse, Error> {
     require_absolute(&req.cwd)?;
     let id = req.session_id.0.to_string();
-    if lock(&server.sessions).contains_key(&id) {
-        return Err(Error::new(
-            ErrorCode::INVALID_REQUEST,
-            format!("session `{id}` is already open on this connection"),
-        ));
-    }
     let store = server.factory.session_store().ok_or_else(|| {
         Error::new(
             ErrorCode::INTERNAL_ERROR,
@@ -215,16 +276,61 @@ fn load_session(
     }
     let spec = session_spec(server, &req.session_id, &req.cwd, &req.mcp_servers, &cx);
     let config = server.factory.build(spec).map_err(factory_error)?;
-    let mode = config.approval_mode;
+    let mapper = mapper(server, &req.session_id, req.cwd.clone());
+    // Open here already (a client re-attaching after its UI reconnected): replay the recording
+    // and keep the running agent, never a second one on the same file.
+    let open = lock(&server.sessions).get(&id).cloned();
+    if let Some(session) = open {
+        let ctx = ToolContext {
+            cwd: req.cwd.clone(),
+            fs: config.fs.clone(),
+            cancel: CancellationToken::new(),
+            shell_timeout: config.shell_timeout,
+            shell: Default::default(),
+        };
+        replay(&mapper, &replay_events(&loaded, &config.tools, &ctx), &cx)?;
+        return Ok(LoadSessionResponse::new()
+            .modes(modes(session.mode()))
+            .config_options(session.config_options()));
+    }
+    let other_models = config.fallback_model.iter().cloned().collect();
     let resumed = spawn_resumed(config, &store, &loaded).map_err(|e| load_error(&id, e))?;
-    let mapper = Mapper::new(req.session_id.clone(), req.cwd);
+    replay(&mapper, &resumed.transcript, &cx)?;
+    // The recorded mode and model, as the agent resumed them (issue 14 defect 12).
+    let mut start = Start {
+        mode: resumed.approval_mode,
+        model: resumed.model.clone(),
+        other_models,
+        stats: UsageStats::default(),
+    };
     for event in &resumed.transcript {
+        start.stats.observe(event);
+    }
+    let mode = start.mode;
+    let session = open_session(server, &req.session_id, resumed.handle, start, mapper, cx);
+    Ok(LoadSessionResponse::new()
+        .modes(modes(mode))
+        .config_options(session.config_options()))
+}
+
+/// Sends a recorded transcript as the frames a client rebuilds the session from.
+fn replay(
+    mapper: &Mapper,
+    transcript: &[CoreEvent],
+    cx: &ConnectionTo<Client>,
+) -> Result<(), Error> {
+    for event in transcript {
         for frame in mapper.replay_frames(event) {
             cx.send_notification(UntypedMessage::new(frame.method, frame.params)?)?;
         }
     }
-    open_session(server, &req.session_id, resumed.handle, mode, mapper, cx);
-    Ok(LoadSessionResponse::new().modes(modes(mode)))
+    Ok(())
+}
+
+/// The session's frame builder, with the connection's summary opt-in.
+fn mapper(server: &Server, session_id: &SessionId, cwd: PathBuf) -> Mapper {
+    Mapper::new(session_id.clone(), cwd)
+        .with_summary_notification(*lock(&server.summary_notification))
 }
 
 /// What the factory needs to build a session's agent; file access goes through the client
@@ -253,13 +359,14 @@ fn open_session(
     server: &Server,
     session_id: &SessionId,
     handle: AgentHandle,
-    mode: ApprovalMode,
+    start: Start,
     mapper: Mapper,
     cx: ConnectionTo<Client>,
-) {
+) -> Arc<Session> {
     let (ops, events) = handle.split();
-    let session = Session::start(ops, events, mode, mapper, cx);
-    lock(&server.sessions).insert(session_id.0.to_string(), session);
+    let session = Session::start(ops, events, start, mapper, cx);
+    lock(&server.sessions).insert(session_id.0.to_string(), session.clone());
+    session
 }
 
 fn require_absolute(cwd: &Path) -> Result<(), Error> {
@@ -278,7 +385,11 @@ fn load_error(id: &str, error: SessionError) -> Error {
     let code = match &error {
         SessionError::NotFound { .. } => ErrorCode::RESOURCE_NOT_FOUND,
         SessionError::Ambiguous { .. } => ErrorCode::INVALID_PARAMS,
-        SessionError::Io { .. } | SessionError::Corrupt { .. } => ErrorCode::INTERNAL_ERROR,
+        SessionError::InUse { .. } => ErrorCode::INVALID_REQUEST,
+        SessionError::Io { .. }
+        | SessionError::Corrupt { .. }
+        | SessionError::WriteFailed { .. }
+        | SessionError::RecordingStopped { .. } => ErrorCode::INTERNAL_ERROR,
     };
     Error::new(code, format!("cannot load session `{id}`: {error}"))
 }
@@ -315,8 +426,12 @@ fn start_prompt(
         Ok(session) => session,
         Err(e) => return responder.respond_with_error(e),
     };
+    let input = match crate::prompt::convert(&req.prompt) {
+        Ok(input) => input,
+        Err(e) => return responder.respond_with_error(e),
+    };
     let cancellation = responder.cancellation();
-    if let Some(done) = session.prompt(prompt_text(&req.prompt), responder) {
+    if let Some(done) = session.prompt(input, responder) {
         // A JSON-RPC `$/cancel_request` of the prompt means the same as `session/cancel`.
         tokio::spawn(async move {
             tokio::select! {
@@ -326,6 +441,20 @@ fn start_prompt(
         });
     }
     Ok(())
+}
+
+fn set_config_option(
+    server: &Server,
+    req: SetSessionConfigOptionRequest,
+) -> Result<SetSessionConfigOptionResponse, Error> {
+    let session = server.session(&req.session_id)?;
+    let model = model_option::requested_model(&req)?;
+    if !session.switch_model(&model) {
+        return Err(Error::new(ErrorCode::INTERNAL_ERROR, AGENT_GONE));
+    }
+    Ok(SetSessionConfigOptionResponse::new(
+        session.config_options(),
+    ))
 }
 
 fn set_mode(server: &Server, req: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
@@ -343,38 +472,6 @@ fn set_mode(server: &Server, req: SetSessionModeRequest) -> Result<SetSessionMod
         return Err(Error::new(ErrorCode::INTERNAL_ERROR, AGENT_GONE));
     }
     Ok(SetSessionModeResponse::new())
-}
-
-/// The prompt as the model sees it: text as is, resources as context the user attached.
-fn prompt_text(blocks: &[ContentBlock]) -> String {
-    let mut parts = Vec::new();
-    for block in blocks {
-        match block {
-            ContentBlock::Text(text) => parts.push(text.text.clone()),
-            ContentBlock::ResourceLink(link) => {
-                parts.push(format!("@{} ({})", link.name, path_or_uri(&link.uri)));
-            }
-            ContentBlock::Resource(resource) => match &resource.resource {
-                EmbeddedResourceResource::TextResourceContents(contents) => parts.push(format!(
-                    "<context ref=\"{}\">\n{}\n</context>",
-                    path_or_uri(&contents.uri),
-                    contents.text
-                )),
-                other => {
-                    tracing::debug!(?other, "binary embedded resource ignored");
-                }
-            },
-            other => tracing::debug!(?other, "unsupported prompt content ignored"),
-        }
-    }
-    parts.join("\n")
-}
-
-/// `file:///x/y` as the path `/x/y` (what the file tools accept); other URIs unchanged.
-fn path_or_uri(uri: &str) -> String {
-    uri.strip_prefix("file://")
-        .map(|p| PathBuf::from(p).display().to_string())
-        .unwrap_or_else(|| uri.to_owned())
 }
 
 fn factory_error(error: FactoryError) -> Error {

@@ -7,29 +7,52 @@
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use agent_client_protocol::v1::schema::{
-    PromptResponse, RequestPermissionOutcome, RequestPermissionResponse,
+    ConfigOptionUpdate, PromptResponse, RequestPermissionOutcome, RequestPermissionResponse,
+    SessionConfigOption, SessionNotification, SessionUpdate, StopReason as AcpStopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode, UntypedMessage};
 use corvid_core::agent::{EventReceiver, OpSender};
+use corvid_core::usage::UsageStats;
 use corvid_protocol::{
-    ApprovalDecision, ApprovalMode, ApprovalPreview, CoreEvent, ErrorInfo, ErrorKind,
-    MAIN_PROMPT_ID, Op, StopReason, ToolDisplay, Usage,
+    ApprovalDecision, ApprovalMode, CoreEvent, ErrorInfo, ErrorKind, MAIN_PROMPT_ID, Op,
+    StopReason, Usage,
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::mapping::{self, Mapper};
+use crate::commands::{self, Command};
+use crate::mapping::{self, Mapper, PermissionAsk};
+use crate::model_option;
 
 /// A live session, shared by the request handlers.
 pub(crate) struct Session {
     ops: OpSender,
     state: Arc<Mutex<State>>,
+    /// Where command answers go, framed as the agent's own text.
+    mapper: Mapper,
+    cx: ConnectionTo<Client>,
 }
 
 /// What handlers and the pump both touch. Never held across an await.
 struct State {
     mode: ApprovalMode,
+    /// The main model later turns use (`/model` shows and switches it).
+    model: String,
+    /// The models the `model` config option offers: the configured ones plus every model
+    /// chosen in this session.
+    models: Vec<String>,
+    /// Token usage per prompt id, turns and tool calls, for `/stats`.
+    stats: UsageStats,
     prompt: Option<ActivePrompt>,
+}
+
+/// How a session starts: its mode and model, and the statistics of a replayed transcript.
+pub(crate) struct Start {
+    pub mode: ApprovalMode,
+    pub model: String,
+    /// Other models to offer (the configured fallback).
+    pub other_models: Vec<String>,
+    pub stats: UsageStats,
 }
 
 /// The prompt being answered: its responder, its cancellation, its usage so far.
@@ -47,21 +70,38 @@ impl Session {
     pub(crate) fn start(
         ops: OpSender,
         events: EventReceiver,
-        mode: ApprovalMode,
+        start: Start,
         mapper: Mapper,
         cx: ConnectionTo<Client>,
     ) -> Arc<Self> {
-        let state = Arc::new(Mutex::new(State { mode, prompt: None }));
+        let mut models = vec![start.model.clone()];
+        for model in start.other_models {
+            if !models.contains(&model) {
+                models.push(model);
+            }
+        }
+        let state = Arc::new(Mutex::new(State {
+            mode: start.mode,
+            model: start.model,
+            models,
+            stats: start.stats,
+            prompt: None,
+        }));
         Arc::new_cyclic(|session| {
             let pump = Pump {
                 events,
                 session: session.clone(),
                 state: state.clone(),
-                mapper,
-                cx,
+                mapper: mapper.clone(),
+                cx: cx.clone(),
             };
             tokio::spawn(pump.run());
-            Self { ops, state }
+            Self {
+                ops,
+                state,
+                mapper,
+                cx,
+            }
         })
     }
 
@@ -75,7 +115,7 @@ impl Session {
     /// refused (and already answered with an error).
     pub(crate) fn prompt(
         &self,
-        text: String,
+        input: crate::prompt::Prompt,
         responder: Responder<PromptResponse>,
     ) -> Option<CancellationToken> {
         let mut state = lock(&self.state);
@@ -83,11 +123,20 @@ impl Session {
             refuse(
                 responder,
                 ErrorCode::INVALID_REQUEST,
-                "a prompt is already running in this session; cancel it first",
+                "a prompt is already running in this session; wait for its answer or send \
+                 session/cancel first",
             );
             return None;
         }
-        if self.ops.submit(Op::user_turn(text)).is_err() {
+        if let Some(command) = commands::parse(&input.text) {
+            self.run_command(&mut state, command, responder);
+            return None;
+        }
+        let turn = Op::UserTurn {
+            prompt: input.text,
+            images: input.images,
+        };
+        if self.ops.submit(turn).is_err() {
             refuse(responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE);
             return None;
         }
@@ -109,6 +158,78 @@ impl Session {
         }
         // Nothing to cancel is fine; a closed agent is reported by the pump.
         let _ = self.ops.submit(Op::Cancel);
+    }
+
+    /// Runs a slash command at once; its answer is the agent's text, then `end_turn`.
+    fn run_command(
+        &self,
+        state: &mut State,
+        command: Command,
+        responder: Responder<PromptResponse>,
+    ) {
+        let reply = match command {
+            Command::Stats => commands::stats_report(&state.stats),
+            Command::Clear => match self.ops.submit(Op::ClearHistory) {
+                Ok(()) => "History cleared: the next prompt starts a fresh conversation in \
+                           this session."
+                    .to_owned(),
+                Err(_) => return refuse(responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE),
+            },
+            Command::Model(None) => format!("Model: {}", state.model),
+            Command::Model(Some(model)) => {
+                if !self.switch_model_locked(state, &model) {
+                    return refuse(responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE);
+                }
+                // Keep the client's model selector in step with the command.
+                let update = SessionNotification::new(
+                    self.mapper.session_id().clone(),
+                    SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
+                        model_option::options(&state.model, &state.models),
+                    )),
+                );
+                if let Err(e) = self.cx.send_notification(update) {
+                    tracing::debug!(error = %e, "could not send the model update");
+                }
+                format!("Model set to {model} for later turns")
+            }
+        };
+        let sent = self
+            .mapper
+            .frames(&CoreEvent::TextDelta { text: reply })
+            .into_iter()
+            .try_for_each(|frame| {
+                self.cx
+                    .send_notification(UntypedMessage::new(frame.method, frame.params)?)
+            })
+            .and_then(|()| responder.respond(PromptResponse::new(AcpStopReason::EndTurn)));
+        if let Err(e) = sent {
+            tracing::debug!(error = %e, "could not answer the command");
+        }
+    }
+
+    /// The session's config options (the model selector).
+    pub(crate) fn config_options(&self) -> Vec<SessionConfigOption> {
+        let state = lock(&self.state);
+        model_option::options(&state.model, &state.models)
+    }
+
+    /// Switches the main model for later turns; false when the agent is gone.
+    pub(crate) fn switch_model(&self, model: &str) -> bool {
+        self.switch_model_locked(&mut lock(&self.state), model)
+    }
+
+    fn switch_model_locked(&self, state: &mut State, model: &str) -> bool {
+        let op = Op::SetModel {
+            model: model.to_owned(),
+        };
+        if self.ops.submit(op).is_err() {
+            return false;
+        }
+        state.model = model.to_owned();
+        if !state.models.iter().any(|m| m == model) {
+            state.models.push(model.to_owned());
+        }
+        true
     }
 
     /// Switches the approval mode for later calls.
@@ -159,14 +280,24 @@ impl Pump {
             self.cx
                 .send_notification(UntypedMessage::new(frame.method, frame.params)?)?;
         }
+        lock(&self.state).stats.observe(&event);
         match event {
             CoreEvent::PermissionRequested {
                 call_id,
                 tool_name,
                 display,
                 preview,
-                ..
-            } => self.ask_permission(call_id, &tool_name, &display, &preview),
+                reason,
+                always_scope,
+            } => self.ask_permission(PermissionAsk {
+                call_id: &call_id,
+                tool_name: &tool_name,
+                display: &display,
+                preview: &preview,
+                reason: reason.as_deref(),
+                always_scope: always_scope.as_deref(),
+            }),
+            CoreEvent::TurnStarted { model, .. } => lock(&self.state).model = model,
             CoreEvent::Usage { prompt_id, usage } if prompt_id == MAIN_PROMPT_ID => {
                 if let Some(prompt) = &mut lock(&self.state).prompt {
                     prompt.usage.add(&usage);
@@ -208,16 +339,9 @@ impl Pump {
     }
 
     /// Asks the client in the background; the pump keeps forwarding events meanwhile.
-    fn ask_permission(
-        &self,
-        call_id: String,
-        tool_name: &str,
-        display: &ToolDisplay,
-        preview: &ApprovalPreview,
-    ) {
-        let request = self
-            .mapper
-            .permission_request(&call_id, tool_name, display, preview);
+    fn ask_permission(&self, ask: PermissionAsk<'_>) {
+        let request = self.mapper.permission_request(ask);
+        let call_id = ask.call_id.to_owned();
         let cancel = match &lock(&self.state).prompt {
             Some(prompt) => prompt.cancel.clone(),
             None => CancellationToken::new(),

@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use corvid_protocol::FinishReason;
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[tokio::test]
 async fn a_tool_task_streams_preparing_then_in_progress_then_completed() {
@@ -140,13 +140,52 @@ async fn todo_write_becomes_a_plan_and_never_a_card() {
     );
 }
 
-#[tokio::test]
-async fn a_tool_use_summary_reaches_the_client_as_an_extension_notification() {
-    let dir = project();
+/// A server labelling batches, answering one `read_file` task.
+fn labelling_factory() -> std::sync::Arc<TestFactory> {
     let provider = ScriptedProvider::new(vec![read_a_script("call_1"), answer("Done.")]);
     let mut factory = TestFactory::new(provider);
     std::sync::Arc::get_mut(&mut factory).unwrap().summaries = true;
-    let mut client = TestClient::start(factory, fs_caps(false, false)).await;
+    factory
+}
+
+/// The standard frame carrying the label of the `read a.txt` batch.
+fn labelled_read(sid: &str) -> Value {
+    json!({
+        "method": "session/update",
+        "params": {"sessionId": sid, "update": {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "call_1",
+            "_meta": {"toolUseSummary": {"label": "Read a.txt", "toolCallIds": ["call_1"]}},
+        }},
+    })
+}
+
+#[tokio::test]
+async fn a_tool_use_summary_reaches_the_client_as_meta_on_its_calls() {
+    let dir = project();
+    let mut client = TestClient::start(labelling_factory(), fs_caps(false, false)).await;
+    let sid = client.new_session(dir.path()).await;
+    client.prompt(&sid, "read a").await.unwrap().unwrap();
+    let label = client
+        .until(|m| m["params"]["update"]["_meta"]["toolUseSummary"].is_object())
+        .await;
+    assert_eq!(label, labelled_read(&sid));
+    // The prompt's answer came first; give a stray notification the time to show up.
+    client.prompt(&sid, "/stats").await.unwrap().unwrap();
+    client.drain();
+    let notifications: Vec<&Value> = client
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "_corvid/tool_use_summary")
+        .collect();
+    assert_eq!(notifications, Vec::<&Value>::new());
+    client.assert_no_card_left_pending();
+}
+
+#[tokio::test]
+async fn a_client_that_opted_in_also_gets_the_summary_notification() {
+    let dir = project();
+    let mut client = TestClient::start_opted_in(labelling_factory()).await;
     let sid = client.new_session(dir.path()).await;
     client.prompt(&sid, "read a").await.unwrap().unwrap();
     let summary = client
@@ -156,8 +195,8 @@ async fn a_tool_use_summary_reaches_the_client_as_an_extension_notification() {
         summary["params"],
         json!({"sessionId": sid, "summary": "Read a.txt", "precedingToolUseIds": ["call_1"]})
     );
-    client.drain();
-    client.assert_no_card_left_pending();
+    // The standard frame went out right before it.
+    assert_eq!(client.seen[client.seen.len() - 2], labelled_read(&sid));
 }
 
 #[tokio::test]

@@ -37,9 +37,8 @@ async fn record_read_task(home: &Path, dir: &Path) -> String {
     let mut client = recording_client(provider, home).await;
     let sid = client.new_session(dir).await;
     client.prompt(&sid, "read a").await.unwrap().unwrap();
-    client
-        .until(|m| m["method"] == "_corvid/tool_use_summary")
-        .await;
+    client.until_label().await;
+    client.close().await;
     sid
 }
 
@@ -51,6 +50,14 @@ fn replayed_read_task(dir: &Path) -> Vec<Value> {
         replayed_read_result("call_1", "completed", READ_A_OUTPUT),
         message("Done."),
     ]
+}
+
+/// The label of the recorded `read a.txt` batch, as `labels()` lists it.
+fn read_a_label() -> Vec<(String, Value)> {
+    vec![(
+        "call_1".into(),
+        json!({"label": "Read a.txt", "toolCallIds": ["call_1"]}),
+    )]
 }
 
 /// The history the model must receive with a prompt that follows the replay.
@@ -97,27 +104,17 @@ async fn a_loaded_session_replays_its_transcript_and_goes_on_with_the_full_histo
 
     let provider = ScriptedProvider::new(vec![answer("Again.")]);
     let mut client = recording_client(provider.clone(), home.path()).await;
-    let response = client.load_session(&sid, dir.path()).await.unwrap();
+    let response = client.load_released(&sid, dir.path()).await.unwrap();
     client.drain();
 
     assert_eq!(client.updates(), replayed_read_task(dir.path()));
-    let summaries: Vec<Value> = client
-        .seen
-        .iter()
-        .filter(|m| m["method"] == "_corvid/tool_use_summary")
-        .cloned()
-        .collect();
-    assert_eq!(
-        summaries,
-        vec![json!({
-            "method": "_corvid/tool_use_summary",
-            "params": {"sessionId": sid, "summary": "Read a.txt", "precedingToolUseIds": ["call_1"]},
-        })]
-    );
+    assert_eq!(client.labels(), read_a_label());
     // The label follows its batch, as it did live.
     assert!(
         position(&client, |m| m["params"]["update"]["status"] == "completed")
-            < position(&client, |m| m["method"] == "_corvid/tool_use_summary")
+            < position(&client, |m| {
+                !m["params"]["update"]["_meta"]["toolUseSummary"].is_null()
+            })
     );
     assert_eq!(
         serde_json::to_value(&response).unwrap()["modes"]["currentModeId"],
@@ -187,7 +184,7 @@ async fn a_recording_torn_mid_line_loads_replays_and_resumes() {
 
     let provider = ScriptedProvider::new(vec![answer("Again.")]);
     let mut client = recording_client(provider.clone(), home.path()).await;
-    client.load_session(&sid, dir.path()).await.unwrap();
+    client.load_released(&sid, dir.path()).await.unwrap();
     client.drain();
     assert_eq!(client.updates(), replayed_read_task(dir.path()));
 
@@ -214,20 +211,47 @@ async fn a_recording_torn_mid_line_loads_replays_and_resumes() {
 }
 
 #[tokio::test]
-async fn a_session_open_on_this_connection_cannot_be_loaded_twice() {
+async fn loading_a_session_open_on_this_connection_replays_it_and_keeps_its_agent() {
     let home = tempfile::tempdir().unwrap();
     let dir = project();
-    let provider = ScriptedProvider::new(vec![]);
-    let client = recording_client(provider, home.path()).await;
+    let provider = ScriptedProvider::new(vec![
+        read_a_script("call_1"),
+        answer("Done."),
+        answer("Again."),
+    ]);
+    let mut client = recording_client(provider.clone(), home.path()).await;
     let sid = client.new_session(dir.path()).await;
-    let error = client.load_session(&sid, dir.path()).await.unwrap_err();
-    assert_eq!(
-        (error.code, error.message),
-        (
-            ErrorCode::INVALID_REQUEST,
-            format!("session `{sid}` is already open on this connection")
+    client.prompt(&sid, "read a").await.unwrap().unwrap();
+    client.until_label().await;
+    client
+        .cx
+        .send_request(
+            agent_client_protocol::v1::schema::SetSessionModeRequest::new(sid.clone(), "auto-edit"),
         )
+        .block_task()
+        .await
+        .unwrap();
+    client.drain();
+    let live = client.seen.len();
+
+    // The editor's UI reconnected and asks for the session again.
+    let response = client.load_session(&sid, dir.path()).await.unwrap();
+    client.drain();
+    client.seen.drain(..live);
+    assert_eq!(client.updates(), replayed_read_task(dir.path()));
+    assert_eq!(client.labels(), read_a_label());
+    assert_eq!(client.command_lists(), vec![(sid.clone(), commands())]);
+    assert_eq!(
+        serde_json::to_value(&response).unwrap()["modes"]["currentModeId"],
+        json!("auto-edit")
     );
+
+    // The same agent goes on: its history is in memory, and one recording grows.
+    client.prompt(&sid, "and now?").await.unwrap().unwrap();
+    assert_eq!(provider.requests()[2].messages, history_then("and now?"));
+    let store = SessionStore::new(home.path());
+    assert_eq!(store.list(dir.path()).unwrap().len(), 1);
+    assert_eq!(store.load(dir.path(), &sid).unwrap().history().len(), 6);
 }
 
 #[tokio::test]
@@ -252,10 +276,11 @@ async fn thoughts_plans_and_failed_calls_replay_as_they_ended() {
     client.prompt(&sid, "plan").await.unwrap().unwrap();
     client.drain();
     let live_failure = client.cards().last().unwrap().clone();
+    client.close().await;
 
     let provider = ScriptedProvider::new(vec![]);
     let mut client = recording_client(provider, home.path()).await;
-    client.load_session(&sid, dir.path()).await.unwrap();
+    client.load_released(&sid, dir.path()).await.unwrap();
     client.drain();
     let error_text = live_failure["content"][0]["content"]["text"].clone();
     assert_eq!(
@@ -273,12 +298,7 @@ async fn thoughts_plans_and_failed_calls_replay_as_they_ended() {
     );
     assert_eq!(live_failure["status"], json!("failed"));
     // Nothing succeeded, so there was no summary to replay.
-    assert!(
-        client
-            .seen
-            .iter()
-            .all(|m| m["method"] != "_corvid/tool_use_summary")
-    );
+    assert_eq!(client.labels(), vec![]);
 }
 
 #[tokio::test]
@@ -294,4 +314,38 @@ async fn a_session_that_cannot_be_recorded_still_runs() {
     client.prompt(&sid, "hi").await.unwrap().unwrap();
     client.drain();
     assert_eq!(client.updates(), vec![message("Still fine.")]);
+}
+
+#[tokio::test]
+async fn a_mode_set_over_acp_is_restored_by_session_load_in_a_new_connection() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = project();
+    let first = recording_client(ScriptedProvider::new(vec![answer("Hi.")]), home.path()).await;
+    let sid = first.new_session(dir.path()).await;
+    first
+        .cx
+        .send_request(
+            agent_client_protocol::v1::schema::SetSessionModeRequest::new(sid.clone(), "yolo"),
+        )
+        .block_task()
+        .await
+        .unwrap();
+    first.prompt(&sid, "hi").await.unwrap().unwrap();
+    first.close().await;
+
+    let provider = ScriptedProvider::new(vec![write_b_script("call_w"), answer("Written.")]);
+    let mut client = recording_client(provider, home.path()).await;
+    let response = client.load_released(&sid, dir.path()).await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&response).unwrap()["modes"]["currentModeId"],
+        json!("yolo")
+    );
+    // And the agent decides in it: the write runs without asking.
+    client.prompt(&sid, "write b").await.unwrap().unwrap();
+    client.drain();
+    assert_eq!(client.permission_requests().len(), 0);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("b.txt")).unwrap(),
+        "new\n"
+    );
 }

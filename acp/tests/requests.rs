@@ -77,7 +77,7 @@ async fn a_granted_permission_runs_the_edit_and_shows_its_diff() {
             "kind": "edit",
             "locations": [{"path": b}],
             "content": [{"type": "diff", "path": b, "newText": "new\n"}],
-            "_meta": {"toolName": "write_file"},
+            "_meta": {"toolName": "write_file", "alwaysScope": "b.txt"},
         })
     );
     let cards = client.cards();
@@ -341,7 +341,7 @@ async fn without_a_provider_authenticate_and_session_new_say_what_to_set() {
 }
 
 #[tokio::test]
-async fn allow_always_is_remembered_for_the_rest_of_the_session() {
+async fn allow_always_is_remembered_for_its_scope_for_the_rest_of_the_session() {
     let dir = project();
     let write = |id: &str, file: &str| {
         vec![
@@ -355,8 +355,9 @@ async fn allow_always_is_remembered_for_the_rest_of_the_session() {
     };
     let provider = ScriptedProvider::new(vec![
         write("w1", "b.txt"),
-        write("w2", "c.txt"),
-        answer("Both written."),
+        write("w2", "b.txt"),
+        write("w3", "c.txt"),
+        answer("All written."),
     ]);
     let mut client = TestClient::start(TestFactory::new(provider), fs_caps(false, false)).await;
     client.set_policy(PermissionPolicy::Select("allow_always"));
@@ -364,12 +365,24 @@ async fn allow_always_is_remembered_for_the_rest_of_the_session() {
     client.prompt(&sid, "write both").await.unwrap().unwrap();
     client.drain();
 
-    let asked: Vec<Value> = client
+    // "Always" covered b.txt, what its option said; c.txt was asked again.
+    let asked: Vec<(Value, Value)> = client
         .permission_requests()
         .into_iter()
-        .map(|m| m["params"]["toolCall"]["toolCallId"].clone())
+        .map(|m| {
+            (
+                m["params"]["toolCall"]["toolCallId"].clone(),
+                m["params"]["options"][1]["name"].clone(),
+            )
+        })
         .collect();
-    assert_eq!(asked, vec![json!("w1")]);
+    assert_eq!(
+        asked,
+        vec![
+            (json!("w1"), json!("Always allow `b.txt`")),
+            (json!("w3"), json!("Always allow `c.txt`")),
+        ]
+    );
     assert!(dir.path().join("b.txt").exists() && dir.path().join("c.txt").exists());
     client.assert_no_card_left_pending();
 }

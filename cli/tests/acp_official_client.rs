@@ -279,6 +279,59 @@ async fn the_official_client_cancels_while_arguments_stream() {
     assert_eq!(stop_reason(&lines), json!("cancelled"));
 }
 
+/// The `session/update`s, without command lists and tool-use labels (checked on their own).
+fn updates(lines: &[Value]) -> Vec<Value> {
+    lines
+        .iter()
+        .filter(|l| l["kind"] == "update")
+        .map(|l| l["update"].clone())
+        .filter(|u| u["sessionUpdate"] != "available_commands_update")
+        .filter(|u| u["_meta"]["toolUseSummary"].is_null())
+        .collect()
+}
+
+/// The tool-use label frames (`tool_call_update`s carrying only `_meta.toolUseSummary`).
+fn labels(lines: &[Value]) -> Vec<Value> {
+    lines
+        .iter()
+        .filter(|l| l["kind"] == "update" && !l["update"]["_meta"]["toolUseSummary"].is_null())
+        .map(|l| l["update"].clone())
+        .collect()
+}
+
+/// The label frame of a `read a.txt` batch of call `call_1`.
+fn read_a_label() -> Value {
+    json!({
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "call_1",
+        "_meta": {"toolUseSummary": {"label": "Read a.txt", "toolCallIds": ["call_1"]}},
+    })
+}
+
+/// Notifications other than `session/update`.
+fn notifications(lines: &[Value]) -> Vec<&Value> {
+    lines
+        .iter()
+        .filter(|l| l["kind"] == "notification")
+        .collect()
+}
+
+/// The command names of every `available_commands_update`.
+fn command_names(lines: &[Value]) -> Vec<Vec<String>> {
+    lines
+        .iter()
+        .filter(|l| l["update"]["sessionUpdate"] == "available_commands_update")
+        .map(|l| {
+            l["update"]["availableCommands"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .collect()
+}
+
 /// The session files under `home`, with their contents.
 fn recordings(home: &Path) -> Vec<(PathBuf, String)> {
     let mut found = Vec::new();
@@ -313,19 +366,26 @@ async fn the_official_client_loads_a_recorded_session_and_sees_it_replayed_with_
         .await;
     let session = first.iter().find(|l| l["kind"] == "session").unwrap();
     let sid = session["sessionId"].as_str().unwrap().to_owned();
+    // The label came in a standard frame; a client that did not opt in gets no notification.
+    assert_eq!(labels(&first), vec![read_a_label()]);
+    assert_eq!(notifications(&first), Vec::<&Value>::new());
 
+    // This client opts in to the extension notification.
     let lines = project
-        .run(&server, &["--load", &sid, "--prompt", "and now?"], true)
+        .run(
+            &server,
+            &[
+                "--load",
+                &sid,
+                "--prompt",
+                "and now?",
+                "--summary-notification",
+            ],
+            true,
+        )
         .await;
     let loaded = lines.iter().position(|l| l["kind"] == "loaded").unwrap();
     let (replay, live) = lines.split_at(loaded);
-    let updates = |lines: &[Value]| -> Vec<Value> {
-        lines
-            .iter()
-            .filter(|l| l["kind"] == "update")
-            .map(|l| l["update"].clone())
-            .collect()
-    };
     let a_txt = project.dir.path().join("a.txt").display().to_string();
     assert_eq!(
         updates(replay),
@@ -353,12 +413,11 @@ async fn the_official_client_loads_a_recorded_session_and_sees_it_replayed_with_
             json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Done."}}),
         ]
     );
-    let summaries: Vec<&Value> = replay
-        .iter()
-        .filter(|l| l["kind"] == "notification")
-        .collect();
+    assert_eq!(labels(replay), vec![read_a_label()]);
+    // The library hands extension notifications to their handler asynchronously, so the
+    // replayed one may be printed after the load's answer: look at the whole run.
     assert_eq!(
-        summaries,
+        notifications(&lines),
         vec![&json!({
             "kind": "notification",
             "method": "_corvid/tool_use_summary",
@@ -375,6 +434,7 @@ async fn the_official_client_loads_a_recorded_session_and_sees_it_replayed_with_
             json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Again."}})
         ]
     );
+    assert_eq!(command_names(live), vec![vec!["stats", "clear", "model"]]);
     assert_eq!(stop_reason(&lines), json!("end_turn"));
 
     // The resumed model request carries the whole earlier conversation, call paired with result.
@@ -401,4 +461,127 @@ async fn the_official_client_loads_a_recorded_session_and_sees_it_replayed_with_
         "the API key leaked into {}",
         files[0].0.display()
     );
+}
+
+/// A complete tool call streamed in one chunk after its preparing chunk.
+fn tool_call(id: &str, name: &str, args: &Value) -> ScriptedResponse {
+    ScriptedResponse::sse(vec![
+        tool_start(id, name),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": args.to_string()}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        Chunk::new("data: [DONE]\n\n"),
+    ])
+}
+
+#[tokio::test]
+async fn the_official_client_creates_a_new_file_through_its_fs_after_a_permission_request() {
+    require_client();
+    let server = MockServer::start().await;
+    server.push(tool_call(
+        "call_w",
+        "write_file",
+        &json!({"file_path": "b.txt", "content": "new\n"}),
+    ));
+    server.push(text_answer("Written."));
+    let project = Project::new(&fast_retries());
+    let lines = project
+        .run(&server, &["--fs", "--prompt", "write b.txt"], false)
+        .await;
+
+    let b = project.dir.path().join("b.txt").display().to_string();
+    // The client's read of the missing file failed with a plain -32603; corvid asked with a
+    // diff from nothing, then wrote through the client.
+    let steps: Vec<Value> = lines
+        .iter()
+        .filter(|l| l["kind"] == "fs" || l["kind"] == "permission")
+        .map(|l| match l["kind"].as_str() {
+            Some("fs") => json!([l["method"], l["path"]]),
+            _ => json!(["permission", l["toolCall"]["content"]]),
+        })
+        .collect();
+    let (first, rest) = steps.split_first().unwrap();
+    assert_eq!(first, &json!(["fs/read_text_file", b]));
+    let mut rest: Vec<Value> = rest.to_vec();
+    rest.retain(|s| s[0] != "fs/read_text_file");
+    assert_eq!(
+        rest,
+        vec![
+            json!(["permission", [{"type": "diff", "path": b, "newText": "new\n"}]]),
+            json!(["fs/write_text_file", b]),
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.dir.path().join("b.txt")).unwrap(),
+        "new\n"
+    );
+    assert_eq!(
+        card_statuses(&lines).last().unwrap(),
+        &card("call_w", "completed", false)
+    );
+    assert_eq!(stop_reason(&lines), json!("end_turn"));
+}
+
+#[tokio::test]
+async fn the_official_client_reloads_a_session_open_on_the_same_connection() {
+    require_client();
+    let server = MockServer::start().await;
+    server.push(read_a_call("call_1"));
+    server.push(text_answer("Done."));
+    server.push(text_answer("Again."));
+    let project = Project::new(&fast_retries());
+    let lines = project
+        .run(
+            &server,
+            &["--prompt", "read a.txt", "--reload", "--prompt", "and now?"],
+            false,
+        )
+        .await;
+
+    let reloaded = lines.iter().position(|l| l["kind"] == "reloaded").unwrap();
+    let first_answer = lines.iter().position(|l| l["kind"] == "response").unwrap();
+    let replay = updates(&lines[first_answer..reloaded]);
+    assert_eq!(
+        replay.first().unwrap(),
+        &json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "read a.txt"}})
+    );
+    assert_eq!(
+        replay.last().unwrap(),
+        &json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Done."}})
+    );
+    assert_eq!(
+        lines[reloaded]["response"]["modes"]["currentModeId"],
+        json!("default")
+    );
+    let answers: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["kind"] == "response")
+        .map(|l| &l["response"]["stopReason"])
+        .collect();
+    assert_eq!(answers, vec![&json!("end_turn"), &json!("end_turn")]);
+    // The same agent went on with its history, and one recording holds the session.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[2].body["messages"].as_array().unwrap().len(), 6);
+    assert_eq!(recordings(project.home.path()).len(), 1);
+}
+
+#[tokio::test]
+async fn the_official_client_gets_the_command_list_and_a_stats_answer() {
+    require_client();
+    let server = MockServer::start().await;
+    let lines = run_client(&server, &["--prompt", "/stats"]).await;
+
+    assert_eq!(command_names(&lines), vec![vec!["stats", "clear", "model"]]);
+    assert_eq!(
+        updates(&lines),
+        vec![
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text",
+            "text": "Session stats\nturns 0 · tool calls 0 (0 completed, 0 failed)\nno token usage reported yet"}})
+        ]
+    );
+    assert_eq!(stop_reason(&lines), json!("end_turn"));
+    assert_eq!(server.requests().len(), 0);
 }

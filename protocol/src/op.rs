@@ -27,6 +27,9 @@ pub enum Op {
     SetApprovalMode { mode: ApprovalMode },
     /// Switch the main model for later turns.
     SetModel { model: String },
+    /// Forget the conversation so far: the next prompt starts a fresh history in the same
+    /// session (`/clear`). Refused with a warning while a task runs.
+    ClearHistory,
 }
 
 impl Op {
@@ -85,6 +88,9 @@ pub enum ApprovalDecision {
     RejectAlways,
     /// The request was abandoned (prompt cancelled, client gone).
     Cancelled,
+    /// Nobody can be asked (headless mode): the front end's setting refused the call, not
+    /// the user.
+    Unattended,
 }
 
 impl ApprovalDecision {

@@ -7,16 +7,27 @@
 //   {"kind":"permission","toolCall":{...}}      a session/request_permission (auto-answered)
 //   {"kind":"notification","method":M,"params"} any other notification (e.g. _corvid/*)
 //   {"kind":"response","response":{...}}        the session/prompt answer
+//   {"kind":"fs","method":M,"path":P}           an fs/* request (with --fs), answered from disk
+//   {"kind":"reloaded","response":{...}}        the answer of --reload's session/load
 //   {"kind":"error","message":...}              a failed request
 //
-// Usage: node client.mjs [--prompt TEXT] [--reject] [--cancel-on-tool-call] [--timeout SECONDS]
-//                        [--cwd DIR] [--load SESSION_ID] [--wait-summary] -- AGENT_CMD [ARGS...]
+// Usage: node client.mjs [--prompt TEXT]... [--reject] [--cancel-on-tool-call] [--timeout SECONDS]
+//                        [--cwd DIR] [--load SESSION_ID] [--wait-summary] [--fs] [--reload]
+//                        [--summary-notification] -- AGENT_CMD [ARGS...]
+// Each --prompt is sent in turn (default: one "hello").
 // --load resumes a recorded session with session/load instead of session/new, then prompts.
-// --wait-summary keeps the connection open after the prompt's answer until a
-// `_corvid/tool_use_summary` notification arrived (summaries may follow the answer).
+// --reload sends session/load of the open session after the first prompt, on the same
+// connection (an editor whose UI reconnected), then goes on with the other prompts.
+// --fs advertises fs/read_text_file and fs/write_text_file and serves them from disk; a read
+// of a missing file throws, which the library answers with a plain -32603 (as the official
+// Python client does).
+// --summary-notification opts in to `_corvid/tool_use_summary` in initialize.
+// --wait-summary keeps the connection open after the last answer until a tool-use label
+// arrived (`_meta.toolUseSummary` on a tool_call_update; labels may follow the answer).
 // Exit codes: 0 ok, 1 protocol or agent error, 2 agent could not start, 3 timeout, 64 usage.
 
 import { spawn } from "node:child_process";
+import { readFile, writeFile } from "node:fs/promises";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
@@ -31,26 +42,33 @@ if (split < 0 || split === argv.length - 1) usage("missing `-- AGENT_CMD`");
 const flags = argv.slice(0, split);
 const [command, ...commandArgs] = argv.slice(split + 1);
 const options = {
-  prompt: "hello",
+  prompts: [],
   reject: false,
   cancelOnToolCall: false,
   timeout: 30,
   cwd: process.cwd(),
   load: null,
   waitSummary: false,
+  fs: false,
+  reload: false,
+  summaryNotification: false,
 };
 for (let i = 0; i < flags.length; i++) {
   switch (flags[i]) {
-    case "--prompt": options.prompt = flags[++i]; break;
+    case "--prompt": options.prompts.push(flags[++i]); break;
     case "--reject": options.reject = true; break;
     case "--cancel-on-tool-call": options.cancelOnToolCall = true; break;
     case "--timeout": options.timeout = Number(flags[++i]); break;
     case "--cwd": options.cwd = flags[++i]; break;
     case "--load": options.load = flags[++i]; break;
     case "--wait-summary": options.waitSummary = true; break;
+    case "--fs": options.fs = true; break;
+    case "--reload": options.reload = true; break;
+    case "--summary-notification": options.summaryNotification = true; break;
     default: usage(`unknown flag ${flags[i]}`);
   }
 }
+if (options.prompts.length === 0) options.prompts.push("hello");
 
 const emit = (value) => process.stdout.write(JSON.stringify(value) + "\n");
 
@@ -87,6 +105,7 @@ const app = acp
   .client({ name: "corvid-e2e" })
   .onNotification(acp.methods.client.session.update, ({ params }) => {
     emit({ kind: "update", update: params.update });
+    if (params.update._meta?.toolUseSummary) summaryArrived();
     if (options.cancelOnToolCall && params.update.sessionUpdate === "tool_call") cancel();
   })
   .onNotification("*", ({ method, params }) => {
@@ -101,6 +120,15 @@ const app = acp
       if (option) return { outcome: { outcome: "selected", optionId: option.optionId } };
     }
     return { outcome: { outcome: "cancelled" } };
+  })
+  .onRequest(acp.methods.client.fs.readTextFile, async ({ params }) => {
+    emit({ kind: "fs", method: "fs/read_text_file", path: params.path });
+    return { content: await readFile(params.path, "utf8") };
+  })
+  .onRequest(acp.methods.client.fs.writeTextFile, async ({ params }) => {
+    emit({ kind: "fs", method: "fs/write_text_file", path: params.path });
+    await writeFile(params.path, params.content);
+    return {};
   });
 
 let code = 0;
@@ -109,7 +137,13 @@ try {
   await app.connectWith(stream, async (ctx) => {
     const init = await ctx.request(acp.methods.agent.initialize, {
       protocolVersion: acp.PROTOCOL_VERSION,
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+      clientCapabilities: {
+        fs: { readTextFile: options.fs, writeTextFile: options.fs },
+        terminal: false,
+        ...(options.summaryNotification
+          ? { _meta: { corvid: { toolUseSummaryNotification: true } } }
+          : {}),
+      },
     });
     emit({ kind: "initialize", response: init });
     let sessionId;
@@ -132,11 +166,21 @@ try {
       cancelled = true;
       ctx.notify(acp.methods.agent.session.cancel, { sessionId });
     };
-    const response = await ctx.request(acp.methods.agent.session.prompt, {
-      sessionId,
-      prompt: [{ type: "text", text: options.prompt }],
-    });
-    emit({ kind: "response", response });
+    for (const [index, text] of options.prompts.entries()) {
+      if (index === 1 && options.reload) {
+        const reloaded = await ctx.request(acp.methods.agent.session.load, {
+          sessionId,
+          cwd: options.cwd,
+          mcpServers: [],
+        });
+        emit({ kind: "reloaded", response: reloaded });
+      }
+      const response = await ctx.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: "text", text }],
+      });
+      emit({ kind: "response", response });
+    }
     if (options.waitSummary) await summary;
   });
 } catch (error) {

@@ -157,39 +157,68 @@ fn todos_become_a_plan() {
     );
 }
 
-#[test]
-fn a_summary_is_an_extension_notification() {
-    let frames = mapper().frames(&CoreEvent::ToolUseSummary {
+/// The standard frame a summary of calls `a` and `b` becomes for call `id`.
+fn summary_update(id: &str) -> Frame {
+    Frame {
+        method: SESSION_UPDATE_METHOD,
+        params: json!({
+            "sessionId": "s1",
+            "update": {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": id,
+                "_meta": {"toolUseSummary": {"label": "Read config.json", "toolCallIds": ["a", "b"]}},
+            },
+        }),
+    }
+}
+
+fn summary_event() -> CoreEvent {
+    CoreEvent::ToolUseSummary {
         summary: "Read config.json".into(),
         preceding_tool_use_ids: vec!["a".into(), "b".into()],
-    });
+    }
+}
+
+#[test]
+fn a_summary_is_a_meta_only_update_of_each_call_of_its_batch() {
+    assert_eq!(
+        mapper().frames(&summary_event()),
+        vec![summary_update("a"), summary_update("b")]
+    );
+}
+
+#[test]
+fn a_client_that_opted_in_also_gets_the_summary_notification() {
+    let frames = mapper()
+        .with_summary_notification(true)
+        .frames(&summary_event());
     assert_eq!(
         frames,
-        vec![Frame {
-            method: TOOL_USE_SUMMARY_METHOD,
-            params: json!({
-                "sessionId": "s1",
-                "summary": "Read config.json",
-                "precedingToolUseIds": ["a", "b"],
-            }),
-        }]
+        vec![
+            summary_update("a"),
+            summary_update("b"),
+            Frame {
+                method: TOOL_USE_SUMMARY_METHOD,
+                params: json!({
+                    "sessionId": "s1",
+                    "summary": "Read config.json",
+                    "precedingToolUseIds": ["a", "b"],
+                }),
+            }
+        ]
     );
 }
 
 #[test]
 fn a_permission_request_offers_the_four_options_and_maps_them_back() {
-    let request = mapper().permission_request(
-        "c5",
-        "run_shell_command",
-        &ToolDisplay {
-            title: "Run cargo test".into(),
-            kind: ToolKind::Execute,
-            locations: vec![],
-        },
-        &ApprovalPreview::Command {
-            command: "cargo test".into(),
-        },
-    );
+    let request = mapper().permission_request(PermissionAsk {
+        call_id: "c5",
+        tool_name: "run_shell_command",
+        display: &shell_display(),
+        preview: &cargo_test(),
+        reason: None,
+        always_scope: None,
+    });
     let wire = serde_json::to_value(&request).unwrap_or_default();
     assert_eq!(
         wire,
@@ -248,4 +277,52 @@ fn a_replayed_prompt_is_a_user_chunk_but_a_live_one_is_not_echoed() {
         text: "Done.".into(),
     };
     assert_eq!(mapper().replay_frames(&text), mapper().frames(&text));
+}
+
+fn shell_display() -> ToolDisplay {
+    ToolDisplay {
+        title: "Run cargo test".into(),
+        kind: ToolKind::Execute,
+        locations: vec![],
+    }
+}
+
+fn cargo_test() -> ApprovalPreview {
+    ApprovalPreview::Command {
+        command: "cargo test".into(),
+    }
+}
+
+#[test]
+fn a_permission_request_says_why_it_asks_and_what_always_covers() {
+    let request = mapper().permission_request(PermissionAsk {
+        call_id: "c6",
+        tool_name: "run_shell_command",
+        display: &shell_display(),
+        preview: &cargo_test(),
+        reason: Some("it writes under .git/, a protected path"),
+        always_scope: Some("cargo test"),
+    });
+    let wire = serde_json::to_value(&request).unwrap_or_default();
+    assert_eq!(
+        (
+            wire["toolCall"]["content"].clone(),
+            wire["toolCall"]["_meta"].clone()
+        ),
+        (
+            json!([
+                {"type": "content", "content": {"type": "text", "text": "Asked because it writes under .git/, a protected path"}},
+                {"type": "content", "content": {"type": "text", "text": "cargo test"}},
+            ]),
+            json!({
+                "toolName": "run_shell_command",
+                "reason": "it writes under .git/, a protected path",
+                "alwaysScope": "cargo test",
+            })
+        )
+    );
+    assert_eq!(
+        wire["options"][1],
+        json!({"optionId": "allow_always", "name": "Always allow `cargo test`", "kind": "allow_always"})
+    );
 }

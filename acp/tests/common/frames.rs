@@ -124,3 +124,8 @@ pub fn replayed_read_result(id: &str, status: &str, output: impl Into<Value>) ->
         "_meta": {"toolName": "read_file", "provenance": "builtin"},
     })
 }
+
+/// The names `available_commands_update` lists for every session.
+pub fn commands() -> Vec<String> {
+    vec!["stats".into(), "clear".into(), "model".into()]
+}

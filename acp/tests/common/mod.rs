@@ -245,6 +245,9 @@ pub enum PermissionPolicy {
 /// The test client: everything it receives lands in one ordered log.
 pub struct TestClient {
     pub cx: ConnectionTo<Agent>,
+    /// Ends the client's side of the connection (see [`Self::close`]).
+    close: Option<tokio::sync::oneshot::Sender<()>>,
+    server: tokio::task::JoinHandle<anyhow::Result<()>>,
     log: mpsc::UnboundedReceiver<Value>,
     pub seen: Vec<Value>,
     pub files: Arc<Mutex<HashMap<PathBuf, String>>>,
@@ -254,13 +257,26 @@ pub struct TestClient {
 impl TestClient {
     /// Starts corvid's server and a client on a duplex pipe and initializes the connection.
     pub async fn start(factory: Arc<dyn AgentFactory>, fs: FileSystemCapabilities) -> Self {
+        Self::start_with(factory, ClientCapabilities::new().fs(fs)).await
+    }
+
+    /// [`Self::start`] for a client that also asks for `_corvid/tool_use_summary`.
+    pub async fn start_opted_in(factory: Arc<dyn AgentFactory>) -> Self {
+        let mut meta = serde_json::Map::new();
+        meta.insert("corvid".into(), json!({"toolUseSummaryNotification": true}));
+        Self::start_with(factory, ClientCapabilities::new().meta(meta)).await
+    }
+
+    /// Starts the pair, initializing with these client capabilities.
+    pub async fn start_with(factory: Arc<dyn AgentFactory>, caps: ClientCapabilities) -> Self {
         let (agent_io, client_io) = tokio::io::duplex(1 << 16);
         let (agent_read, agent_write) = tokio::io::split(agent_io);
         let (client_read, client_write) = tokio::io::split(client_io);
-        tokio::spawn(corvid_acp::serve(
+        let server = tokio::spawn(corvid_acp::serve(
             factory,
-            ByteStreams::new(agent_write.compat_write(), agent_read.compat()),
+            corvid_acp::line_transport(agent_read, agent_write),
         ));
+        let (close_tx, close_rx) = tokio::sync::oneshot::channel::<()>();
 
         let (log_tx, log) = mpsc::unbounded_channel::<Value>();
         let files: Arc<Mutex<HashMap<PathBuf, String>>> = Arc::default();
@@ -336,19 +352,19 @@ impl TestClient {
             ByteStreams::new(client_write.compat_write(), client_read.compat()),
             async move |cx: ConnectionTo<Agent>| {
                 let _ = cx_tx.send(cx);
-                futures::future::pending::<Result<(), Error>>().await
+                let _ = close_rx.await;
+                Ok(())
             },
         ));
         let cx = cx_rx.await.expect("client connection starts");
-        cx.send_request(
-            InitializeRequest::new(ProtocolVersion::V1)
-                .client_capabilities(ClientCapabilities::new().fs(fs)),
-        )
-        .block_task()
-        .await
-        .expect("initialize");
+        cx.send_request(InitializeRequest::new(ProtocolVersion::V1).client_capabilities(caps))
+            .block_task()
+            .await
+            .expect("initialize");
         Self {
             cx,
+            close: Some(close_tx),
+            server,
             log,
             seen: Vec::new(),
             files,
@@ -364,6 +380,38 @@ impl TestClient {
             .await
             .expect("session/new");
         resp.session_id.0.to_string()
+    }
+
+    /// Closes the connection as an editor quitting does, and waits until the server is done.
+    pub async fn close(mut self) {
+        if let Some(close) = self.close.take() {
+            let _ = close.send(());
+        }
+        tokio::time::timeout(PATIENCE, &mut self.server)
+            .await
+            .expect("the server did not end after the client left")
+            .unwrap()
+            .unwrap();
+    }
+
+    /// `session/load` of a session a closed connection had open: its agent lets go of the
+    /// recording shortly after the connection ends, so "in use" is retried for a while.
+    pub async fn load_released(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+    ) -> Result<LoadSessionResponse, Error> {
+        let deadline = tokio::time::Instant::now() + PATIENCE;
+        loop {
+            match self.load_session(session_id, cwd).await {
+                Err(e)
+                    if e.message.contains("in use") && tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// `session/load`; the replayed frames are in the log when it returns.
@@ -418,12 +466,55 @@ impl TestClient {
         }
     }
 
-    /// The `update` of every `session/update` seen so far, in order.
+    /// The `update` of every `session/update` seen so far, in order, without the
+    /// `available_commands_update` each session starts with (see [`Self::command_lists`])
+    /// and the tool-use labels, which arrive whenever they are ready (see [`Self::labels`]).
     pub fn updates(&self) -> Vec<Value> {
         self.seen
             .iter()
             .filter(|m| m["method"] == "session/update")
             .map(|m| m["params"]["update"].clone())
+            .filter(|u| u["sessionUpdate"] != "available_commands_update")
+            .filter(|u| u["_meta"]["toolUseSummary"].is_null())
+            .collect()
+    }
+
+    /// Every tool-use label seen so far: (call id, `_meta.toolUseSummary`).
+    pub fn labels(&self) -> Vec<(String, Value)> {
+        self.seen
+            .iter()
+            .filter(|m| m["method"] == "session/update")
+            .map(|m| &m["params"]["update"])
+            .filter(|u| !u["_meta"]["toolUseSummary"].is_null())
+            .map(|u| {
+                (
+                    u["toolCallId"].as_str().unwrap().to_owned(),
+                    u["_meta"]["toolUseSummary"].clone(),
+                )
+            })
+            .collect()
+    }
+
+    /// Waits for the next tool-use label.
+    pub async fn until_label(&mut self) -> Value {
+        self.until(|m| !m["params"]["update"]["_meta"]["toolUseSummary"].is_null())
+            .await
+    }
+
+    /// Every `available_commands_update` seen so far: (session id, command names).
+    pub fn command_lists(&self) -> Vec<(String, Vec<String>)> {
+        self.seen
+            .iter()
+            .filter(|m| m["params"]["update"]["sessionUpdate"] == "available_commands_update")
+            .map(|m| {
+                let names = m["params"]["update"]["availableCommands"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c["name"].as_str().unwrap().to_owned())
+                    .collect();
+                (m["params"]["sessionId"].as_str().unwrap().to_owned(), names)
+            })
             .collect()
     }
 

@@ -103,11 +103,28 @@ pub(super) struct Emitter {
 
 impl Emitter {
     pub(super) fn emit(&self, event: CoreEvent) {
-        if let Some(observer) = &self.observer {
-            observer.event_emitted(&event);
-        }
+        let notice = self
+            .observer
+            .as_ref()
+            .and_then(|observer| observer.event_emitted(&event));
         if self.tx.send(event).is_err() {
             tracing::trace!("core event dropped: no receiver");
+        }
+        self.notice(notice);
+    }
+
+    /// Tells the observer about an appended message (and the user about its notice, if any).
+    fn message_appended(&self, message: &Message) {
+        let notice = self
+            .observer
+            .as_ref()
+            .and_then(|observer| observer.message_appended(message));
+        self.notice(notice);
+    }
+
+    fn notice(&self, notice: Option<String>) {
+        if let Some(message) = notice {
+            self.emit(CoreEvent::Warning { message });
         }
     }
 }
@@ -117,15 +134,14 @@ impl Emitter {
 pub(super) struct SessionState {
     pub history: Vec<Message>,
     pub used_ids: HashSet<String>,
-    observer: Option<Arc<dyn HistoryObserver>>,
+    /// Where appended messages are announced to the observer (session recording).
+    recording: Emitter,
 }
 
 impl SessionState {
     /// Appends a message to the history and tells the observer (session recording).
     pub(super) fn append(&mut self, message: Message) {
-        if let Some(observer) = &self.observer {
-            observer.message_appended(&message);
-        }
+        self.recording.message_appended(&message);
         self.history.push(message);
     }
 }
@@ -162,7 +178,7 @@ pub(super) async fn run_session(
 ) {
     let events = Emitter {
         tx: events,
-        observer: observer.clone(),
+        observer,
     };
     let session_id = config.session_id;
     let stat = Arc::new(Static {
@@ -188,7 +204,7 @@ pub(super) async fn run_session(
     let mut state = SessionState {
         used_ids: ids_in_history(&config.history),
         history: config.history,
-        observer,
+        recording: events.clone(),
     };
     let mut running: Option<Running> = None;
     let mut tasks = 0u64;
@@ -227,8 +243,28 @@ pub(super) async fn run_session(
                             tracing::debug!(%call_id, "approval for a call that is not waiting; ignored");
                         }
                     }
-                    Op::SetApprovalMode { mode } => *lock(&shared.approval_mode) = mode,
-                    Op::SetModel { model } => *lock(&shared.model) = model,
+                    Op::SetApprovalMode { mode } => {
+                        let before = std::mem::replace(&mut *lock(&shared.approval_mode), mode);
+                        if before != mode {
+                            events.emit(CoreEvent::ApprovalModeChanged { mode });
+                        }
+                    }
+                    Op::SetModel { model } => {
+                        let from = std::mem::replace(&mut *lock(&shared.model), model.clone());
+                        if from != model {
+                            events.emit(CoreEvent::ModelChanged { from, to: model });
+                        }
+                    }
+                    Op::ClearHistory => {
+                        if running.is_some() {
+                            events.emit(CoreEvent::Warning {
+                                message: "a task is running; the history is cleared only between tasks".into(),
+                            });
+                        } else {
+                            // Call ids stay reserved: a later call must not reuse one.
+                            state.history.clear();
+                        }
+                    }
                 }
             }
             joined = finished(&mut running) => {

@@ -1,0 +1,113 @@
+//! Slash commands over ACP (issue 14 item 16): the ones that make sense in an editor are
+//! advertised with `available_commands_update`, and a prompt starting with one runs it
+//! instead of reaching the model.
+
+use agent_client_protocol::v1::schema::{
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, SessionId,
+    SessionNotification, SessionUpdate, UnstructuredCommandInput,
+};
+use corvid_core::usage::UsageStats;
+
+/// A command a prompt asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Command {
+    /// Token usage per prompt id, turns and tool calls.
+    Stats,
+    /// A fresh conversation in the same session.
+    Clear,
+    /// Show the model (`None`) or switch later turns to it.
+    Model(Option<String>),
+}
+
+/// The command a prompt starts with; anything else (an unknown `/word`, a path such as
+/// `/usr/bin`) is a prompt for the model.
+pub(crate) fn parse(prompt: &str) -> Option<Command> {
+    let line = prompt.trim();
+    let (name, arg) = line
+        .split_once(char::is_whitespace)
+        .map_or((line, ""), |(name, arg)| (name, arg.trim()));
+    match name {
+        "/stats" if arg.is_empty() => Some(Command::Stats),
+        "/clear" if arg.is_empty() => Some(Command::Clear),
+        "/model" if arg.is_empty() => Some(Command::Model(None)),
+        "/model" if !arg.contains(char::is_whitespace) => Some(Command::Model(Some(arg.into()))),
+        _ => None,
+    }
+}
+
+/// The `available_commands_update` for a session (names without the slash, as ACP wants).
+pub(crate) fn available(session_id: SessionId) -> SessionNotification {
+    let commands = vec![
+        AvailableCommand::new("stats", "Token usage per prompt id, turns and tool calls"),
+        AvailableCommand::new("clear", "Start a fresh conversation in this session"),
+        AvailableCommand::new("model", "Show the model, or switch later turns to another").input(
+            AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(
+                "model name (empty shows the current one)",
+            )),
+        ),
+    ];
+    SessionNotification::new(
+        session_id,
+        SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
+    )
+}
+
+/// The `/stats` answer: one fact per line.
+pub(crate) fn stats_report(stats: &UsageStats) -> String {
+    let calls = stats.tool_calls;
+    let mut out = format!(
+        "Session stats\nturns {} · tool calls {} ({} completed, {} failed)",
+        stats.turns, calls.total, calls.completed, calls.failed
+    );
+    if stats.by_prompt.is_empty() {
+        out.push_str("\nno token usage reported yet");
+    }
+    for (id, u) in &stats.by_prompt {
+        out.push_str(&format!(
+            "\n{id}: input {} (cached {}) · output {} (reasoning {}) · total {}",
+            u.input_tokens,
+            u.cached_input_tokens,
+            u.output_tokens,
+            u.reasoning_tokens,
+            u.total_tokens
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[test]
+    fn only_known_commands_are_taken_from_a_prompt() {
+        let parsed: Vec<Option<Command>> = [
+            "/stats",
+            "  /clear \n",
+            "/model",
+            "/model gpt-5-mini",
+            "/model two words",
+            "/stats please",
+            "/usr/bin is odd",
+            "hello /stats",
+        ]
+        .iter()
+        .map(|p| parse(p))
+        .collect();
+        assert_eq!(
+            parsed,
+            vec![
+                Some(Command::Stats),
+                Some(Command::Clear),
+                Some(Command::Model(None)),
+                Some(Command::Model(Some("gpt-5-mini".into()))),
+                None,
+                None,
+                None,
+                None,
+            ]
+        );
+    }
+}

@@ -1,0 +1,107 @@
+//! `session/list` (issue 14 item 17): the recorded sessions of a working directory.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{InitializeRequest, ListSessionsRequest};
+use common::*;
+use corvid_core::session::SessionStore;
+use corvid_protocol::ApprovalMode;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+#[tokio::test]
+async fn session_list_shows_the_recorded_sessions_of_the_cwd_newest_first() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = project();
+    let other = project();
+    let provider =
+        ScriptedProvider::new(vec![answer("One."), answer("Two."), answer("Elsewhere.")]);
+    let factory = Arc::new(TestFactory {
+        provider,
+        summaries: false,
+        mode: ApprovalMode::Default,
+        store: Some(SessionStore::new(home.path())),
+    });
+    let client = TestClient::start(factory, fs_caps(false, false)).await;
+    let init = client
+        .cx
+        .send_request(InitializeRequest::new(ProtocolVersion::V1))
+        .block_task()
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(init).unwrap()["agentCapabilities"]["sessionCapabilities"],
+        json!({"list": {}})
+    );
+    let first = client.new_session(dir.path()).await;
+    client
+        .prompt(&first, "first task\nwith details")
+        .await
+        .unwrap()
+        .unwrap();
+    let second = client.new_session(dir.path()).await;
+    client
+        .prompt(&second, "second task")
+        .await
+        .unwrap()
+        .unwrap();
+    let elsewhere = client.new_session(other.path()).await;
+    client
+        .prompt(&elsewhere, "not here")
+        .await
+        .unwrap()
+        .unwrap();
+    // Opened and left without a prompt: nothing to go back to.
+    client.new_session(dir.path()).await;
+
+    let listed = client
+        .cx
+        .send_request(ListSessionsRequest::new().cwd(dir.path().to_path_buf()))
+        .block_task()
+        .await
+        .unwrap();
+    let listed: Vec<_> = serde_json::to_value(&listed).unwrap()["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["sessionId"].clone(), s["cwd"].clone(), s["title"].clone()))
+        .collect();
+    let cwd = json!(dir.path());
+    let mut expected = vec![
+        (json!(first), cwd.clone(), json!("first task")),
+        (json!(second), cwd.clone(), json!("second task")),
+    ];
+    // Newest first; two sessions started in the same millisecond are ordered by id.
+    expected.sort_by(|a, b| b.0.as_str().cmp(&a.0.as_str()));
+    let mut sorted = listed.clone();
+    sorted.sort_by(|a, b| b.0.as_str().cmp(&a.0.as_str()));
+    assert_eq!(sorted, expected);
+    assert_eq!(listed.len(), 2);
+}
+
+#[tokio::test]
+async fn session_list_with_a_relative_cwd_is_an_error_naming_it() {
+    let client = TestClient::start(
+        TestFactory::new(ScriptedProvider::new(vec![])),
+        fs_caps(false, false),
+    )
+    .await;
+    let error = client
+        .cx
+        .send_request(ListSessionsRequest::new().cwd(std::path::PathBuf::from("rel/dir")))
+        .block_task()
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (error.code, error.message),
+        (
+            agent_client_protocol::ErrorCode::INVALID_PARAMS,
+            "cwd must be an absolute path, got `rel/dir`".to_owned()
+        )
+    );
+}
