@@ -2,6 +2,7 @@
 //! event collector and the SPEC §5.2 invariant checker.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod approvals;
 pub mod fake_tools;
 pub mod invariants;
 pub mod openai_sse;
