@@ -536,6 +536,23 @@ async fn a_call_headless_cannot_ask_about_is_reported_as_refused_by_headless_mod
         stdout(&out)
     );
     assert!(!sb.project_dir().join("made-by-shell").exists());
+    // The model is told the truth too, so its answer does not blame the user.
+    let requests = server.requests();
+    let tool_msg = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the refusal is sent back as the call's result");
+    let told = tool_msg["content"].as_str().unwrap();
+    assert!(
+        told.starts_with(
+            "This `run_shell_command` call needs approval, and nobody can be asked in this \
+             non-interactive (headless) run, so corvid refused it; it did not run. The user \
+             did not reject it."
+        ),
+        "{told}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

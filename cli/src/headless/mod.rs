@@ -162,7 +162,7 @@ async fn drive<W: Write>(
             } => {
                 agent.submit(Op::Approval {
                     call_id: call_id.clone(),
-                    decision: ApprovalDecision::RejectOnce,
+                    decision: ApprovalDecision::Unattended,
                 })?;
                 printer.refused(
                     call_id,

@@ -137,7 +137,8 @@ async fn ask(
         }
         ApprovalDecision::AllowOnce
         | ApprovalDecision::RejectOnce
-        | ApprovalDecision::Cancelled => {}
+        | ApprovalDecision::Cancelled
+        | ApprovalDecision::Unattended => {}
     }
     match decision {
         ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways => {
@@ -149,7 +150,19 @@ async fn ask(
             "The approval request for `{}` was cancelled; the call did not run.",
             call.name
         )),
+        ApprovalDecision::Unattended => Approval::Denied(unattended_message(call)),
     }
+}
+
+/// The user never saw the question: say so, so the model does not report a "no" they gave.
+fn unattended_message(call: &ToolCall) -> String {
+    format!(
+        "This `{}` call needs approval, and nobody can be asked in this non-interactive \
+         (headless) run, so corvid refused it; it did not run. The user did not reject it. Do \
+         not retry it; finish what you can without it and tell the user it needs approval \
+         (another approval mode or a tools.allow rule).",
+        call.name
+    )
 }
 
 fn rejected_message(call: &ToolCall, always: bool) -> String {
