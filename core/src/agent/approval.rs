@@ -39,7 +39,12 @@ pub(super) async fn approve(
         // Nothing to approve, but a deny rule (`read_file(.env)`) still applies.
         ApprovalNeed::None => (None, true, None),
         ApprovalNeed::Refuse(err) => return Approval::DeniedUnasked(err.message),
-        ApprovalNeed::Edit(preview) => (Some(preview), mode != ApprovalMode::Default, None),
+        // Named modes, not `!= Default`: a new mode (plan) must not approve edits by accident.
+        ApprovalNeed::Edit(preview) => (
+            Some(preview),
+            matches!(mode, ApprovalMode::AutoEdit | ApprovalMode::Yolo),
+            None,
+        ),
         ApprovalNeed::Execute(preview) => (Some(preview), mode == ApprovalMode::Yolo, None),
         ApprovalNeed::Escalated { preview, reason } => (Some(preview), false, Some(reason)),
     };
