@@ -291,7 +291,7 @@ async fn resource_links_and_embedded_resources_reach_the_model_as_context() {
     assert_eq!(
         sent,
         format!(
-            "Explain these\n@a.txt ({a})\n<context ref=\"/work/p/main.rs\">\nfn main() {{}}\n</context>"
+            "Explain these\n<context ref=\"{a}\">\nhello\n\n</context>\n<context ref=\"/work/p/main.rs\">\nfn main() {{}}\n</context>"
         )
     );
 }

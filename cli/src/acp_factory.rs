@@ -52,6 +52,13 @@ impl AgentFactory for SettingsFactory {
         Ok(config)
     }
 
+    fn accepts_images(&self) -> bool {
+        std::env::current_dir()
+            .ok()
+            .and_then(|cwd| self.load(&cwd).ok())
+            .is_some_and(|s| corvid_core::images::default_model_accepts_images(&s, process_env))
+    }
+
     fn session_store(&self) -> Option<SessionStore> {
         corvid_home(process_env).map(|home| SessionStore::new(&home))
     }

@@ -25,6 +25,18 @@ impl ImageSupport {
     }
 }
 
+/// Whether the main model `settings` configure accepts images (false when no provider is
+/// configured: nothing can be sent then anyway).
+pub fn default_model_accepts_images(
+    settings: &crate::settings::Settings,
+    env: impl Fn(&str) -> Option<String>,
+) -> bool {
+    let support = ImageSupport {
+        setting: settings.model.supports_images,
+    };
+    crate::settings::resolve_provider(settings, env).is_ok_and(|main| support.accepts(&main.model))
+}
+
 /// Whether a model of this name accepts images, from what the vendors publish. Unknown models
 /// are assumed not to (`model.supportsImages: true` overrides), so an image never reaches a
 /// text-only model that would ignore it or fail obscurely.

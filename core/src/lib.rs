@@ -2,6 +2,7 @@
 //! approvals, tool-use summaries, usage stats. Every front end consumes its core events.
 
 pub mod agent;
+pub mod attach;
 pub mod images;
 pub mod policy;
 pub mod retry;

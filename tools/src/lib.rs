@@ -13,7 +13,7 @@ pub mod list_directory;
 pub mod local_fs;
 pub mod paths;
 pub mod read_file;
-mod regular_file;
+pub mod regular_file;
 pub mod registry;
 pub mod shell;
 pub mod todo_write;
