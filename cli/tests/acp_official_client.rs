@@ -585,3 +585,73 @@ async fn the_official_client_gets_the_command_list_and_a_stats_answer() {
     assert_eq!(stop_reason(&lines), json!("end_turn"));
     assert_eq!(server.requests().len(), 0);
 }
+
+/// Reads `corvid --acp` output lines until one answers (has no `method`).
+async fn next_answer(
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) -> Value {
+    loop {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(30), lines.next_line())
+            .await
+            .expect("corvid --acp went silent")
+            .unwrap()
+            .expect("corvid --acp closed stdout");
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message.get("method").is_none() {
+            return message;
+        }
+    }
+}
+
+#[tokio::test]
+async fn invalid_utf8_on_acp_stdin_is_a_parse_error_for_the_real_binary() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let server = MockServer::start().await;
+    let project = Project::new(&fast_retries());
+    let mut child = tokio::process::Command::new(corvid_bin())
+        .arg("--acp")
+        .current_dir(project.dir.path())
+        .env("CORVID_HOME", project.home.path())
+        .env("OPENAI_BASE_URL", server.url())
+        .env("OPENAI_API_KEY", API_KEY)
+        .env("OPENAI_MODEL", "mock-model")
+        .env_remove("ANTHROPIC_API_KEY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n")
+        .await
+        .unwrap();
+    assert_eq!(next_answer(&mut lines).await["id"], json!(0));
+
+    stdin
+        .write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":\"\xff\xfe\"}\n",
+        )
+        .await
+        .unwrap();
+    let error = next_answer(&mut lines).await;
+    assert_eq!(
+        (error["id"].clone(), error["error"]["code"].clone()),
+        (Value::Null, json!(-32700))
+    );
+
+    // Still serving: a session can be created after the bad line.
+    let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": project.dir.path(), "mcpServers": []}});
+    stdin
+        .write_all(format!("{new}\n").as_bytes())
+        .await
+        .unwrap();
+    let created = next_answer(&mut lines).await;
+    assert_eq!(created["id"], json!(2));
+    assert!(created["result"]["sessionId"].is_string(), "{created}");
+    drop(stdin);
+    assert!(child.wait().await.unwrap().success());
+}
