@@ -1,8 +1,9 @@
 //! Diagnostics through `tracing`, never on stdout (stdout is the headless output, the ACP
 //! channel or the terminal UI). Level from `CORVID_LOG` (an env filter), default `warn`.
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io::IsTerminal;
+use std::path::Path;
 use std::sync::Mutex;
 
 use corvid_core::settings::{corvid_home, process_env};
@@ -20,12 +21,7 @@ pub fn init(interactive: bool) {
         let Some(dir) = corvid_home(process_env).map(|home| home.join("logs")) else {
             return;
         };
-        let file = std::fs::create_dir_all(&dir).and_then(|()| {
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(dir.join("corvid.log"))
-        });
+        let file = private_log(&dir);
         if let Ok(file) = file {
             let _ = builder
                 .with_ansi(false)
@@ -37,5 +33,55 @@ pub fn init(interactive: bool) {
             .with_ansi(std::io::stderr().is_terminal())
             .with_writer(std::io::stderr)
             .try_init();
+    }
+}
+
+/// The log may quote commands, paths and model output: it is created `0600` in a `0700`
+/// folder, and a log or folder left readable by an older corvid is tightened.
+fn private_log(dir: &Path) -> std::io::Result<File> {
+    let mut folder = std::fs::DirBuilder::new();
+    folder.recursive(true);
+    let mut options = OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+        folder.mode(0o700);
+        options.mode(0o600);
+        folder.create(dir)?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        let file = options.open(dir.join("corvid.log"))?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        Ok(file)
+    }
+    #[cfg(not(unix))]
+    {
+        folder.create(dir)?;
+        options.open(dir.join("corvid.log"))
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use pretty_assertions::assert_eq;
+
+    use super::private_log;
+
+    #[test]
+    fn the_log_is_private_and_a_readable_one_is_tightened() {
+        let mode =
+            |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join("logs");
+        drop(private_log(&dir).unwrap());
+        let log = dir.join("corvid.log");
+        assert_eq!((mode(&dir), mode(&log)), (0o700, 0o600));
+
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).unwrap();
+        drop(private_log(&dir).unwrap());
+        assert_eq!((mode(&dir), mode(&log)), (0o700, 0o600));
     }
 }

@@ -118,11 +118,13 @@ async fn run(cli: Cli) -> ExitCode {
                 }
             };
             let mut init = headless::init_info(&config);
-            let started = match sessions::start(config, which) {
+            let started = match sessions::start(config, which, &wiring::overrides(&cli)) {
                 Ok(started) => started,
                 Err(e) => return config_error(&e),
             };
             init.session_id = started.handle.session_id().to_owned();
+            init.model = started.model.clone();
+            init.approval_mode = started.approval_mode.as_str().to_owned();
             headless::run(
                 started.handle,
                 init,
@@ -136,12 +138,11 @@ async fn run(cli: Cli) -> ExitCode {
         }
         None => {
             let compact = setup.settings.ui.compact_mode;
-            let model = config.model.clone();
-            let approval_mode = config.approval_mode;
-            let started = match sessions::start(config, which) {
+            let started = match sessions::start(config, which, &wiring::overrides(&cli)) {
                 Ok(started) => started,
                 Err(e) => return config_error(&e),
             };
+            let (model, approval_mode) = (started.model.clone(), started.approval_mode);
             // Without a session store `start` failed above, so this only fails in theory;
             // the UI then says `/resume` is unavailable.
             let launcher = sessions::store()

@@ -1,14 +1,10 @@
 //! Recorded sessions in the binary (SPEC §9): every session is started recorded, and
 //! `--resume` / `--continue` go on with one (`corvid sessions list|show` is `sessions_cmd`).
 
-use std::path::Path;
-
 use corvid_core::agent::{AgentConfig, AgentHandle};
-use corvid_core::session::{
-    LoadedSession, Resumed, SessionStore, SessionSummary, spawn_recorded, spawn_resumed,
-};
-use corvid_core::settings::{corvid_home, process_env};
-use corvid_protocol::CoreEvent;
+use corvid_core::session::{Resumed, SessionStore, SessionSummary, spawn_recorded, spawn_resumed};
+use corvid_core::settings::{Overrides, corvid_home, process_env};
+use corvid_protocol::{ApprovalMode, CoreEvent, Op};
 
 use crate::wiring::{ConfigError, Setup, new_session_id};
 
@@ -38,6 +34,10 @@ impl<'a> Which<'a> {
 pub struct Started {
     pub handle: AgentHandle,
     pub transcript: Vec<CoreEvent>,
+    /// The model the agent works with (a resumed session goes on with its recorded one).
+    pub model: String,
+    /// The approval mode the agent starts in (a resumed session keeps its recorded one).
+    pub approval_mode: ApprovalMode,
 }
 
 /// The session store under `$CORVID_HOME`.
@@ -47,11 +47,18 @@ pub fn store() -> Result<SessionStore, ConfigError> {
         .ok_or_else(|| ConfigError("no home directory: set CORVID_HOME".into()))
 }
 
-/// Starts the agent: a new recorded session, or going on with a recorded one.
-pub fn start(config: AgentConfig, which: Which<'_>) -> Result<Started, ConfigError> {
+/// Starts the agent: a new recorded session, or going on with a recorded one. A resumed
+/// session goes on with its recorded model and approval mode, except where `explicit` (the
+/// command-line flags) names one: the user's choice now wins, and is recorded.
+pub fn start(
+    config: AgentConfig,
+    which: Which<'_>,
+    explicit: &Overrides,
+) -> Result<Started, ConfigError> {
     let store = store()?;
     let loaded = match which {
         Which::Fresh => {
+            let (model, approval_mode) = (config.model.clone(), config.approval_mode);
             let recorded = spawn_recorded(config, &store);
             if let Some(e) = recorded.not_recorded {
                 eprintln!(
@@ -61,9 +68,13 @@ pub fn start(config: AgentConfig, which: Which<'_>) -> Result<Started, ConfigErr
             return Ok(Started {
                 handle: recorded.handle,
                 transcript: Vec::new(),
+                model,
+                approval_mode,
             });
         }
-        Which::Id(id) => load(&store, &config.cwd, id)?,
+        Which::Id(id) => store
+            .load(&config.cwd, id)
+            .map_err(|e| ConfigError(e.to_string()))?,
         Which::Latest => store
             .latest(&config.cwd)
             .map_err(|e| ConfigError(e.to_string()))?
@@ -74,21 +85,36 @@ pub fn start(config: AgentConfig, which: Which<'_>) -> Result<Started, ConfigErr
                 ))
             })?,
     };
+    // `--continue` and `--resume` both say what was skipped (a torn last line, damaged lines).
+    for warning in &loaded.warnings {
+        eprintln!("corvid: warning: {warning}");
+    }
+    let (flag_model, flag_mode) = (config.model.clone(), config.approval_mode);
     let resumed = spawn_resumed(config, &store, &loaded).map_err(|e| ConfigError(e.to_string()))?;
-    Ok(Started {
+    let mut started = Started {
         handle: resumed.handle,
         transcript: resumed.transcript,
-    })
-}
-
-fn load(store: &SessionStore, cwd: &Path, id: &str) -> Result<LoadedSession, ConfigError> {
-    let loaded = store
-        .load(cwd, id)
-        .map_err(|e| ConfigError(e.to_string()))?;
-    for warning in &loaded.warnings {
-        eprintln!("corvid: warning: {}: {warning}", loaded.path.display());
+        model: resumed.model,
+        approval_mode: resumed.approval_mode,
+    };
+    let closed = |_| ConfigError("the agent stopped while starting".into());
+    if explicit.model.is_some() && flag_model != started.model {
+        started
+            .handle
+            .submit(Op::SetModel {
+                model: flag_model.clone(),
+            })
+            .map_err(closed)?;
+        started.model = flag_model;
     }
-    Ok(loaded)
+    if explicit.approval_mode.is_some() && flag_mode != started.approval_mode {
+        started
+            .handle
+            .submit(Op::SetApprovalMode { mode: flag_mode })
+            .map_err(closed)?;
+        started.approval_mode = flag_mode;
+    }
+    Ok(started)
 }
 
 /// `/resume` in the terminal UI: lists this project's sessions and starts a resumed agent
@@ -117,7 +143,7 @@ impl corvid_tui::SessionLauncher for Launcher {
             .map_err(|e| e.to_string())?;
         // The terminal belongs to the UI here: warnings go to the log, not stderr.
         for warning in &loaded.warnings {
-            tracing::warn!("{}: {warning}", loaded.path.display());
+            tracing::warn!("{warning}");
         }
         // The id is replaced by the resumed session's own.
         let config = self

@@ -7,15 +7,15 @@ use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 
-use corvid_core::session::{Record, SessionStore, SessionSummary, utc_minutes};
+use corvid_core::session::{
+    Record, SessionHealth, SessionStore, SessionSummary, UNSTARTED_CALL, utc_minutes,
+};
 use corvid_protocol::{Message, Part, Role, ToolCall, ToolResult, Usage};
 
 /// Longest first prompt shown in a listing row.
 const PROMPT_WIDTH: usize = 60;
 /// Longest single line of a transcript detail (tool arguments, result line, thought).
 const DETAIL_WIDTH: usize = 80;
-/// What a call recorded without a result (a crash mid-batch) shows; the same words as the replay.
-const INTERRUPTED: &str = "interrupted: the session ended before this call finished";
 
 /// Prints this project's recorded sessions, newest first: id, start time (UTC), model and the
 /// first prompt on one line; a friendly line when there are none.
@@ -67,6 +67,18 @@ fn list_row(session: &SessionSummary) -> [String; 4] {
     } else {
         one_line(&session.first_prompt, PROMPT_WIDTH)
     };
+    // Damaged sessions are shown, marked, instead of hidden: the user can still resume or read them.
+    let prompt = match &session.health {
+        SessionHealth::Intact => prompt,
+        SessionHealth::Damaged { warnings } => {
+            let n = warnings.len();
+            let lines = if n == 1 { "line" } else { "lines" };
+            format!("[damaged: {n} {lines} skipped] {prompt}")
+        }
+        SessionHealth::Unreadable { reason } => {
+            format!("[unreadable: {}]", one_line(reason, DETAIL_WIDTH))
+        }
+    };
     [
         session.id.clone(),
         utc_minutes(session.started_at_ms),
@@ -96,13 +108,10 @@ pub fn show_session(
     )?;
 
     // Results arrive in the message after their calls; each call line shows its outcome.
-    let results: HashMap<&str, &ToolResult> = session
-        .records
+    // The history also answers calls a crash left open, with what the model is told.
+    let history = session.history();
+    let results: HashMap<&str, &ToolResult> = history
         .iter()
-        .filter_map(|r| match r {
-            Record::Message { message } => Some(message),
-            _ => None,
-        })
         .flat_map(|m| &m.parts)
         .filter_map(|p| match p {
             Part::ToolResult(result) => Some((result.call_id.as_str(), result)),
@@ -128,11 +137,14 @@ pub fn show_session(
                     one_line(to, DETAIL_WIDTH)
                 )?;
             }
+            Record::ApprovalModeChange { mode } => {
+                writeln!(out, "(approval mode set to {})", mode.as_str())?;
+            }
             Record::Usage { usage: u, .. } => {
                 usage.add(u);
                 saw_usage = true;
             }
-            Record::Header(_) => {}
+            Record::Header(_) | Record::CallStarted { .. } => {}
         }
     }
     if saw_usage {
@@ -186,6 +198,7 @@ fn write_message<'a>(
                 write_outcome(out, &result.name, None, result.is_error, &result.output)?;
             }
             Part::ToolResult(_) => {}
+            Part::Image(image) => writeln!(out, "> [image, {}]", image.media_type)?,
         }
     }
     Ok(())
@@ -199,7 +212,7 @@ fn write_call(
     let args = serde_json::to_string(&call.args).unwrap_or_default();
     let (is_error, output) = match result {
         Some(r) => (r.is_error, r.output.as_str()),
-        None => (true, INTERRUPTED),
+        None => (true, UNSTARTED_CALL),
     };
     write_outcome(out, &call.name, Some(&args), is_error, output)
 }
@@ -495,7 +508,13 @@ Tokens: 1230 in (1000 cached) · 87 out
             "gpt-4.1",
             &[
                 user("list files"),
-                assistant(vec![call("c1", "list_dir", serde_json::json!({}))]),
+                assistant(vec![
+                    call("c1", "list_dir", serde_json::json!({})),
+                    call("c2", "list_dir", serde_json::json!({"dir": "src"})),
+                ]),
+                Record::CallStarted {
+                    call_id: "c1".into(),
+                },
             ],
         );
         let path = f.store.project_dir(&f.cwd).join("crashed.jsonl");
@@ -503,7 +522,7 @@ Tokens: 1230 in (1000 cached) · 87 out
         text.push_str(r#"{"record":"message","message":{"role":"us"#);
         fs::write(&path, text).unwrap();
         let warning = format!(
-            "warning: {}: skipped the torn last line 4 (the session was interrupted mid-write): \
+            "warning: {}: skipped the torn last line 5 (the session was interrupted mid-write): \
              EOF while parsing a string at line 1 column 41",
             path.display()
         );
@@ -515,10 +534,39 @@ Session crashed · gpt-4.1 · started 1970-01-01 00:00 UTC · /work/project
 
 > list files
   ✗ list_dir {{}}
-    interrupted: the session ended before this call finished
+    The call was interrupted when corvid stopped; it may have run partly. Check its…
+  ✗ list_dir {{\"dir\":\"src\"}}
+    This call was not run: corvid stopped before it started.
 {warning}
 "
             )
+        );
+    }
+
+    #[test]
+    fn damaged_and_unreadable_sessions_are_listed_with_a_marker() {
+        let f = fixture();
+        write_session(&f, "whole", 120_000, "m", &[user("fine")]);
+        write_session(&f, "torn", 60_000, "m", &[user("half written")]);
+        let dir = f.store.project_dir(&f.cwd);
+        let mut text = fs::read_to_string(dir.join("torn.jsonl")).unwrap();
+        text.push_str("{\"record\":\"mess\n");
+        fs::write(dir.join("torn.jsonl"), text).unwrap();
+        fs::write(dir.join("broken.jsonl"), "garbage\n").unwrap();
+        let listed = list(&f);
+        let lines: Vec<&str> = listed.lines().collect();
+        assert_eq!(lines.len(), 4, "{listed}");
+        // An unreadable file has no start time: its modification time (now) stands in.
+        assert!(
+            lines[1].starts_with("broken  ") && lines[1].contains("[unreadable: session file "),
+            "{listed}"
+        );
+        assert_eq!(
+            lines[2..],
+            [
+                "whole   1970-01-01 00:02  m      fine",
+                "torn    1970-01-01 00:01  m      [damaged: 1 line skipped] half written",
+            ]
         );
     }
 

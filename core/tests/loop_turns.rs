@@ -568,8 +568,9 @@ async fn a_panicking_tool_fails_its_call_and_the_session_goes_on() {
 struct Recorder(std::sync::Mutex<Vec<Message>>);
 
 impl corvid_core::agent::HistoryObserver for Recorder {
-    fn message_appended(&self, message: &Message) {
+    fn message_appended(&self, message: &Message) -> Option<String> {
         self.0.lock().unwrap().push(message.clone());
+        None
     }
 }
 

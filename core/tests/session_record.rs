@@ -29,6 +29,7 @@ fn kinds(records: &[Record]) -> Vec<String> {
                         Part::Thought { .. } => "thought",
                         Part::ToolCall(_) => "tool_call",
                         Part::ToolResult(_) => "tool_result",
+                        Part::Image(_) => "image",
                     })
                     .collect();
                 format!("{:?} {}", message.role, parts.join("+"))
@@ -41,6 +42,8 @@ fn kinds(records: &[Record]) -> Vec<String> {
             }
             Record::Usage { prompt_id, .. } => format!("usage {prompt_id}"),
             Record::ModelChange { from, to } => format!("model {from}->{to}"),
+            Record::ApprovalModeChange { mode } => format!("mode {}", mode.as_str()),
+            Record::CallStarted { call_id } => format!("started {call_id}"),
             Record::Header(_) => "header".into(),
         })
         .collect()
@@ -89,6 +92,8 @@ async fn a_tool_task_is_recorded_with_its_summary_and_resumes_with_the_full_hist
     }
     // The summary's usage is emitted right after the summary itself.
     events.push(handle.next_event().await.unwrap());
+    // The recording is locked while its agent lives.
+    common::shut_down(handle).await;
 
     let loaded = store.load(cwd.path(), "rec-1").unwrap();
     assert_eq!(
@@ -97,6 +102,7 @@ async fn a_tool_task_is_recorded_with_its_summary_and_resumes_with_the_full_hist
             "User text",
             "usage main",
             "Assistant thought+text+tool_call",
+            "started c1",
             "User tool_result",
             "usage main",
             "Assistant text",

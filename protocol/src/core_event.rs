@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{
-    ApprovalDecision, ApprovalPreview, ErrorInfo, Provenance, Todo, ToolDisplay, ToolKind,
-    ToolOutput, Usage,
+    ApprovalDecision, ApprovalMode, ApprovalPreview, ErrorInfo, Provenance, Todo, ToolDisplay,
+    ToolKind, ToolOutput, Usage,
 };
 
 /// One event of the agent's output stream.
@@ -89,6 +89,12 @@ pub enum CoreEvent {
         to: String,
         error: ErrorInfo,
     },
+    /// The main model was switched on request (`/model`, ACP); later turns use `to`.
+    /// Recorded, so a resumed session goes on with `to`.
+    ModelChanged { from: String, to: String },
+    /// The approval mode was changed on request; later calls are decided in `mode`.
+    /// Recorded, so a resumed session starts in `mode`.
+    ApprovalModeChanged { mode: ApprovalMode },
     /// All calls of a turn's batch finished.
     BatchCompleted { call_ids: Vec<String> },
     /// A fast-model label for a finished batch. May arrive after `TaskFinished`.
@@ -143,6 +149,9 @@ pub enum StopReason {
     Cancelled,
     MaxTokens,
     Refusal,
+    /// The task reached its limit of model turns (`agent.maxTurns`) while the model was
+    /// still calling tools; the user can send another prompt to go on.
+    MaxTurns,
     /// A failure that survived retries and fallback.
     Error,
 }

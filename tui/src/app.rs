@@ -122,9 +122,10 @@ impl App {
         self.stats.observe(ev);
         match ev {
             CoreEvent::TurnStarted { model, .. } => self.status.model = model.clone(),
-            CoreEvent::ModelFellBack { to, .. } => {
+            CoreEvent::ModelFellBack { to, .. } | CoreEvent::ModelChanged { to, .. } => {
                 self.status.model = to.clone();
             }
+            CoreEvent::ApprovalModeChanged { mode } => self.status.approval_mode = *mode,
             CoreEvent::PermissionRequested { .. } => {
                 self.approval_choice = 0;
                 self.approval_armed_at = Some(now + APPROVAL_GUARD);

@@ -264,6 +264,7 @@ impl ChatState {
                 ));
             }
             // The status line shows the model and mode (`App`); `/model` says so itself.
+            CoreEvent::ModelChanged { .. } | CoreEvent::ApprovalModeChanged { .. } => {}
             CoreEvent::ModelFellBack { from, to, error } => {
                 self.flush_stream();
                 self.commit(HistoryCell::Notice(
@@ -471,7 +472,7 @@ impl ChatState {
                 "The task failed".into(),
             )),
             // The core's warning just before said why and what to do.
-            (StopReason::EndTurn, None) => {}
+            (StopReason::EndTurn | StopReason::MaxTurns, None) => {}
         }
     }
 

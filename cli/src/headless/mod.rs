@@ -65,7 +65,8 @@ pub async fn run(
             eprintln!("corvid: cancelled");
             ExitCode::from(EXIT_CANCELLED)
         }
-        (None, StopReason::Error) => ExitCode::FAILURE,
+        // The warning just before (stderr, stream-json) said why and what to do.
+        (None, StopReason::Error | StopReason::MaxTurns) => ExitCode::FAILURE,
         (None, StopReason::MaxTokens) => {
             eprintln!(
                 "corvid: the answer was cut at the output token limit (model.maxOutputTokens)"

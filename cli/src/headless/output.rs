@@ -272,7 +272,11 @@ impl<W: Write> Printer<W> {
     /// The final result (json and stream-json) or the final text (text).
     pub fn finish(&mut self, outcome: &Outcome, duration_ms: u128) -> std::io::Result<()> {
         self.flush_text()?;
-        let is_error = outcome.error.is_some() || outcome.stop_reason == StopReason::Error;
+        let is_error = outcome.error.is_some()
+            || matches!(
+                outcome.stop_reason,
+                StopReason::Error | StopReason::MaxTurns
+            );
         match self.format {
             OutputFormat::Text => {
                 // A failed task's partial text is not an answer; stderr says what happened.
@@ -283,6 +287,7 @@ impl<W: Write> Printer<W> {
             }
             OutputFormat::Json | OutputFormat::StreamJson => {
                 let subtype = match outcome.stop_reason {
+                    StopReason::MaxTurns => "error_max_turns",
                     _ if is_error => "error",
                     StopReason::Cancelled => "cancelled",
                     _ => "success",

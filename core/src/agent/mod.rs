@@ -79,13 +79,18 @@ pub fn spawn_agent(config: AgentConfig) -> AgentHandle {
 
 /// Receives every message the agent appends to the session's history, in order (user prompts,
 /// complete assistant content, tool results), so sessions can be recorded (SPEC §9).
+///
+/// Both methods may return a notice for the user (recording stopped on a full disk), which the
+/// agent emits as a [`CoreEvent::Warning`] so every front end shows it.
 pub trait HistoryObserver: Send + Sync {
     /// Called once per appended message, before the next model request uses it.
-    fn message_appended(&self, message: &Message);
+    fn message_appended(&self, message: &Message) -> Option<String>;
 
-    /// Called for every core event before front ends receive it (summaries, usage and model
-    /// changes are recorded from here).
-    fn event_emitted(&self, _event: &CoreEvent) {}
+    /// Called for every core event before front ends receive it (summaries, usage, model and
+    /// mode changes, started calls are recorded from here).
+    fn event_emitted(&self, _event: &CoreEvent) -> Option<String> {
+        None
+    }
 }
 
 /// [`spawn_agent`] with an observer of the history (the session recorder).

@@ -3,14 +3,16 @@
 use std::collections::HashSet;
 
 use corvid_protocol::{
-    CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, ImageData, MAIN_PROMPT_ID, Message,
-    ModelRequest, Part, Role, StopReason, ToolCall,
+    CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, ImageData, MAIN_PROMPT_ID,
+    Message, ModelRequest, Part, Role, StopReason, ToolCall,
 };
 
 use super::attempt::{AttemptEnd, AttemptOutput, discard_prepared, run_attempt};
 use super::exec::run_batch;
+use super::plan_mode;
 use super::session::{SessionState, TaskCtx, lock};
 use super::summaries::SummaryTracker;
+use crate::policy::MaxTurns;
 
 /// Consecutive rate-limited/overloaded failures after which the fallback model is tried even
 /// if attempts remain: the main model is unlikely to recover within this task.
@@ -63,7 +65,14 @@ async fn run_turns(
 ) -> (StopReason, Option<ErrorInfo>) {
     let mut turn = 0u32;
     let mut fell_back = false;
+    let max_turns = ctx.stat.policy.max_turns;
     loop {
+        if turn >= max_turns.0 {
+            ctx.events.emit(CoreEvent::Warning {
+                message: max_turns_message(max_turns),
+            });
+            return (StopReason::MaxTurns, None);
+        }
         turn += 1;
         ctx.events.emit(CoreEvent::TurnStarted {
             turn,
@@ -130,9 +139,9 @@ async fn run_turn(
         let model = lock(&ctx.shared.model).clone();
         let request = ModelRequest {
             model: model.clone(),
-            system: ctx.stat.system_prompt.clone(),
+            system: plan_mode::system_prompt(ctx),
             messages: state.history.clone(),
-            tools: ctx.stat.tools.schemas(),
+            tools: plan_mode::tool_schemas(ctx),
             max_output_tokens: ctx.stat.max_output_tokens,
             temperature: None,
         };
@@ -239,6 +248,15 @@ fn finish(ctx: &TaskCtx, out: AttemptOutput, reason: FinishReason) -> FinishedTu
         calls: out.calls,
         reason,
     }
+}
+
+/// The final word of a task stopped by `agent.maxTurns`: what happened and what to do.
+fn max_turns_message(max_turns: MaxTurns) -> String {
+    format!(
+        "stopped after {} model turns (agent.maxTurns); send another prompt to continue, \
+         or raise agent.maxTurns",
+        max_turns.0
+    )
 }
 
 fn assistant(mut parts: Vec<Part>, calls: Vec<ToolCall>) -> Message {

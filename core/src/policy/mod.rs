@@ -16,9 +16,27 @@ pub struct SessionPolicy {
     pub protected: protected::ProtectedPaths,
     /// `tools.allow` / `tools.deny`.
     pub rules: rules::PermissionRules,
+    /// `agent.maxTurns`.
+    pub max_turns: MaxTurns,
     /// `tools.sandbox` and `tools.shellEnv`: how shell commands are confined and which
     /// variables they inherit.
     pub shell: corvid_tools::shell::ShellPolicy,
     /// `model.supportsImages`: whether prompts with images may go to the model.
     pub images: crate::images::ImageSupport,
+}
+
+/// The most model turns one task may take (`agent.maxTurns`): a model that keeps calling tools
+/// is stopped there, and the user decides whether to go on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaxTurns(pub u32);
+
+impl MaxTurns {
+    /// The limit when settings give none.
+    pub const DEFAULT: Self = Self(100);
+}
+
+impl Default for MaxTurns {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
 }

@@ -3,12 +3,13 @@
 
 use std::sync::Arc;
 
-use corvid_protocol::CoreEvent;
+use corvid_protocol::{ApprovalMode, CoreEvent};
 use corvid_tools::ToolContext;
 use tokio_util::sync::CancellationToken;
 
+use super::load::LoadedSession;
 use super::replay::replay_events;
-use super::store::{LoadedSession, SessionError, SessionStore};
+use super::store::{SessionError, SessionStore};
 use crate::agent::{AgentConfig, AgentHandle, spawn_agent, spawn_agent_observed};
 
 /// A new session's agent, and why it is not being recorded when recording failed.
@@ -39,16 +40,27 @@ pub struct Resumed {
     pub handle: AgentHandle,
     /// The earlier transcript, to render before any live event.
     pub transcript: Vec<CoreEvent>,
+    /// The model the agent goes on with: the last one recorded, else the configured one.
+    pub model: String,
+    /// The approval mode the agent starts in: the last one recorded, else the configured one
+    /// (ACP `session/load` reports it as the current mode).
+    pub approval_mode: ApprovalMode,
 }
 
 /// Spawns an agent that goes on with `loaded`: same session id, the recorded history restored
-/// exactly (tool calls paired with results, thought signatures intact), appending to the same file.
+/// exactly (tool calls paired with results, thought signatures intact), the last recorded model
+/// and approval mode applied, appending to the same file.
+///
+/// Fails with [`SessionError::InUse`] while another process records this session, and also
+/// while an earlier agent of it in this process is still shutting down (its recorder holds the
+/// lock until its event stream ends: read it to the end first).
 pub fn spawn_resumed(
     mut config: AgentConfig,
     store: &SessionStore,
     loaded: &LoadedSession,
 ) -> Result<Resumed, SessionError> {
     let ctx = ToolContext {
+        call_id: String::new(),
         cwd: config.cwd.clone(),
         fs: config.fs.clone(),
         cancel: CancellationToken::new(),
@@ -56,11 +68,20 @@ pub fn spawn_resumed(
         shell: config.policy.shell.clone(),
     };
     let transcript = replay_events(loaded, &config.tools, &ctx);
+    let recorder = store.reopen(loaded)?;
     config.session_id = loaded.header.session_id.clone();
     config.history = loaded.history();
-    let recorder = store.reopen(loaded)?;
+    if let Some(model) = loaded.recorded_model() {
+        config.model = model.to_owned();
+    }
+    if let Some(mode) = loaded.recorded_approval_mode() {
+        config.approval_mode = mode;
+    }
+    let (model, approval_mode) = (config.model.clone(), config.approval_mode);
     Ok(Resumed {
         handle: spawn_agent_observed(config, Arc::new(recorder)),
         transcript,
+        model,
+        approval_mode,
     })
 }

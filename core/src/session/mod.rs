@@ -5,14 +5,18 @@
 //! stream-only events such as tool preparation never are.
 
 mod launch;
+mod load;
 mod observe;
 mod record;
+mod recorder;
 mod replay;
 mod store;
 mod time;
 
 pub use launch::{Recorded, Resumed, spawn_recorded, spawn_resumed};
+pub use load::{INTERRUPTED_CALL, LoadedSession, UNSTARTED_CALL};
 pub use record::{RECORD_VERSION, Record, RecordHeader};
+pub use recorder::SessionRecorder;
 pub use replay::replay_events;
-pub use store::{LoadedSession, SessionError, SessionRecorder, SessionStore, SessionSummary};
+pub use store::{SessionError, SessionHealth, SessionStore, SessionSummary};
 pub use time::utc_minutes;

@@ -3,17 +3,18 @@
 use corvid_protocol::{CoreEvent, Message};
 
 use super::record::Record;
-use super::store::SessionRecorder;
+use super::recorder::SessionRecorder;
+use super::store::SessionError;
 use crate::agent::HistoryObserver;
 
 impl HistoryObserver for SessionRecorder {
-    fn message_appended(&self, message: &Message) {
-        self.append_or_warn(&Record::Message {
+    fn message_appended(&self, message: &Message) -> Option<String> {
+        self.append_or_notice(&Record::Message {
             message: message.clone(),
-        });
+        })
     }
 
-    fn event_emitted(&self, event: &CoreEvent) {
+    fn event_emitted(&self, event: &CoreEvent) -> Option<String> {
         let record = match event {
             CoreEvent::ToolUseSummary {
                 summary,
@@ -26,22 +27,45 @@ impl HistoryObserver for SessionRecorder {
                 prompt_id: prompt_id.clone(),
                 usage: *usage,
             },
-            CoreEvent::ModelFellBack { from, to, .. } => Record::ModelChange {
-                from: from.clone(),
-                to: to.clone(),
+            CoreEvent::ModelFellBack { from, to, .. } | CoreEvent::ModelChanged { from, to } => {
+                Record::ModelChange {
+                    from: from.clone(),
+                    to: to.clone(),
+                }
+            }
+            CoreEvent::ApprovalModeChanged { mode } => Record::ApprovalModeChange { mode: *mode },
+            CoreEvent::ToolStarted { call_id, .. } => Record::CallStarted {
+                call_id: call_id.clone(),
             },
             // Everything else is either in the history already or transient (preparation).
-            _ => return,
+            _ => return None,
         };
-        self.append_or_warn(&record);
+        self.append_or_notice(&record)
     }
 }
 
 impl SessionRecorder {
-    /// Recording must never stop the agent: a failed write is logged and the session goes on.
-    fn append_or_warn(&self, record: &Record) {
-        if let Err(e) = self.append(record) {
-            tracing::warn!("session recording failed: {e}");
+    /// Recording never stops the agent. The write that stops recording is told to the user
+    /// once; later records are dropped quietly (the log says so).
+    fn append_or_notice(&self, record: &Record) -> Option<String> {
+        match self.append(record) {
+            Ok(()) => None,
+            Err(e @ SessionError::RecordingStopped { .. }) => {
+                tracing::debug!("{e}");
+                None
+            }
+            Err(e @ SessionError::WriteFailed { .. }) => {
+                tracing::warn!("{e}");
+                Some(format!(
+                    "session recording stopped: {e}. The session goes on, but what happens from \
+                     now on is not recorded; the file keeps everything up to here and can still \
+                     be resumed. Free some disk space, then resume it to record again."
+                ))
+            }
+            Err(e) => {
+                tracing::warn!("session recording failed: {e}");
+                None
+            }
         }
     }
 }

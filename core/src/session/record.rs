@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use corvid_protocol::{Message, Usage};
+use corvid_protocol::{ApprovalMode, Message, Usage};
 use serde::{Deserialize, Serialize};
 
 /// Format version written in every header; readers skip unknown record types from newer versions.
@@ -42,5 +42,14 @@ pub enum Record {
     ModelChange {
         from: String,
         to: String,
+    },
+    /// The approval mode was changed (TUI, ACP `session/set_mode`); a resumed session starts in it.
+    ApprovalModeChange {
+        mode: ApprovalMode,
+    },
+    /// A call started executing. A call started but without a result was interrupted
+    /// mid-run (it may have had effects); one never started did nothing.
+    CallStarted {
+        call_id: String,
     },
 }

@@ -1,14 +1,16 @@
 //! Turning a recorded session back into core events, so every front end replays a resumed
 //! transcript through the same path it renders live events with.
 
+use std::collections::HashSet;
+
 use corvid_protocol::{
     CoreEvent, Message, Part, Provenance, Role, StopReason, Todo, ToolDisplay, ToolKind,
     ToolOutput, ToolStatus,
 };
 use corvid_tools::{ToolContext, ToolRegistry};
 
+use super::load::{INTERRUPTED_CALL, LoadedSession, UNSTARTED_CALL};
 use super::record::Record;
-use super::store::LoadedSession;
 
 /// The transcript of `session` as core events: tasks with their text, thoughts, finished tool
 /// calls (with their final status), plans and summaries. No preparation events: none were recorded.
@@ -23,6 +25,7 @@ pub fn replay_events(
         events: Vec::new(),
         open_task: None,
         pending_calls: Vec::new(),
+        started: HashSet::new(),
     };
     for record in &session.records {
         match record {
@@ -42,7 +45,17 @@ pub fn replay_events(
                     usage: *usage,
                 });
             }
-            Record::Header(_) | Record::ModelChange { .. } => {}
+            Record::ModelChange { from, to } => replay.events.push(CoreEvent::ModelChanged {
+                from: from.clone(),
+                to: to.clone(),
+            }),
+            Record::ApprovalModeChange { mode } => replay
+                .events
+                .push(CoreEvent::ApprovalModeChanged { mode: *mode }),
+            Record::CallStarted { call_id } => {
+                replay.started.insert(call_id.clone());
+            }
+            Record::Header(_) => {}
         }
     }
     replay.finish_task();
@@ -56,6 +69,8 @@ struct Replay<'a> {
     open_task: Option<String>,
     /// Calls of the last assistant message, waiting for their results.
     pending_calls: Vec<(String, String, serde_json::Value)>,
+    /// Calls recorded as started: one left without a result was interrupted mid-run.
+    started: HashSet<String>,
 }
 
 impl Replay<'_> {
@@ -161,14 +176,15 @@ impl Replay<'_> {
     }
 
     fn finish_task(&mut self) {
-        // Calls recorded without results (a crash mid-batch) end failed, so no card stays open.
+        // Calls recorded without results (a crash mid-batch) end failed, so no card stays
+        // open; the card says what the model is told about them on resume.
         for (call_id, name, _) in std::mem::take(&mut self.pending_calls) {
-            self.finished(
-                &call_id,
-                &name,
-                "interrupted: the session ended before this call finished",
-                true,
-            );
+            let told = if self.started.contains(&call_id) {
+                INTERRUPTED_CALL
+            } else {
+                UNSTARTED_CALL
+            };
+            self.finished(&call_id, &name, told, true);
         }
         if let Some(task_id) = self.open_task.take() {
             self.events.push(CoreEvent::TaskFinished {

@@ -1,14 +1,15 @@
-//! Where session files live, how they are written, listed and loaded.
+//! Where session files live, how they are listed and found, created and reopened.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use corvid_protocol::{Message, Role};
+use corvid_protocol::Role;
 
+use super::load::{LoadedSession, load_file};
 use super::record::{RECORD_VERSION, Record, RecordHeader};
+use super::recorder::{SessionRecorder, create_private_dir};
 
 /// A failure to read or write a session, naming the file (and line) involved.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +26,26 @@ pub enum SessionError {
     NotFound { id: String, cwd: PathBuf },
     #[error("session id {id} is ambiguous: it matches {matches}")]
     Ambiguous { id: String, matches: String },
+    #[error(
+        "the session {id} is in use by another corvid process ({path}); finish it there, \
+         or start a new session"
+    )]
+    InUse { id: String, path: PathBuf },
+    #[error(
+        "cannot write session file {path}: {source}{}",
+        match cut_back {
+            None => String::new(),
+            Some(e) => format!(" (and cutting it back to its last complete record failed: {e})"),
+        }
+    )]
+    WriteFailed {
+        path: PathBuf,
+        source: io::Error,
+        /// Why the file could not be cut back to its last complete record, when it could not.
+        cut_back: Option<String>,
+    },
+    #[error("recording of {path} stopped after an earlier write failed ({cause})")]
+    RecordingStopped { path: PathBuf, cause: String },
 }
 
 /// The session files of all projects, under `$CORVID_HOME/sessions`.
@@ -42,65 +63,20 @@ pub struct SessionSummary {
     pub model: String,
     /// The first user prompt, for pickers and listings.
     pub first_prompt: String,
+    /// Whether the file is whole, so listings can mark damaged sessions instead of hiding them.
+    pub health: SessionHealth,
 }
 
-/// A session read back from disk.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoadedSession {
-    pub header: RecordHeader,
-    pub path: PathBuf,
-    /// Every record after the header, in order (for transcript replay).
-    pub records: Vec<Record>,
-    /// Problems that were skipped (torn last line, unknown record types).
-    pub warnings: Vec<String>,
-    /// Length in bytes of the valid prefix; a torn tail is cut off before appending.
-    valid_len: u64,
-}
-
-impl LoadedSession {
-    /// The model history exactly as it was recorded.
-    pub fn history(&self) -> Vec<Message> {
-        self.records
-            .iter()
-            .filter_map(|r| match r {
-                Record::Message { message } => Some(message.clone()),
-                _ => None,
-            })
-            .collect()
-    }
-}
-
-/// Appends records to one session file, flushing each one.
-#[derive(Debug)]
-pub struct SessionRecorder {
-    path: PathBuf,
-    file: Mutex<File>,
-}
-
-impl SessionRecorder {
-    /// The file being written.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Appends one record as a line and flushes it.
-    pub fn append(&self, record: &Record) -> Result<(), SessionError> {
-        let mut line = serde_json::to_vec(record).map_err(|e| SessionError::Io {
-            path: self.path.clone(),
-            source: io::Error::other(e),
-        })?;
-        line.push(b'\n');
-        let mut file = self
-            .file
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        file.write_all(&line)
-            .and_then(|()| file.flush())
-            .map_err(|source| SessionError::Io {
-                path: self.path.clone(),
-                source,
-            })
-    }
+/// The state of a listed session's file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SessionHealth {
+    /// Every line was read.
+    #[default]
+    Intact,
+    /// Resumable, but lines were skipped (a torn end, damaged lines); the warnings say which.
+    Damaged { warnings: Vec<String> },
+    /// Cannot be resumed (no readable header, unreadable file); the reason says why.
+    Unreadable { reason: String },
 }
 
 impl SessionStore {
@@ -135,7 +111,8 @@ impl SessionStore {
         self.root.join(Self::project_key(cwd))
     }
 
-    /// Starts a new session file with its header.
+    /// Starts a new session file with its header: private to the user (`0600` in `0700`
+    /// folders) and locked against a second writer.
     pub fn create(
         &self,
         cwd: &Path,
@@ -143,56 +120,38 @@ impl SessionStore {
         model: &str,
     ) -> Result<SessionRecorder, SessionError> {
         let dir = self.project_dir(cwd);
-        let path = dir.join(format!("{session_id}.jsonl"));
-        fs::create_dir_all(&dir).map_err(|source| SessionError::Io {
-            path: dir.clone(),
-            source,
-        })?;
-        let file = OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .open(&path)
-            .map_err(|source| SessionError::Io {
-                path: path.clone(),
+        for folder in [&self.root, &dir] {
+            create_private_dir(folder).map_err(|source| SessionError::Io {
+                path: folder.clone(),
                 source,
             })?;
-        let recorder = SessionRecorder {
-            path,
-            file: Mutex::new(file),
-        };
-        recorder.append(&Record::Header(RecordHeader {
+        }
+        let path = dir.join(format!("{session_id}.jsonl"));
+        let recorder = SessionRecorder::create_new(path.clone(), session_id)?;
+        let header = recorder.append(&Record::Header(RecordHeader {
             version: RECORD_VERSION,
             session_id: session_id.to_owned(),
             cwd: cwd.to_path_buf(),
             model: model.to_owned(),
             started_at_ms: now_ms(),
-        }))?;
+        }));
+        if let Err(e) = header {
+            // A file without its header could never be resumed; it would only clutter listings.
+            drop(recorder);
+            let _ = fs::remove_file(&path);
+            return Err(e);
+        }
         Ok(recorder)
     }
 
-    /// Reopens a loaded session for appending, cutting off a torn last line first.
+    /// Reopens a loaded session for appending, cutting off a torn last line first. Fails with
+    /// [`SessionError::InUse`] while another process records the same session.
     pub fn reopen(&self, loaded: &LoadedSession) -> Result<SessionRecorder, SessionError> {
-        let io_err = |source| SessionError::Io {
-            path: loaded.path.clone(),
-            source,
-        };
-        let file = OpenOptions::new()
-            .write(true)
-            .open(&loaded.path)
-            .map_err(io_err)?;
-        file.set_len(loaded.valid_len).map_err(io_err)?;
-        drop(file);
-        let file = OpenOptions::new()
-            .append(true)
-            .open(&loaded.path)
-            .map_err(io_err)?;
-        Ok(SessionRecorder {
-            path: loaded.path.clone(),
-            file: Mutex::new(file),
-        })
+        SessionRecorder::reopen(&loaded.path, &loaded.header.session_id, loaded.valid_len)
     }
 
-    /// This project's sessions with content, newest first. Unreadable files are skipped.
+    /// This project's sessions with content, newest first. Damaged and unreadable files are
+    /// listed too, marked by their [`SessionHealth`].
     pub fn list(&self, cwd: &Path) -> Result<Vec<SessionSummary>, SessionError> {
         let dir = self.project_dir(cwd);
         let entries = match fs::read_dir(&dir) {
@@ -204,10 +163,14 @@ impl SessionStore {
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .filter_map(|p| load_file(&p).ok())
-            // A session that never got a prompt (opened, then left or resumed elsewhere) is noise.
-            .filter(|s| !s.records.is_empty())
-            .map(|s| summarize(&s))
+            // A file a crash left before its header was written holds nothing to list.
+            .filter(|p| fs::metadata(p).is_ok_and(|m| m.len() > 0))
+            .filter_map(|p| match load_file(&p) {
+                // A session that never got a prompt (opened, then left) is noise.
+                Ok(s) if s.records.is_empty() => None,
+                Ok(s) => Some(summarize(&s)),
+                Err(e) => Some(unreadable(&p, &e)),
+            })
             .collect();
         sessions.sort_by(|a, b| {
             b.started_at_ms
@@ -245,88 +208,19 @@ impl SessionStore {
         }
     }
 
-    /// The most recent session of this project, if any.
+    /// The most recent resumable session of this project, if any: a damaged one counts (its
+    /// readable records go on), an unreadable one cannot (`sessions list` still shows it).
     pub fn latest(&self, cwd: &Path) -> Result<Option<LoadedSession>, SessionError> {
-        match self.list(cwd)?.first() {
+        let newest = self
+            .list(cwd)?
+            .into_iter()
+            .find(|s| !matches!(s.health, SessionHealth::Unreadable { .. }));
+        match newest {
             Some(s) => load_file(&s.path).map(Some),
             None => Ok(None),
         }
     }
 }
-
-/// Reads a session file: a torn last line and unknown record types become warnings; anything
-/// else that does not parse is an error naming the line.
-fn load_file(path: &Path) -> Result<LoadedSession, SessionError> {
-    let bytes = fs::read(path).map_err(|source| SessionError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let corrupt = |line: usize, reason: String| SessionError::Corrupt {
-        path: path.to_path_buf(),
-        line,
-        reason,
-    };
-    let mut header = None;
-    let mut records = Vec::new();
-    let mut warnings = Vec::new();
-    let mut offset = 0usize;
-    let mut valid_len = 0u64;
-    for (index, raw) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
-        let line_no = index + 1;
-        offset += raw.len();
-        let terminated = raw.ends_with(b"\n");
-        let text = String::from_utf8_lossy(raw);
-        let text = text.trim();
-        if text.is_empty() {
-            valid_len = offset as u64;
-            continue;
-        }
-        let value: serde_json::Value = match serde_json::from_str(text) {
-            Ok(v) => v,
-            Err(e) if !terminated => {
-                warnings.push(format!(
-                    "{}: skipped the torn last line {line_no} (the session was interrupted mid-write): {e}",
-                    path.display()
-                ));
-                break;
-            }
-            Err(e) => return Err(corrupt(line_no, e.to_string())),
-        };
-        let kind = value
-            .get("record")
-            .and_then(|k| k.as_str())
-            .unwrap_or_default()
-            .to_owned();
-        match serde_json::from_value::<Record>(value) {
-            Ok(Record::Header(h)) if header.is_none() => header = Some(h),
-            Ok(Record::Header(_)) => return Err(corrupt(line_no, "a second header".into())),
-            Ok(_) if header.is_none() => return Err(corrupt(line_no, "the file does not start with a header".into())),
-            Ok(record) => records.push(record),
-            Err(_) if !KNOWN_RECORDS.contains(&kind.as_str()) => warnings.push(format!(
-                "{}:{line_no}: skipped a record of unknown type {kind:?} (written by a newer corvid?)",
-                path.display()
-            )),
-            Err(e) => return Err(corrupt(line_no, e.to_string())),
-        }
-        valid_len = offset as u64;
-    }
-    let header = header.ok_or_else(|| corrupt(1, "the file has no header".into()))?;
-    Ok(LoadedSession {
-        header,
-        path: path.to_path_buf(),
-        records,
-        warnings,
-        valid_len,
-    })
-}
-
-const KNOWN_RECORDS: &[&str] = &[
-    "header",
-    "message",
-    "tool_use_summary",
-    "usage",
-    "model_change",
-];
 
 fn summarize(session: &LoadedSession) -> SessionSummary {
     let first_prompt = session
@@ -347,6 +241,36 @@ fn summarize(session: &LoadedSession) -> SessionSummary {
         started_at_ms: session.header.started_at_ms,
         model: session.header.model.clone(),
         first_prompt,
+        health: if session.warnings.is_empty() {
+            SessionHealth::Intact
+        } else {
+            SessionHealth::Damaged {
+                warnings: session.warnings.clone(),
+            }
+        },
+    }
+}
+
+/// A file that cannot be loaded still shows up, under its file name and modification time.
+fn unreadable(path: &Path, error: &SessionError) -> SessionSummary {
+    let modified_ms = fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default();
+    SessionSummary {
+        id: path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        path: path.to_path_buf(),
+        started_at_ms: modified_ms,
+        model: String::new(),
+        first_prompt: String::new(),
+        health: SessionHealth::Unreadable {
+            reason: error.to_string(),
+        },
     }
 }
 

@@ -35,6 +35,7 @@ pub(super) struct Partial {
     pub max_attempts: Option<u32>,
     pub initial_delay_ms: Option<u64>,
     pub max_delay_ms: Option<u64>,
+    pub max_turns: Option<u32>,
 }
 
 impl Partial {
@@ -72,6 +73,7 @@ impl Partial {
         over(&mut self.max_attempts, higher.max_attempts);
         over(&mut self.initial_delay_ms, higher.initial_delay_ms);
         over(&mut self.max_delay_ms, higher.max_delay_ms);
+        over(&mut self.max_turns, higher.max_turns);
     }
 
     /// The defaults with every set value applied.
@@ -115,6 +117,9 @@ impl Partial {
         }
         if let Some(v) = self.max_delay_ms {
             s.retry.max_delay_ms = v;
+        }
+        if let Some(v) = self.max_turns {
+            s.agent.max_turns = v;
         }
         s
     }
@@ -214,6 +219,7 @@ impl Validator<'_> {
                 }
                 "tools" => self.tools(value)?,
                 "retry" => self.retry(value)?,
+                "agent" => self.agent(value)?,
                 // Editors add a schema reference; it configures nothing.
                 "$schema" => {}
                 _ => self.unknown(key),
@@ -347,6 +353,22 @@ impl Validator<'_> {
                 "maxAttempts" => self.out.max_attempts = self.number(&key, v)?,
                 "initialDelayMs" => self.out.initial_delay_ms = self.number(&key, v)?,
                 "maxDelayMs" => self.out.max_delay_ms = self.number(&key, v)?,
+                _ => self.unknown(&key),
+            }
+        }
+        Ok(())
+    }
+
+    fn agent(&mut self, value: &Value) -> Result<(), SettingsError> {
+        for (k, v) in self.section("agent", value)? {
+            let key = format!("agent.{k}");
+            match k.as_str() {
+                "maxTurns" => {
+                    self.out.max_turns = match self.number::<u32>(&key, v)? {
+                        Some(0) => return Err(self.invalid(&key, "0", "at least 1")),
+                        n => n,
+                    }
+                }
                 _ => self.unknown(&key),
             }
         }

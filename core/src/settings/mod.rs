@@ -66,6 +66,7 @@ pub struct Settings {
     pub experimental: ExperimentalSettings,
     pub tools: ToolSettings,
     pub retry: RetrySettings,
+    pub agent: AgentSettings,
 }
 
 /// `model.*`: the main model. Unset values are filled in by [`resolve_provider`].
@@ -145,6 +146,13 @@ pub struct ShellEnvSettings {
     pub exclude: Vec<String>,
 }
 
+/// `agent.*`: the task loop.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentSettings {
+    /// `agent.maxTurns`: the most model turns one task may take (at least 1).
+    pub max_turns: u32,
+}
+
 /// `retry.*`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetrySettings {
@@ -177,6 +185,9 @@ impl Default for Settings {
                 max_attempts: 5,
                 initial_delay_ms: 1_000,
                 max_delay_ms: 30_000,
+            },
+            agent: AgentSettings {
+                max_turns: crate::policy::MaxTurns::DEFAULT.0,
             },
         }
     }

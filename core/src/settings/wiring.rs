@@ -113,6 +113,7 @@ fn approval_policy(
             .map_err(|e| invalid("tools.protectedPaths", e))?,
         rules: PermissionRules::new(&tools.allow, &tools.deny)
             .map_err(|e| invalid("tools.allow/tools.deny", e))?,
+        max_turns: crate::policy::MaxTurns(settings.agent.max_turns),
         shell: shell_policy(settings).map_err(|e| invalid("tools.shellEnv", e))?,
         ..SessionPolicy::default()
     })

@@ -170,7 +170,9 @@ pub fn check_invariants(events: &[CoreEvent], suppressed: &[&str]) -> Result<(),
             | CoreEvent::Plan { .. }
             | CoreEvent::BatchCompleted { .. }
             | CoreEvent::Usage { .. }
-            | CoreEvent::Warning { .. } => {}
+            | CoreEvent::Warning { .. }
+            | CoreEvent::ModelChanged { .. }
+            | CoreEvent::ApprovalModeChanged { .. } => {}
         }
     }
     if in_task {

@@ -122,6 +122,14 @@ pub fn assert_lifecycle(events: &[CoreEvent], expected: &[&str]) {
     pretty_assertions::assert_eq!(lifecycle(events), expected);
 }
 
+/// Stops the agent and waits until it is gone, with everything it held (the session
+/// recorder, and so the recording's lock): its event stream closes only then.
+pub async fn shut_down(handle: AgentHandle) {
+    let (ops, mut events) = handle.split();
+    drop(ops);
+    while events.next_event().await.is_ok() {}
+}
+
 /// Reads events until the current task finishes (that event included).
 pub async fn collect_task(handle: &mut AgentHandle) -> Vec<CoreEvent> {
     let mut events = Vec::new();
