@@ -55,3 +55,40 @@ fn a_confined_child_cannot_write_outside_its_workspace_but_can_inside() {
     assert_eq!(std::fs::read_to_string(ws.join("inside")).unwrap(), "in\n");
     assert!(!outside.exists());
 }
+
+#[test]
+fn a_workspace_in_tmp_keeps_its_git_read_only_and_gets_a_private_tmpdir() {
+    if let Err(why) = corvid_sandbox::supported() {
+        eprintln!("\n!!! LANDLOCK UNAVAILABLE, sandbox test not run: {why} !!!\n");
+        return;
+    }
+    // A project in /tmp: granting /tmp whole would make its .git writable again.
+    let base = tempfile::tempdir_in("/tmp").unwrap();
+    let ws = base.path().join("ws");
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(ws.join("main.rs"), "").unwrap();
+    let sibling = base.path().join("sibling");
+
+    let mut command = Command::new("bash");
+    command
+        .arg("-c")
+        .arg(format!(
+            "echo x >> .git/config; echo y > {}; echo in > main.rs; \
+             t=$(mktemp) && echo tmp > \"$t\" && cat \"$t\"",
+            sibling.display()
+        ))
+        .current_dir(&ws);
+    Confinement::prepare(SandboxLevel::WorkspaceWrite, &ws)
+        .unwrap()
+        .apply_to(&mut command);
+    let out = command.output().unwrap();
+
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert!(!sibling.exists());
+    assert_eq!(std::fs::read_to_string(ws.join("main.rs")).unwrap(), "in\n");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "tmp\n");
+}

@@ -4,8 +4,12 @@
 //! workspace holding `.git` or `.corvid` is granted entry by entry instead of as a whole:
 //! everything but those stays writable, and the root itself cannot gain or lose entries.
 
+use std::fs::DirBuilder;
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use landlock::{
     ABI, Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr,
@@ -32,9 +36,17 @@ const DEVICES: [&str; 8] = [
 /// Temp dirs `workspace-write` commands may write to (plus `$TMPDIR`).
 const TEMP_DIRS: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
 
-/// A created ruleset for `level`, as the file descriptor the child hands to
+/// Where a command may write, and the private temp folder its `TMPDIR` must name when a temp
+/// dir could not be granted whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Grants {
+    pub writable: Vec<PathBuf>,
+    pub private_tmp: Option<PathBuf>,
+}
+
+/// A created ruleset for `grants`, as the file descriptor the child hands to
 /// `landlock_restrict_self`.
-pub(super) fn ruleset(level: SandboxLevel, workspace: &Path) -> Result<OwnedFd, Unavailable> {
+pub(super) fn ruleset(grants: &Grants) -> Result<OwnedFd, Unavailable> {
     let all = AccessFs::from_all(ABI_WANTED);
     let created = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
@@ -42,7 +54,7 @@ pub(super) fn ruleset(level: SandboxLevel, workspace: &Path) -> Result<OwnedFd, 
         .and_then(|r| r.scope(Scope::AbstractUnixSocket | Scope::Signal))
         .and_then(Ruleset::create)
         .and_then(|r| r.add_rules(path_beneath_rules(["/"], AccessFs::from_read(ABI_WANTED))))
-        .and_then(|r| r.add_rules(path_beneath_rules(writable_paths(level, workspace), all)))
+        .and_then(|r| r.add_rules(path_beneath_rules(&grants.writable, all)))
         .map_err(|e| Unavailable(format!("the Landlock ruleset could not be built: {e}")))?;
     Option::<OwnedFd>::from(created).ok_or_else(no_landlock)
 }
@@ -68,19 +80,74 @@ fn no_landlock() -> Unavailable {
 }
 
 /// Where `level` lets a command write. Paths that do not exist are skipped by the rule builder.
-pub(super) fn writable_paths(level: SandboxLevel, workspace: &Path) -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
+pub(super) fn grants(level: SandboxLevel, workspace: &Path) -> Grants {
+    let mut writable: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
     if level != SandboxLevel::WorkspaceWrite {
-        return paths;
+        return Grants {
+            writable,
+            private_tmp: None,
+        };
     }
-    paths.extend(TEMP_DIRS.iter().map(PathBuf::from));
+    let (temps, private_tmp) = temp_grants(workspace);
+    writable.extend(temps);
+    writable.extend(workspace_grants(workspace));
+    Grants {
+        writable,
+        private_tmp,
+    }
+}
+
+/// The temp dirs a command may write to. A temp dir that holds the workspace (a project in
+/// `/tmp`) is not granted whole, since that would make the workspace's `.git` and `.corvid`
+/// writable again (Landlock cannot take rights back below a grant); the command gets a
+/// private temp folder instead, which its `TMPDIR` names.
+fn temp_grants(workspace: &Path) -> (Vec<PathBuf>, Option<PathBuf>) {
+    let mut roots: Vec<PathBuf> = TEMP_DIRS.iter().map(PathBuf::from).collect();
     if let Some(tmp) = std::env::var_os("TMPDIR").map(PathBuf::from)
         && tmp.is_absolute()
     {
-        paths.push(tmp);
+        roots.push(tmp);
     }
-    paths.extend(workspace_grants(workspace));
-    paths
+    let workspace = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_owned());
+    let (holding, granted): (Vec<PathBuf>, Vec<PathBuf>) = roots
+        .into_iter()
+        .partition(|root| workspace.starts_with(root.canonicalize().unwrap_or(root.clone())));
+    let private_tmp = if holding.is_empty() {
+        None
+    } else {
+        private_tmp(&workspace)
+    };
+    (
+        granted.into_iter().chain(private_tmp.clone()).collect(),
+        private_tmp,
+    )
+}
+
+/// One private temp folder (0700) per corvid process, made on first need outside the
+/// workspace; `None` when none can be made (the command then has no writable temp dir).
+fn private_tmp(workspace: &Path) -> Option<PathBuf> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let parents = ["/var/tmp", "/tmp", "/dev/shm"].map(PathBuf::from);
+        parents.iter().find_map(|parent| {
+            if parent.starts_with(workspace) {
+                return None;
+            }
+            let dir = parent.join(format!(
+                "corvid-sandbox-tmp-{}-{nanos:08x}",
+                std::process::id()
+            ));
+            // `create` fails on anything already there, a planted symlink included.
+            DirBuilder::new().mode(0o700).create(&dir).ok()?;
+            Some(dir)
+        })
+    })
+    .clone()
 }
 
 /// The workspace itself, or, when it holds a protected entry, each of its other entries.
@@ -138,7 +205,26 @@ mod tests {
     #[test]
     fn read_only_grants_only_devices() {
         let dir = tempfile::tempdir().unwrap();
-        let paths = writable_paths(SandboxLevel::ReadOnly, dir.path());
-        assert_eq!(paths, DEVICES.iter().map(PathBuf::from).collect::<Vec<_>>());
+        let grants = grants(SandboxLevel::ReadOnly, dir.path());
+        assert_eq!(
+            grants,
+            Grants {
+                writable: DEVICES.iter().map(PathBuf::from).collect(),
+                private_tmp: None,
+            }
+        );
+    }
+
+    #[test]
+    fn a_temp_dir_holding_the_workspace_is_not_granted_whole() {
+        let dir = tempfile::tempdir_in("/tmp").unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+
+        let grants = grants(SandboxLevel::WorkspaceWrite, dir.path());
+
+        assert!(!grants.writable.contains(&PathBuf::from("/tmp")));
+        let private = grants.private_tmp.expect("a private temp folder");
+        assert!(grants.writable.contains(&private));
+        assert!(!private.starts_with(dir.path()));
     }
 }

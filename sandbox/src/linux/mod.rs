@@ -6,7 +6,7 @@ mod filesystem;
 mod network;
 
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::{SandboxLevel, Unavailable};
 
@@ -15,6 +15,8 @@ use crate::{SandboxLevel, Unavailable};
 pub(crate) struct Prepared {
     landlock: Option<OwnedFd>,
     seccomp: Option<seccompiler::BpfProgram>,
+    /// The private temp folder the child's `TMPDIR` names, when its temp dirs hold the workspace.
+    private_tmp: Option<PathBuf>,
 }
 
 impl Prepared {
@@ -22,6 +24,7 @@ impl Prepared {
         Self {
             landlock: None,
             seccomp: None,
+            private_tmp: None,
         }
     }
 
@@ -33,13 +36,18 @@ impl Prepared {
                 workspace.display()
             )));
         }
+        let grants = filesystem::grants(level, workspace);
         Ok(Self {
-            landlock: Some(filesystem::ruleset(level, workspace)?),
+            landlock: Some(filesystem::ruleset(&grants)?),
             seccomp: Some(network::filter()?),
+            private_tmp: grants.private_tmp,
         })
     }
 
     pub(crate) fn apply_to(self, command: &mut std::process::Command) {
+        if let Some(dir) = &self.private_tmp {
+            command.env("TMPDIR", dir);
+        }
         child::install(child::ChildSetup::new(self.landlock, self.seccomp), command);
     }
 }
