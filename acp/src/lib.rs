@@ -14,6 +14,7 @@ mod prompt;
 mod model_option;
 mod server;
 mod session;
+mod terminal;
 mod transport;
 
 use std::path::PathBuf;

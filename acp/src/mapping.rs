@@ -7,7 +7,9 @@
 //! [`force_fields`] before they are sent as an untyped `session/update` notification.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use agent_client_protocol::v1::schema::Terminal;
 use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Diff, Meta, PermissionOption, PermissionOptionKind, Plan,
     PlanEntry, PlanEntryPriority, PlanEntryStatus, RequestPermissionRequest, SessionId,
@@ -45,6 +47,8 @@ pub struct Mapper {
     cwd: PathBuf,
     /// Whether the client opted in to `_corvid/tool_use_summary` (SPEC §6).
     summary_notification: bool,
+    /// The client terminals shown on cards, kept on their final update.
+    terminals: Arc<crate::terminal::TerminalCards>,
 }
 
 /// A call awaiting approval, as `session/request_permission` shows it.
@@ -67,7 +71,13 @@ impl Mapper {
             session_id,
             cwd,
             summary_notification: false,
+            terminals: Arc::default(),
         }
+    }
+
+    /// Which cards show a client terminal (shared with the session's command host).
+    pub(crate) fn terminals(&self) -> &Arc<crate::terminal::TerminalCards> {
+        &self.terminals
     }
 
     /// The session these frames belong to.
@@ -246,6 +256,10 @@ impl Mapper {
             .collect();
         if content.is_empty() && !output.text.is_empty() {
             content.push(text_content(output.text.clone()));
+        }
+        // The editor keeps showing a released terminal; the text output follows it.
+        if let Some(terminal) = self.terminals.finish(call_id) {
+            content.insert(0, ToolCallContent::Terminal(Terminal::new(terminal)));
         }
         let raw_output = if output.raw.is_null() {
             json!({ "output": output.text })

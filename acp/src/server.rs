@@ -18,7 +18,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, ConnectTo, Error, ErrorCode, UntypedMessage};
-use corvid_core::agent::{AgentHandle, spawn_agent};
+use corvid_core::agent::{AgentConfig, AgentHandle, spawn_agent};
 use corvid_core::session::{SessionError, replay_events, spawn_recorded, spawn_resumed};
 use corvid_core::usage::UsageStats;
 use corvid_protocol::{ApprovalMode, CoreEvent};
@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use crate::fs::ClientFs;
 use crate::mapping::Mapper;
 use crate::session::{AGENT_GONE, Session, Start};
+use crate::terminal::ClientTerminals;
 use crate::{AgentFactory, FactoryError, LOAD_SESSION, SessionSpec};
 use crate::{commands, listing, model_option};
 
@@ -38,6 +39,8 @@ const AUTH_METHOD_ID: &str = "corvid-provider";
 struct Server {
     factory: Arc<dyn AgentFactory>,
     fs_caps: Mutex<FileSystemCapabilities>,
+    /// The client offers `terminal/*` (see [`crate::terminal`]).
+    client_terminals: Mutex<bool>,
     /// The client opted in to `_corvid/tool_use_summary` (SPEC §6).
     summary_notification: Mutex<bool>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
@@ -65,6 +68,7 @@ pub(crate) async fn serve(
     let server = Arc::new(Server {
         factory,
         fs_caps: Mutex::new(FileSystemCapabilities::default()),
+        client_terminals: Mutex::new(false),
         summary_notification: Mutex::new(false),
         sessions: Mutex::new(HashMap::new()),
     });
@@ -85,6 +89,7 @@ pub(crate) async fn serve(
         .on_receive_request(
             async move |req: InitializeRequest, responder: Responder<InitializeResponse>, _cx| {
                 *lock(&s1.fs_caps) = req.client_capabilities.fs.clone();
+                *lock(&s1.client_terminals) = req.client_capabilities.terminal;
                 *lock(&s1.summary_notification) = wants_summary_notification(&req);
                 responder.respond(initialize_response(s1.factory.accepts_images()))
             },
@@ -217,7 +222,9 @@ fn new_session(
     require_absolute(&req.cwd)?;
     let session_id = SessionId::new(uuid::Uuid::new_v4().to_string());
     let spec = session_spec(server, &session_id, &req.cwd, &req.mcp_servers, &cx);
-    let config = server.factory.build(spec.clone()).map_err(factory_error)?;
+    let mut config = server.factory.build(spec.clone()).map_err(factory_error)?;
+    let mapper = mapper(server, &session_id, req.cwd);
+    install_terminals(server, &mut config, &mapper, &session_id, &cx);
     let start = Start {
         mode: config.approval_mode,
         model: config.model.clone(),
@@ -235,7 +242,6 @@ fn new_session(
         None => spawn_agent(config),
     };
     let mode = start.mode;
-    let mapper = mapper(server, &session_id, req.cwd);
     let session = open_session(server, &session_id, handle, start, mapper, cx);
     Ok(NewSessionResponse::new(session_id)
         .modes(modes(mode))
@@ -275,13 +281,15 @@ fn load_session(
         tracing::warn!(session = %id, "{warning}");
     }
     let spec = session_spec(server, &req.session_id, &req.cwd, &req.mcp_servers, &cx);
-    let config = server.factory.build(spec).map_err(factory_error)?;
+    let mut config = server.factory.build(spec).map_err(factory_error)?;
     let mapper = mapper(server, &req.session_id, req.cwd.clone());
+    install_terminals(server, &mut config, &mapper, &req.session_id, &cx);
     // Open here already (a client re-attaching after its UI reconnected): replay the recording
     // and keep the running agent, never a second one on the same file.
     let open = lock(&server.sessions).get(&id).cloned();
     if let Some(session) = open {
         let ctx = ToolContext {
+            call_id: String::new(),
             cwd: req.cwd.clone(),
             fs: config.fs.clone(),
             cancel: CancellationToken::new(),
@@ -325,6 +333,22 @@ fn replay(
         }
     }
     Ok(())
+}
+
+/// Unconfined shell commands run in the client's terminals when it offers them.
+fn install_terminals(
+    server: &Server,
+    config: &mut AgentConfig,
+    mapper: &Mapper,
+    session_id: &SessionId,
+    cx: &ConnectionTo<Client>,
+) {
+    config.policy.shell.host = ClientTerminals::for_session(
+        *lock(&server.client_terminals),
+        cx.clone(),
+        session_id.clone(),
+        mapper.terminals().clone(),
+    );
 }
 
 /// The session's frame builder, with the connection's summary opt-in.

@@ -280,6 +280,9 @@ impl Pump {
             self.cx
                 .send_notification(UntypedMessage::new(frame.method, frame.params)?)?;
         }
+        self.mapper
+            .terminals()
+            .forwarded(&event, &self.cx, self.mapper.session_id());
         lock(&self.state).stats.observe(&event);
         match event {
             CoreEvent::PermissionRequested {

@@ -53,6 +53,8 @@ pub trait FileSystem: Send + Sync {
 /// Everything a tool call may use while it runs.
 #[derive(Clone)]
 pub struct ToolContext {
+    /// The call being run (empty outside a call), so hosts can attach output to its card.
+    pub call_id: String,
     /// The session's working directory; every path must resolve inside it.
     pub cwd: PathBuf,
     pub fs: Arc<dyn FileSystem>,

@@ -2,11 +2,13 @@
 //! confined by the OS sandbox and given an environment without secrets.
 
 mod env;
+mod host;
 mod reap;
 mod watchdog;
 
 pub use corvid_sandbox::SandboxLevel;
 pub use env::EnvFilter;
+pub use host::{CommandHost, HOSTED_OUTPUT_LIMIT, HostedCommand, HostedRun};
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
@@ -52,6 +54,9 @@ pub struct ShellPolicy {
     /// The environment commands start from before filtering; `None` is corvid's own (tests
     /// and embedders pass theirs, since changing a running process's environment is racy).
     pub base_env: Option<Arc<Vec<(OsString, OsString)>>>,
+    /// Where unconfined commands run instead of locally (the ACP client's terminals, so the
+    /// editor shows them live); `None` runs everything here.
+    pub host: Option<Arc<dyn CommandHost>>,
 }
 
 /// Runs a shell command and reports its output, exit code or signal.
@@ -199,7 +204,16 @@ impl Tool for RunShellCommand {
             } else {
                 confinement(&ctx).unwrap_or_else(|_| Confinement::unconfined())
             };
-            let mut output = run(&args.command, timeout, confinement, &ctx).await?;
+            // A command that runs unconfined anyway loses nothing in the editor's terminal;
+            // a sandboxed one stays here, in the sandbox.
+            let hosted = match &ctx.shell.host {
+                Some(host) if confinement.level() == SandboxLevel::Off => Some(host.clone()),
+                _ => None,
+            };
+            let mut output = match hosted {
+                Some(host) => run_hosted(host.as_ref(), &args.command, timeout, &ctx).await?,
+                None => run(&args.command, timeout, confinement, &ctx).await?,
+            };
             if let (Some(description), Some(raw)) = (args.description, output.raw.as_object_mut()) {
                 raw.insert("description".to_owned(), Value::String(description));
             }
@@ -287,6 +301,33 @@ async fn run(
         )),
         Outcome::Exited(status) => Ok(render(command, Some(status), None, level, &stdout, &stderr)),
     }
+}
+
+/// Runs the command through `host` with the environment a local command would get.
+async fn run_hosted(
+    host: &dyn CommandHost,
+    command: &str,
+    timeout: Duration,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    if ctx.cancel.is_cancelled() {
+        return Err(cancelled());
+    }
+    let base = match &ctx.shell.base_env {
+        Some(env) => env.as_ref().clone(),
+        None => std::env::vars_os().collect(),
+    };
+    let request = HostedCommand {
+        call_id: ctx.call_id.clone(),
+        program: "bash".to_owned(),
+        args: vec!["-c".to_owned(), command.to_owned()],
+        cwd: ctx.cwd.clone(),
+        env: host::hosted_env(ctx.shell.env.apply(base)),
+        timeout,
+        output_limit: HOSTED_OUTPUT_LIMIT,
+    };
+    let run = host.run(request, ctx.cancel.clone()).await?;
+    Ok(host::render(command, timeout, &run))
 }
 
 fn cancelled() -> ToolError {

@@ -52,6 +52,7 @@ fn landlock() -> bool {
 
 fn ctx(workspace: &Path, sandbox: SandboxLevel) -> ToolContext {
     let mut ctx = ToolContext {
+        call_id: String::new(),
         cwd: workspace.to_owned(),
         fs: Arc::new(LocalFs),
         cancel: CancellationToken::new(),

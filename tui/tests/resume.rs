@@ -53,6 +53,7 @@ fn replayed(records: &[Record]) -> Vec<CoreEvent> {
     }
     let loaded = store.load(&cwd, "s1").unwrap();
     let ctx = ToolContext {
+        call_id: String::new(),
         cwd,
         fs: Arc::new(LocalFs),
         cancel: CancellationToken::new(),

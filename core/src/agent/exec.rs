@@ -103,8 +103,9 @@ async fn run_group(ctx: &TaskCtx, group: Vec<Planned>) -> Vec<CallEnd> {
     futures::future::join_all(group.into_iter().map(|p| run_call(ctx, p))).await
 }
 
-fn tool_context(ctx: &TaskCtx) -> ToolContext {
+fn tool_context(ctx: &TaskCtx, call_id: &str) -> ToolContext {
     ToolContext {
+        call_id: call_id.to_owned(),
         cwd: ctx.stat.cwd.clone(),
         fs: ctx.stat.fs.clone(),
         cancel: ctx.cancel.child_token(),
@@ -128,7 +129,7 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
     if ctx.cancel.is_cancelled() {
         return not_started(ctx, call, prepared);
     }
-    let tool_ctx = tool_context(ctx);
+    let tool_ctx = tool_context(ctx, &call.call_id);
     let Some(tool) = p.tool else {
         let known: Vec<&str> = ctx.stat.tools.iter().map(|t| t.name()).collect();
         let message = format!(

@@ -138,6 +138,7 @@ fn shell_policy(settings: &Settings) -> Result<ShellPolicy, String> {
         sandbox: settings.tools.sandbox,
         env: EnvFilter::new(&key_vars, &env.include, &env.exclude)?,
         base_env: None,
+        host: None,
     })
 }
 

@@ -48,6 +48,7 @@ impl Workspace {
     /// A context on this workspace reading and writing through `fs`.
     pub fn ctx_with(&self, fs: Arc<dyn FileSystem>) -> ToolContext {
         ToolContext {
+            call_id: String::new(),
             cwd: self.root.clone(),
             fs,
             cancel: CancellationToken::new(),
