@@ -1,5 +1,6 @@
 //! What a resumed session goes on with besides its history: the model switched to with
 //! `/model` and the approval mode set over ACP or the TUI (issue 14 defects 5 and 12).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
