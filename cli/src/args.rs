@@ -80,6 +80,8 @@ pub enum ApprovalModeArg {
     Default,
     AutoEdit,
     Yolo,
+    /// Read-only tools only; the model proposes a plan and asks to start working.
+    Plan,
 }
 
 /// Subcommands.

@@ -92,6 +92,7 @@ pub fn overrides(cli: &Cli) -> Overrides {
             ApprovalModeArg::Default => ApprovalMode::Default,
             ApprovalModeArg::AutoEdit => ApprovalMode::AutoEdit,
             ApprovalModeArg::Yolo => ApprovalMode::Yolo,
+            ApprovalModeArg::Plan => ApprovalMode::Plan,
         })
     };
     Overrides {

@@ -53,15 +53,19 @@ pub enum ApprovalMode {
     AutoEdit,
     /// Never ask.
     Yolo,
+    /// Only plan: read-only tools run, anything that would change something is refused
+    /// unasked, and the model proposes a plan the user approves to leave this mode.
+    Plan,
 }
 
 impl ApprovalMode {
-    /// The wire and settings name (`default`, `auto-edit`, `yolo`).
+    /// The wire and settings name (`default`, `auto-edit`, `yolo`, `plan`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Default => "default",
             Self::AutoEdit => "auto-edit",
             Self::Yolo => "yolo",
+            Self::Plan => "plan",
         }
     }
 
@@ -71,6 +75,7 @@ impl ApprovalMode {
             "default" => Some(Self::Default),
             "auto-edit" | "auto_edit" | "autoEdit" => Some(Self::AutoEdit),
             "yolo" => Some(Self::Yolo),
+            "plan" => Some(Self::Plan),
             _ => None,
         }
     }

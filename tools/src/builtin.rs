@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::ToolRegistry;
 use crate::edit::Edit;
+use crate::exit_plan_mode::ExitPlanMode;
 use crate::glob::Glob;
 use crate::grep::GrepSearch;
 use crate::list_directory::ListDirectory;
@@ -23,5 +24,7 @@ pub fn builtin_tools() -> ToolRegistry {
         Arc::new(Edit),
         Arc::new(RunShellCommand),
         Arc::new(TodoWrite),
+        // Offered only in plan mode (the core filters by mode).
+        Arc::new(ExitPlanMode),
     ])
 }

@@ -6,6 +6,7 @@ pub mod builtin;
 mod capped;
 mod common;
 pub mod edit;
+pub mod exit_plan_mode;
 pub mod glob;
 pub mod grep;
 mod line_window;
@@ -22,6 +23,7 @@ pub mod write_file;
 
 pub use builtin::builtin_tools;
 pub use edit::Edit;
+pub use exit_plan_mode::ExitPlanMode;
 pub use glob::Glob;
 pub use grep::GrepSearch;
 pub use list_directory::ListDirectory;
@@ -114,6 +116,10 @@ pub trait Tool: Send + Sync {
     fn kind(&self) -> ToolKind;
     /// Mutating calls of a batch run in order; the others run concurrently.
     fn mutates(&self) -> bool;
+    /// Whether plan mode offers and runs it: tools that change nothing, and planning aids.
+    fn allowed_in_plan_mode(&self) -> bool {
+        !self.mutates()
+    }
     /// Whether the call appears as a tool card. `todo_write` does not (it shows as a plan);
     /// the core uses this one predicate for preparing and execution cards alike.
     fn shows_card(&self) -> bool {

@@ -64,6 +64,11 @@ impl Tool for TodoWrite {
         true
     }
 
+    /// Writing down the plan is what plan mode is for.
+    fn allowed_in_plan_mode(&self) -> bool {
+        true
+    }
+
     fn shows_card(&self) -> bool {
         false
     }

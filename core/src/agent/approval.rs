@@ -84,7 +84,9 @@ pub(super) async fn approve(
     }
     let protected = match mode {
         ApprovalMode::Yolo => None,
-        ApprovalMode::Default | ApprovalMode::AutoEdit => policy.protected.reason(&paths),
+        ApprovalMode::Default | ApprovalMode::AutoEdit | ApprovalMode::Plan => {
+            policy.protected.reason(&paths)
+        }
     };
     if let Some(reason) = protected {
         if lock(&ctx.shared.remembered).allows(&subject, Reach::ThisFileOnly) {

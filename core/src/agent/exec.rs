@@ -14,7 +14,8 @@ use corvid_tools::{ApprovalNeed, Tool, ToolContext, ToolError};
 use futures::FutureExt;
 use serde_json::Value;
 
-use super::approval::{Approval, approve};
+use super::approval::Approval;
+use super::plan_mode;
 use super::session::TaskCtx;
 use crate::summary::SummaryCall;
 
@@ -152,6 +153,10 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
         return refused_call(ctx, call, card, message);
     }
     let display = tool.display(&call.args, &tool_ctx);
+    if let Some(message) = plan_mode::refusal(ctx, tool.as_ref()) {
+        let card = shows.then_some((display, prepared));
+        return refused_call(ctx, call, card, message);
+    }
     // A plan that never ends (an editor that does not answer a read) must not outlive a cancel.
     let planned = tokio::select! {
         biased;
@@ -161,7 +166,7 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
     let Some(need) = planned else {
         return not_started(ctx, call, prepared);
     };
-    let asked = match approve(ctx, &call, tool.as_ref(), &display, need).await {
+    let asked = match plan_mode::decide(ctx, &call, tool.as_ref(), &display, need).await {
         Approval::Granted { asked } => asked,
         Approval::Denied(message) => return finished_without_running(ctx, call, message, shows),
         Approval::DeniedUnasked(message) => {

@@ -295,7 +295,7 @@ impl Validator<'_> {
                     self.out.approval_mode = match self.string(&key, v)? {
                         None => None,
                         Some(s) => Some(ApprovalMode::parse(&s).ok_or_else(|| {
-                            self.invalid(&key, &s, "`default`, `auto-edit` or `yolo`")
+                            self.invalid(&key, &s, "`default`, `auto-edit`, `yolo` or `plan`")
                         })?),
                     };
                 }

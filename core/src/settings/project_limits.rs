@@ -162,12 +162,13 @@ fn fast_spec(p: &mut Partial) -> Option<&mut FastModelSpec> {
     }
 }
 
-/// How much an approval mode lets run unasked: `default` < `auto-edit` < `yolo`.
+/// How much an approval mode lets run unasked: `plan` < `default` < `auto-edit` < `yolo`.
 fn approval_permissiveness(mode: ApprovalMode) -> u8 {
     match mode {
-        ApprovalMode::Default => 0,
-        ApprovalMode::AutoEdit => 1,
-        ApprovalMode::Yolo => 2,
+        ApprovalMode::Plan => 0,
+        ApprovalMode::Default => 1,
+        ApprovalMode::AutoEdit => 2,
+        ApprovalMode::Yolo => 3,
     }
 }
 

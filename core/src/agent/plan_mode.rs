@@ -1,0 +1,178 @@
+//! Plan mode: the model is offered only tools that change nothing (plus `todo_write` and
+//! `exit_plan_mode`), any other call is refused unasked, and `exit_plan_mode` shows the plan
+//! and asks the user to leave plan mode; a yes switches the session's approval mode.
+
+use corvid_protocol::{
+    ApprovalDecision, ApprovalMode, ApprovalPreview, CoreEvent, ToolCall, ToolDisplay, ToolSchema,
+};
+use corvid_tools::exit_plan_mode::{EXIT_PLAN_MODE, plan_of, plan_steps};
+use corvid_tools::{ApprovalNeed, Tool};
+
+use super::approval::{Approval, approve};
+use super::session::{TaskCtx, lock};
+
+/// What the model is told about plan mode, after the system prompt.
+const PLAN_MODE_NOTE: &str = "\n\nYou are in PLAN MODE. Do not change anything: no file \
+     edits, no shell commands; only the read-only tools (and todo_write) are available. \
+     Investigate what you need, then call exit_plan_mode with a concise plan in Markdown, its \
+     steps as a list. The user reads the plan and decides whether you start working; until \
+     then keep planning. If the user only asks a question, just answer it.";
+
+/// The answer to a call plan mode does not allow.
+const REFUSED_IN_PLAN_MODE: &str = "plan mode: this session only plans; this call did not \
+     run. Call exit_plan_mode with your plan to ask the user to start working.";
+
+/// The answer to `exit_plan_mode` outside plan mode.
+const NOT_IN_PLAN_MODE: &str = "the session is not in plan mode; go on with the work (there \
+     is no plan mode to leave).";
+
+/// The answer when the user keeps plan mode.
+const KEEP_PLANNING: &str = "The user wants to keep planning: plan mode goes on and nothing \
+     may change yet. Ask what to change in the plan, or refine it and call exit_plan_mode \
+     again.";
+
+fn mode(ctx: &TaskCtx) -> ApprovalMode {
+    *lock(&ctx.shared.approval_mode)
+}
+
+/// Whether the session's current mode offers and runs the tool.
+fn offered(tool: &dyn Tool, mode: ApprovalMode) -> bool {
+    match mode {
+        ApprovalMode::Plan => tool.allowed_in_plan_mode(),
+        ApprovalMode::Default | ApprovalMode::AutoEdit | ApprovalMode::Yolo => {
+            tool.name() != EXIT_PLAN_MODE
+        }
+    }
+}
+
+/// The system prompt of the next request, with the plan-mode note in plan mode.
+pub(super) fn system_prompt(ctx: &TaskCtx) -> String {
+    match mode(ctx) {
+        ApprovalMode::Plan => format!("{}{PLAN_MODE_NOTE}", ctx.stat.system_prompt),
+        ApprovalMode::Default | ApprovalMode::AutoEdit | ApprovalMode::Yolo => {
+            ctx.stat.system_prompt.clone()
+        }
+    }
+}
+
+/// The tools offered to the model in the session's current mode.
+pub(super) fn tool_schemas(ctx: &TaskCtx) -> Vec<ToolSchema> {
+    let mode = mode(ctx);
+    ctx.stat
+        .tools
+        .iter()
+        .filter(|tool| offered(tool.as_ref(), mode))
+        .map(|tool| ToolSchema {
+            name: tool.name().to_owned(),
+            description: tool.description().to_owned(),
+            parameters: tool.parameters(),
+        })
+        .collect()
+}
+
+/// Why the call may not even be planned in this mode (it is refused unasked), if so.
+pub(super) fn refusal(ctx: &TaskCtx, tool: &dyn Tool) -> Option<String> {
+    let mode = mode(ctx);
+    if offered(tool, mode) {
+        return None;
+    }
+    Some(match mode {
+        ApprovalMode::Plan => REFUSED_IN_PLAN_MODE.to_owned(),
+        ApprovalMode::Default | ApprovalMode::AutoEdit | ApprovalMode::Yolo => {
+            NOT_IN_PLAN_MODE.to_owned()
+        }
+    })
+}
+
+/// Decides whether the call may run: `exit_plan_mode` asks to leave plan mode, every other
+/// call goes through the approval policy.
+pub(super) async fn decide(
+    ctx: &TaskCtx,
+    call: &ToolCall,
+    tool: &dyn Tool,
+    display: &ToolDisplay,
+    need: ApprovalNeed,
+) -> Approval {
+    if tool.name() != EXIT_PLAN_MODE {
+        return approve(ctx, call, tool, display, need).await;
+    }
+    match need {
+        ApprovalNeed::Escalated { preview, reason } => {
+            leave(ctx, call, display, preview, reason).await
+        }
+        ApprovalNeed::Refuse(err) => Approval::DeniedUnasked(err.message),
+        ApprovalNeed::None | ApprovalNeed::Edit(_) | ApprovalNeed::Execute(_) => {
+            Approval::DeniedUnasked("internal error: exit_plan_mode planned no question".into())
+        }
+    }
+}
+
+/// Shows the plan (as a plan update and in the question), asks the user, and on a yes
+/// switches the mode: "always" (auto-accept edits) to `auto-edit`, "once" to `default`.
+async fn leave(
+    ctx: &TaskCtx,
+    call: &ToolCall,
+    display: &ToolDisplay,
+    preview: ApprovalPreview,
+    reason: String,
+) -> Approval {
+    if let Ok(plan) = plan_of(&call.args) {
+        ctx.events.emit(CoreEvent::Plan {
+            todos: plan_steps(&plan),
+        });
+    }
+    let answer = ctx.shared.wait_for_approval(&call.call_id);
+    ctx.events.emit(CoreEvent::PermissionRequested {
+        call_id: call.call_id.clone(),
+        tool_name: call.name.clone(),
+        display: display.clone(),
+        preview,
+        reason: Some(reason),
+        always_scope: Some("edits".to_owned()),
+    });
+    let decision = tokio::select! {
+        biased;
+        _ = ctx.cancel.cancelled() => {
+            ctx.shared.forget_approval(&call.call_id);
+            ApprovalDecision::Cancelled
+        }
+        decision = answer => decision.unwrap_or(ApprovalDecision::Cancelled),
+    };
+    ctx.events.emit(CoreEvent::PermissionResolved {
+        call_id: call.call_id.clone(),
+        decision,
+    });
+    let next = match decision {
+        ApprovalDecision::AllowAlways => ApprovalMode::AutoEdit,
+        ApprovalDecision::AllowOnce => ApprovalMode::Default,
+        ApprovalDecision::RejectOnce | ApprovalDecision::RejectAlways => {
+            return Approval::Denied(KEEP_PLANNING.to_owned());
+        }
+        ApprovalDecision::Cancelled => {
+            return Approval::Denied(
+                "The question to leave plan mode was cancelled; plan mode goes on.".to_owned(),
+            );
+        }
+        ApprovalDecision::Unattended => {
+            return Approval::Denied(
+                "Nobody can approve the plan in this non-interactive (headless) run, so plan \
+                 mode goes on. Give the user the plan as your answer."
+                    .to_owned(),
+            );
+        }
+    };
+    // Only a session still in plan mode leaves it (the user may have switched meanwhile).
+    let switched = {
+        let mut current = lock(&ctx.shared.approval_mode);
+        let was_planning = *current == ApprovalMode::Plan;
+        if was_planning {
+            *current = next;
+        }
+        was_planning
+    };
+    if switched {
+        ctx.events
+            .emit(CoreEvent::ApprovalModeChanged { mode: next });
+    }
+    Approval::Granted { asked: true }
+}
