@@ -135,6 +135,7 @@ impl Session {
         let turn = Op::UserTurn {
             prompt: input.text,
             images: input.images,
+            context: Vec::new(),
         };
         if self.ops.submit(turn).is_err() {
             refuse(responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE);

@@ -110,10 +110,11 @@ pub fn check_image(image: &ImageData) -> Result<(), String> {
     Ok(())
 }
 
-/// The user message of a prompt with its images after the text, or the error that fails the
-/// turn: an invalid image, or images for a model that does not accept them.
+/// The user message of a prompt: its text, the attached context, then its images; or the
+/// error that fails the turn: an invalid image, or images for a model that does not accept them.
 pub fn user_message(
     prompt: String,
+    context: Vec<String>,
     images: Vec<ImageData>,
     model: &str,
     support: ImageSupport,
@@ -131,6 +132,7 @@ pub fn user_message(
         check_image(image).map_err(|e| ErrorInfo::new(ErrorKind::BadRequest, e))?;
     }
     let mut parts = vec![Part::Text { text: prompt }];
+    parts.extend(context.into_iter().map(|text| Part::Text { text }));
     parts.extend(images.into_iter().map(Part::Image));
     Ok(Message {
         role: Role::User,
@@ -250,6 +252,7 @@ mod tests {
     fn an_image_for_a_text_model_is_an_error_naming_the_model_and_the_setting() {
         let err = user_message(
             "look".into(),
+            Vec::new(),
             vec![png("iVBORw==")],
             "deepseek-chat",
             ImageSupport::default(),
@@ -270,6 +273,7 @@ mod tests {
         let message = user_message(
             "hi".into(),
             Vec::new(),
+            Vec::new(),
             "deepseek-chat",
             ImageSupport::default(),
         )
@@ -281,6 +285,7 @@ mod tests {
     fn images_follow_the_text_in_the_user_message() {
         let message = user_message(
             "look".into(),
+            Vec::new(),
             vec![png("iVBORw==")],
             "gpt-4o",
             ImageSupport::default(),

@@ -29,6 +29,7 @@ fn image_turn() -> Op {
     Op::UserTurn {
         prompt: "what is in this picture?".into(),
         images: vec![png()],
+        context: Vec::new(),
     }
 }
 

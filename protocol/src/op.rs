@@ -15,6 +15,10 @@ pub enum Op {
         /// images fails the task at once.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<ImageData>,
+        /// Context the user attached (the contents of `@path` files), sent to the model after
+        /// the prompt's text but not shown as the prompt.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        context: Vec<String>,
     },
     /// Cancel the running task, if any.
     Cancel,
@@ -38,6 +42,7 @@ impl Op {
         Self::UserTurn {
             prompt: prompt.into(),
             images: Vec::new(),
+            context: Vec::new(),
         }
     }
 }

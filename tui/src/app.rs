@@ -88,6 +88,8 @@ pub struct App {
     approval_armed_at: Option<Instant>,
     ctrl_c_at: Option<Instant>,
     frame: usize,
+    /// `@path` attachments and their completion, in the working directory.
+    pub mentions: crate::mention::Mentions,
 }
 
 impl App {
@@ -109,6 +111,7 @@ impl App {
             approval_armed_at: None,
             ctrl_c_at: None,
             frame: 0,
+            mentions: crate::mention::Mentions::new(std::env::current_dir().unwrap_or_default()),
         }
     }
 
@@ -304,6 +307,12 @@ impl App {
             KeyCode::End => self.composer.end(),
             KeyCode::Up => self.composer.up(),
             KeyCode::Down => self.composer.down(),
+            KeyCode::Tab => {
+                if let Some(completed) = self.mentions.complete(self.composer.text()) {
+                    self.composer.clear();
+                    self.composer.insert_str(&completed);
+                }
+            }
             _ => {}
         }
         Vec::new()
@@ -386,7 +395,15 @@ impl App {
             return Vec::new();
         }
         let prompt = self.composer.submit();
-        vec![Action::Submit(Op::user_turn(prompt))]
+        let attached = self.mentions.attach(&prompt);
+        for notice in attached.notices {
+            self.notice(NoticeKind::Warning, notice);
+        }
+        vec![Action::Submit(Op::UserTurn {
+            prompt,
+            images: Vec::new(),
+            context: attached.context,
+        })]
     }
 
     /// Runs a slash command.

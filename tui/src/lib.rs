@@ -13,6 +13,7 @@ pub mod composer;
 mod highlight;
 pub mod live;
 pub mod markdown;
+pub mod mention;
 mod md_table;
 pub mod picker;
 mod replay;

@@ -213,7 +213,11 @@ pub(super) async fn run_session(
             op = ops.recv() => {
                 let Some(op) = op else { break };
                 match op {
-                    Op::UserTurn { prompt, images } => {
+                    Op::UserTurn {
+                        prompt,
+                        images,
+                        context,
+                    } => {
                         if running.is_some() {
                             events.emit(CoreEvent::Warning {
                                 message: "a task is already running; wait for it to finish or cancel it first".into(),
@@ -230,7 +234,7 @@ pub(super) async fn run_session(
                             task_id: format!("{session_id}-{tasks}"),
                         };
                         let task_id = ctx.task_id.clone();
-                        let handle = tokio::spawn(run_task(ctx, state.clone(), prompt, images));
+                        let handle = tokio::spawn(run_task(ctx, state.clone(), prompt, images, context));
                         running = Some(Running { handle, cancel, task_id });
                     }
                     Op::Cancel => {

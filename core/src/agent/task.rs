@@ -40,6 +40,7 @@ pub(super) async fn run_task(
     mut state: SessionState,
     prompt: String,
     images: Vec<ImageData>,
+    context: Vec<String>,
 ) -> SessionState {
     ctx.events.emit(CoreEvent::TaskStarted {
         task_id: ctx.task_id.clone(),
@@ -47,7 +48,7 @@ pub(super) async fn run_task(
     });
     let summaries = SummaryTracker::new();
     let model = lock(&ctx.shared.model).clone();
-    match crate::images::user_message(prompt, images, &model, ctx.stat.policy.images) {
+    match crate::images::user_message(prompt, context, images, &model, ctx.stat.policy.images) {
         Ok(message) => state.append(message),
         Err(err) => {
             summaries.finish_task(&ctx, StopReason::Error, Some(err));

@@ -1,0 +1,79 @@
+//! `@path` in the composer: Tab completes the path, and the sent turn carries the file's
+//! contents as context while the prompt stays as typed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Instant;
+
+use corvid_protocol::{ApprovalMode, Op};
+use corvid_tui::app::{Action, App, TuiOptions};
+use corvid_tui::mention::Mentions;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use pretty_assertions::assert_eq;
+
+fn app_in(dir: &std::path::Path) -> App {
+    let mut app = App::new(&TuiOptions {
+        compact: false,
+        model: "demo".into(),
+        approval_mode: ApprovalMode::Default,
+        no_color: false,
+        transcript: Vec::new(),
+        sessions: None,
+    });
+    app.mentions = Mentions::new(dir.to_owned());
+    app
+}
+
+fn key(app: &mut App, code: KeyCode) -> Vec<Action> {
+    app.on_key(KeyEvent::new(code, KeyModifiers::NONE), Instant::now())
+}
+
+fn typed(app: &mut App, s: &str) {
+    for c in s.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+#[test]
+fn tab_completes_an_at_path_and_enter_attaches_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(
+        dir.path().join("src/lib.rs"),
+        "pub fn answer() -> u32 { 42 }\n",
+    )
+    .unwrap();
+    let mut app = app_in(dir.path());
+    typed(&mut app, "explain @lib");
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.composer.text(), "explain @src/lib.rs");
+    let actions = key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        actions,
+        vec![Action::Submit(Op::UserTurn {
+            prompt: "explain @src/lib.rs".into(),
+            images: Vec::new(),
+            context: vec![
+                "<context ref=\"src/lib.rs\">\npub fn answer() -> u32 { 42 }\n\n</context>".into()
+            ],
+        })]
+    );
+}
+
+#[test]
+fn an_at_path_outside_the_workspace_is_not_attached() {
+    let outer = tempfile::tempdir().unwrap();
+    std::fs::write(outer.path().join("secret.txt"), "hunter2").unwrap();
+    let inner = outer.path().join("project");
+    std::fs::create_dir(&inner).unwrap();
+    let mut app = app_in(&inner);
+    typed(&mut app, "read @../secret.txt");
+    let actions = key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        actions,
+        vec![Action::Submit(Op::UserTurn {
+            prompt: "read @../secret.txt".into(),
+            images: Vec::new(),
+            context: Vec::new(),
+        })]
+    );
+}
