@@ -12,6 +12,7 @@ mod listing;
 pub mod mapping;
 mod prompt;
 mod model_option;
+mod plan_mode;
 mod server;
 mod session;
 mod terminal;

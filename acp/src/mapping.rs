@@ -20,6 +20,7 @@ use corvid_protocol::{
     ApprovalDecision, ApprovalPreview, CoreEvent, FileDiff, Location, Provenance, StopReason, Todo,
     TodoStatus, ToolDisplay, ToolKind, ToolOutput, ToolStatus, Usage,
 };
+use corvid_tools::exit_plan_mode::EXIT_PLAN_MODE;
 use serde_json::{Value, json};
 
 /// The JSON-RPC method of session updates.
@@ -28,9 +29,9 @@ pub const SESSION_UPDATE_METHOD: &str = "session/update";
 pub const TOOL_USE_SUMMARY_METHOD: &str = "_corvid/tool_use_summary";
 
 /// Permission option ids, one per [`ApprovalDecision`] the user can pick.
-const ALLOW_ONCE: &str = "allow_once";
-const ALLOW_ALWAYS: &str = "allow_always";
-const REJECT_ONCE: &str = "reject_once";
+pub(crate) const ALLOW_ONCE: &str = "allow_once";
+pub(crate) const ALLOW_ALWAYS: &str = "allow_always";
+pub(crate) const REJECT_ONCE: &str = "reject_once";
 const REJECT_ALWAYS: &str = "reject_always";
 
 /// A notification to send to the client: a method and its JSON params.
@@ -328,6 +329,10 @@ impl Mapper {
                 PermissionOptionKind::RejectAlways,
             ),
         ];
+        let options = match ask.tool_name {
+            EXIT_PLAN_MODE => crate::plan_mode::leave_options(),
+            _ => options,
+        };
         RequestPermissionRequest::new(self.session_id.clone(), tool_call, options)
     }
 }

@@ -432,6 +432,11 @@ fn modes(current: ApprovalMode) -> SessionModeState {
             "Edit files freely; ask before shell commands",
         ),
         (ApprovalMode::Yolo, "YOLO", "Never ask"),
+        (
+            ApprovalMode::Plan,
+            "Plan",
+            "Read-only: the agent proposes a plan and asks before it starts working",
+        ),
     ]
     .into_iter()
     .map(|(mode, name, description)| {
@@ -487,7 +492,7 @@ fn set_mode(server: &Server, req: SetSessionModeRequest) -> Result<SetSessionMod
         Error::new(
             ErrorCode::INVALID_PARAMS,
             format!(
-                "unknown mode `{}`; use default, auto-edit or yolo",
+                "unknown mode `{}`; use default, auto-edit, yolo or plan",
                 req.mode_id.0
             ),
         )

@@ -302,6 +302,7 @@ impl Pump {
                 always_scope: always_scope.as_deref(),
             }),
             CoreEvent::TurnStarted { model, .. } => lock(&self.state).model = model,
+            CoreEvent::ApprovalModeChanged { mode } => self.mode_changed(mode),
             CoreEvent::Usage { prompt_id, usage } if prompt_id == MAIN_PROMPT_ID => {
                 if let Some(prompt) = &mut lock(&self.state).prompt {
                     prompt.usage.add(&usage);
@@ -323,6 +324,19 @@ impl Pump {
             _ => {}
         }
         Ok(())
+    }
+
+    /// A mode the agent switched itself (leaving plan mode) is told to the client; one the
+    /// client set is already known there.
+    fn mode_changed(&self, mode: ApprovalMode) {
+        let known = std::mem::replace(&mut lock(&self.state).mode, mode) == mode;
+        if known {
+            return;
+        }
+        let update = crate::plan_mode::mode_update(self.mapper.session_id().clone(), mode);
+        if let Err(e) = self.cx.send_notification(update) {
+            tracing::debug!(error = %e, "could not send the mode update");
+        }
     }
 
     /// Answers the prompt with the task's stop reason, or with an error if it failed.
