@@ -189,20 +189,14 @@ impl Run {
             .await
             .map_err(|e| refused("start the command", &e))?;
         let id = created.terminal_id;
-        self.cards
-            .embed(&self.cx, &self.sid, &command.call_id, id.clone());
-        let wait = self.cx.send_request(WaitForTerminalExitRequest::new(
-            self.sid.clone(),
-            id.clone(),
-        ));
-        let ended = tokio::select! {
-            biased;
-            () = cancel.cancelled() => Ended::Cancelled,
-            () = tokio::time::sleep(command.timeout) => Ended::TimedOut,
-            answer = wait.block_task() => match answer {
-                Ok(exit) => Ended::Exited(exit.exit_status),
-                Err(e) => Ended::Failed(e),
-            },
+        // A call cancelled while the client was creating the terminal may be finished already:
+        // its card must not show the terminal, and there is nothing to wait for.
+        let ended = if cancel.is_cancelled() {
+            Ended::Cancelled
+        } else {
+            self.cards
+                .embed(&self.cx, &self.sid, &command.call_id, id.clone());
+            self.wait(&id, &command, &cancel).await
         };
         if !matches!(ended, Ended::Exited(_)) {
             let kill = KillTerminalRequest::new(self.sid.clone(), id.clone());
@@ -248,6 +242,30 @@ impl Run {
                     terminal_id: Some(id.0.to_string()),
                 })
             }
+        }
+    }
+}
+
+impl Run {
+    /// Waits for the command's exit, its timeout or the cancel, whichever comes first.
+    async fn wait(
+        &self,
+        id: &TerminalId,
+        command: &HostedCommand,
+        cancel: &CancellationToken,
+    ) -> Ended {
+        let wait = self.cx.send_request(WaitForTerminalExitRequest::new(
+            self.sid.clone(),
+            id.clone(),
+        ));
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Ended::Cancelled,
+            () = tokio::time::sleep(command.timeout) => Ended::TimedOut,
+            answer = wait.block_task() => match answer {
+                Ok(exit) => Ended::Exited(exit.exit_status),
+                Err(e) => Ended::Failed(e),
+            },
         }
     }
 }

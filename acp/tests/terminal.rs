@@ -169,6 +169,15 @@ macro_rules! logged {
 
 impl TermClient {
     async fn start(factory: Arc<dyn AgentFactory>, terminal: bool) -> Self {
+        Self::start_gated(factory, terminal, None).await
+    }
+
+    /// A client that answers `terminal/create` only once `gate` is notified.
+    async fn start_gated(
+        factory: Arc<dyn AgentFactory>,
+        terminal: bool,
+        gate: Option<Arc<Notify>>,
+    ) -> Self {
         let (agent_io, client_io) = tokio::io::duplex(1 << 16);
         let (agent_read, agent_write) = tokio::io::split(agent_io);
         let (client_read, client_write) = tokio::io::split(client_io);
@@ -213,7 +222,17 @@ impl TermClient {
                     let id = format!("term-{}", t1.lock().unwrap().len() + 1);
                     let term = spawn_term(&req);
                     t1.lock().unwrap().insert(id.clone(), term);
-                    responder.respond(CreateTerminalResponse::new(id))
+                    match gate.clone() {
+                        // Answered from a task: the dispatch loop must stay free.
+                        Some(gate) => {
+                            tokio::spawn(async move {
+                                gate.notified().await;
+                                let _ = responder.respond(CreateTerminalResponse::new(id));
+                            });
+                            Ok(())
+                        }
+                        None => responder.respond(CreateTerminalResponse::new(id)),
+                    }
                 },
                 agent_client_protocol::on_receive_request!(),
             )
@@ -592,4 +611,40 @@ async fn a_sandboxed_command_stays_local_even_when_the_client_offers_terminals()
             assert_eq!(client.terminal_requests()[0], "terminal/create");
         }
     }
+}
+
+#[tokio::test]
+async fn a_terminal_created_after_the_call_was_cancelled_is_killed_released_and_never_shown() {
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![shell("call_g", json!({"command": "sleep 30"}))]);
+    let gate = Arc::new(Notify::new());
+    let mut client = TermClient::start_gated(
+        factory(provider, SandboxLevel::Off),
+        true,
+        Some(gate.clone()),
+    )
+    .await;
+    let sid = client.new_session(dir.path()).await;
+    let prompt = client.prompt(&sid);
+    client.until(|m| m["request"] == "terminal/create").await;
+    client
+        .cx
+        .send_notification(CancelNotification::new(sid.clone()))
+        .unwrap();
+    let response = settle(prompt).await;
+    // The editor answers the create only now, after the call ended.
+    gate.notify_one();
+    client.until(|m| m["request"] == "terminal/release").await;
+
+    assert_eq!(response.stop_reason, StopReason::Cancelled);
+    assert_eq!(
+        client.terminal_requests(),
+        vec!["terminal/create", "terminal/kill", "terminal/release"]
+    );
+    let shown: Vec<Value> = client
+        .card("call_g")
+        .into_iter()
+        .filter(|u| u.to_string().contains("\"terminal\""))
+        .collect();
+    assert_eq!(shown, Vec::<Value>::new());
 }
