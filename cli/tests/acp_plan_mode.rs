@@ -1,0 +1,157 @@
+//! End to end, plan mode (issue 14 item 17): the official ACP TypeScript client
+//! (`tests/acp/plan_mode.mjs`, on `@agentclientprotocol/sdk` 2.4.0) sets `plan` on a session
+//! of the real `corvid --acp`, whose model (the testkit's loopback mock OpenAI server) tries a
+//! write, then asks to leave plan mode with a plan: the write never runs, the plan arrives as
+//! a `plan` update, and after the user's yes the mode update arrives.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::{text_turn, turn};
+use corvid_testkit::{MockServer, ScriptedResponse};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+fn client_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/acp")
+}
+
+/// Fails loudly unless node and the client library are installed (never passes by skipping).
+fn require_client() {
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let sdk = client_dir()
+        .join("node_modules/@agentclientprotocol/sdk/package.json")
+        .exists();
+    assert!(
+        node && sdk,
+        "the plan-mode ACP client test cannot run: node on PATH: {node}; the client library \
+         in tests/acp/node_modules: {sdk}. Run the suite with `bash tests/run.sh`, or \
+         `cd tests/acp && npm ci`"
+    );
+}
+
+fn tool_call(id: &str, name: &str, args: &Value) -> ScriptedResponse {
+    ScriptedResponse::sse(turn(
+        json!({"role": "assistant", "tool_calls": [{"index": 0, "id": id, "type": "function",
+            "function": {"name": name, "arguments": args.to_string()}}]}),
+        "tool_calls",
+    ))
+}
+
+/// Runs the client in a fresh project; returns its output lines.
+async fn run_client(server: &MockServer, project: &Path, answer: &str) -> Vec<Value> {
+    let home = tempfile::tempdir().unwrap();
+    let output = tokio::process::Command::new("node")
+        .arg(client_dir().join("plan_mode.mjs"))
+        .arg(project)
+        .arg("add b.txt")
+        .arg(answer)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_corvid"))
+        .arg("--acp")
+        .current_dir(project)
+        .env("CORVID_HOME", home.path())
+        .env("OPENAI_BASE_URL", server.url())
+        .env("OPENAI_API_KEY", "sk-plan-mode-test")
+        .env("OPENAI_MODEL", "mock-model")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("CORVID_EMIT_TOOL_USE_SUMMARIES", "0")
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "client failed ({}):\n{stdout}",
+        output.status
+    );
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l}: {e}")))
+        .collect()
+}
+
+fn updates<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    lines
+        .iter()
+        .filter(|l| l["kind"] == "update" && l["update"]["sessionUpdate"] == kind)
+        .map(|l| &l["update"])
+        .collect()
+}
+
+#[tokio::test]
+async fn the_official_client_plans_without_a_write_running_and_sees_the_plan_and_the_mode() {
+    require_client();
+    let server = MockServer::start().await;
+    server.push(tool_call(
+        "call_w",
+        "write_file",
+        &json!({"file_path": "b.txt", "content": "new\n"}),
+    ));
+    server.push(tool_call(
+        "call_x",
+        "exit_plan_mode",
+        &json!({"plan": "1. Write `b.txt`\n2. Run the tests"}),
+    ));
+    server.push(text_turn("Planned."));
+    let project = tempfile::tempdir().unwrap();
+    let lines = run_client(&server, project.path(), "allow_always").await;
+
+    let session = lines.iter().find(|l| l["kind"] == "session").unwrap();
+    let modes: Vec<&Value> = session["response"]["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["id"])
+        .collect();
+    assert_eq!(modes, vec!["default", "auto-edit", "yolo", "plan"]);
+    assert!(!project.path().join("b.txt").exists());
+    // Only exit_plan_mode asked; the write was refused unasked.
+    let asks: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "permission").collect();
+    assert_eq!(asks.len(), 1, "{asks:?}");
+    assert_eq!(asks[0]["params"]["toolCall"]["toolCallId"], "call_x");
+    assert_eq!(
+        updates(&lines, "plan"),
+        vec![&json!({"sessionUpdate": "plan", "entries": [
+            {"content": "Write `b.txt`", "priority": "medium", "status": "pending"},
+            {"content": "Run the tests", "priority": "medium", "status": "pending"},
+        ]})]
+    );
+    assert_eq!(
+        updates(&lines, "current_mode_update"),
+        vec![&json!({"sessionUpdate": "current_mode_update", "currentModeId": "auto-edit"})]
+    );
+    let refused = lines
+        .iter()
+        .find(|l| l["update"]["toolCallId"] == "call_w" && l["update"]["status"] == "failed")
+        .expect("the write's card fails");
+    assert!(
+        refused
+            .to_string()
+            .contains("plan mode: this session only plans"),
+        "{refused}"
+    );
+    // The model's next request no longer offers only plan tools: the mode switched.
+    let requests = server.requests();
+    let offered = |i: usize| -> Vec<String> {
+        requests[i].body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(!offered(0).contains(&"write_file".to_owned()));
+    assert!(offered(2).contains(&"write_file".to_owned()));
+    let answer = lines.iter().find(|l| l["kind"] == "response").unwrap();
+    assert_eq!(answer["response"]["stopReason"], "end_turn");
+}
