@@ -29,7 +29,7 @@ const HELP: &str = "Commands
 /resume [ID]    go back to an earlier session of this project
 /clear          clear the screen and the transcript
 /quit           exit
-Keys: enter send · shift+enter or ctrl+j newline · up/down history · esc or ctrl+c cancel · ctrl+c twice exit";
+Keys: enter send · shift+enter or ctrl+j newline · up/down history · esc or ctrl+c cancel · ctrl+c twice exit · shift+tab mode (default, auto-edit, plan)";
 
 /// How the UI starts (from flags and settings).
 #[derive(Clone)]
@@ -307,6 +307,12 @@ impl App {
             KeyCode::End => self.composer.end(),
             KeyCode::Up => self.composer.up(),
             KeyCode::Down => self.composer.down(),
+            KeyCode::BackTab => {
+                let mode = crate::modes::next_mode(self.status.approval_mode);
+                self.status.approval_mode = mode;
+                self.status.hint = Some(crate::modes::switched_hint(mode));
+                return vec![Action::Submit(Op::SetApprovalMode { mode })];
+            }
             KeyCode::Tab => {
                 if let Some(completed) = self.mentions.complete(self.composer.text()) {
                     self.composer.clear();

@@ -14,6 +14,7 @@ mod highlight;
 pub mod live;
 pub mod markdown;
 pub mod mention;
+pub mod modes;
 mod md_table;
 pub mod picker;
 mod replay;
