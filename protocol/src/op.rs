@@ -20,6 +20,9 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         context: Vec<String>,
     },
+    /// Run the user's own shell command (`!command`) through the shell tool, as a task of its
+    /// own; its output joins the history as a user message. Refused while a task runs.
+    UserShell { command: String },
     /// Cancel the running task, if any.
     Cancel,
     /// Answer a pending approval request.

@@ -400,6 +400,12 @@ impl App {
             self.status.hint = Some("a task is running · esc to cancel".into());
             return Vec::new();
         }
+        if let Some(command) = text.strip_prefix('!') {
+            self.composer.submit();
+            return vec![Action::Submit(Op::UserShell {
+                command: command.trim().to_owned(),
+            })];
+        }
         let prompt = self.composer.submit();
         let attached = self.mentions.attach(&prompt);
         for notice in attached.notices {

@@ -77,3 +77,18 @@ fn an_at_path_outside_the_workspace_is_not_attached() {
         })]
     );
 }
+
+#[test]
+fn a_prompt_starting_with_a_bang_runs_the_command_through_the_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = app_in(dir.path());
+    typed(&mut app, "!echo hi");
+    let actions = key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        actions,
+        vec![Action::Submit(Op::UserShell {
+            command: "echo hi".into()
+        })]
+    );
+    assert!(app.composer.is_empty());
+}

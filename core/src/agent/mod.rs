@@ -28,6 +28,7 @@ mod prompt;
 mod session;
 mod summaries;
 mod task;
+mod user_shell;
 
 use std::path::PathBuf;
 use std::sync::Arc;

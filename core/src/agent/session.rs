@@ -11,7 +11,6 @@ use tokio::task::{JoinError, JoinHandle};
 use tokio_util::sync::CancellationToken;
 
 use super::ids::ids_in_history;
-use super::task::run_task;
 use super::{AgentConfig, HistoryObserver};
 use crate::retry::RetryPolicy;
 use crate::summary::SummaryConfig;
@@ -213,11 +212,7 @@ pub(super) async fn run_session(
             op = ops.recv() => {
                 let Some(op) = op else { break };
                 match op {
-                    Op::UserTurn {
-                        prompt,
-                        images,
-                        context,
-                    } => {
+                    op @ (Op::UserTurn { .. } | Op::UserShell { .. }) => {
                         if running.is_some() {
                             events.emit(CoreEvent::Warning {
                                 message: "a task is already running; wait for it to finish or cancel it first".into(),
@@ -234,7 +229,7 @@ pub(super) async fn run_session(
                             task_id: format!("{session_id}-{tasks}"),
                         };
                         let task_id = ctx.task_id.clone();
-                        let handle = tokio::spawn(run_task(ctx, state.clone(), prompt, images, context));
+                        let handle = tokio::spawn(super::user_shell::run_job(ctx, state.clone(), op));
                         running = Some(Running { handle, cancel, task_id });
                     }
                     Op::Cancel => {
