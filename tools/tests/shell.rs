@@ -257,9 +257,10 @@ async fn shell_env_has_no_provider_keys() {
         ..ShellPolicy::default()
     };
 
-    // bash adds PWD, SHLVL and `_`; corvid adds the run and owner markers.
-    let names =
-        "env | cut -d= -f1 | grep -vxE 'PWD|SHLVL|_|CORVID_SHELL_RUN|CORVID_SHELL_OWNER' | sort";
+    // bash adds PWD, SHLVL and `_`; corvid adds the run and owner markers, and the sandbox
+    // names a private TMPDIR when the workspace lies in a temp dir.
+    let names = "env | cut -d= -f1 \
+                 | grep -vxE 'PWD|SHLVL|_|CORVID_SHELL_RUN|CORVID_SHELL_OWNER|TMPDIR' | sort";
     let out = RunShellCommand
         .execute(json!({"command": names}), ctx.clone())
         .await
@@ -366,16 +367,19 @@ async fn helper_plays_corvid_running_a_long_command() {
     let Some(pids) = std::env::var_os(PLAY_CORVID) else {
         return;
     };
+    // The pid file's folder is the workspace, so the sandboxed commands may write it.
     let ws = Workspace::new();
+    let mut ctx = ws.ctx();
+    ctx.cwd = Path::new(&pids).parent().unwrap().canonicalize().unwrap();
     let pids = Path::new(&pids).display();
     let background = format!("sleep 30 & echo $! >> {pids}");
     RunShellCommand
-        .execute(json!({ "command": background }), ws.ctx())
+        .execute(json!({ "command": background }), ctx.clone())
         .await
         .unwrap();
     let foreground = format!("echo $$ >> {pids}; exec sleep 30");
     let _ = RunShellCommand
-        .execute(json!({ "command": foreground }), ws.ctx())
+        .execute(json!({ "command": foreground }), ctx)
         .await;
 }
 

@@ -104,16 +104,13 @@ async fn sandboxed_shell_can_write_inside_the_workspace_and_tmp() {
     }
     let d = dirs();
     std::fs::create_dir(d.workspace.join("src")).unwrap();
-    let tmp = tempfile::tempdir_in("/tmp").unwrap();
 
+    // `mktemp` writes to the temp dir the sandbox grants: /tmp, or a private TMPDIR when the
+    // workspace itself lies in a temp dir.
     let out = run(
         ctx(&d.workspace, SandboxLevel::WorkspaceWrite),
-        &format!(
-            "echo a > top.txt && echo b > src/nested.txt && mkdir made && echo c > {}/t && \
-             echo ok > /dev/null && cat top.txt src/nested.txt {}/t",
-            tmp.path().display(),
-            tmp.path().display()
-        ),
+        "echo a > top.txt && echo b > src/nested.txt && mkdir made && t=$(mktemp) && \
+         echo c > \"$t\" && echo ok > /dev/null && cat top.txt src/nested.txt \"$t\"",
     )
     .await;
 
