@@ -142,6 +142,11 @@ impl Mapper {
                 summary,
                 preceding_tool_use_ids,
             } => return self.summary(summary, preceding_tool_use_ids),
+            // A notice the user must see (recording stopped, a malformed call, the turn limit):
+            // as a marked agent message, the one kind every client shows.
+            CoreEvent::Warning { message } => Some(json_of(&SessionUpdate::AgentMessageChunk(
+                ContentChunk::new(ContentBlock::from(format!("\n\n> corvid: {message}\n\n"))),
+            ))),
             _ => None,
         };
         update

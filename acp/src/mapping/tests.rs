@@ -130,6 +130,23 @@ fn a_discarded_preparation_is_a_failed_update_marked_for_removal() {
 }
 
 #[test]
+fn a_warning_reaches_the_editor_as_a_marked_agent_message() {
+    let update = only_update(&CoreEvent::Warning {
+        message: "session recording stopped: the disk is full".into(),
+    });
+    assert_eq!(
+        update,
+        json!({
+            "sessionUpdate": "agent_message_chunk",
+            "content": {
+                "type": "text",
+                "text": "\n\n> corvid: session recording stopped: the disk is full\n\n",
+            },
+        })
+    );
+}
+
+#[test]
 fn todos_become_a_plan() {
     let update = only_update(&CoreEvent::Plan {
         todos: vec![
