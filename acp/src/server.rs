@@ -8,22 +8,20 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
-    CancelNotification, FileSystemCapabilities,
-    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpServer, NewSessionRequest,
-    NewSessionResponse, PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities,
-    SessionId, SessionListCapabilities, SessionMode, SessionModeState,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModeResponse,
+    CancelNotification, FileSystemCapabilities, Implementation, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
+    PromptRequest, PromptResponse, SessionCapabilities, SessionId, SessionListCapabilities,
+    SessionMode, SessionModeState, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::{Agent, Client, ConnectTo, Error, ErrorCode, UntypedMessage};
+use agent_client_protocol::{Agent, Client, ConnectTo, Error, ErrorCode};
 use corvid_core::agent::{AgentConfig, AgentHandle, spawn_agent};
-use corvid_core::session::{SessionError, replay_events, spawn_recorded, spawn_resumed};
+use corvid_core::session::spawn_recorded;
 use corvid_core::usage::UsageStats;
-use corvid_protocol::{ApprovalMode, CoreEvent};
-use corvid_tools::{LocalFs, ToolContext};
-use tokio_util::sync::CancellationToken;
+use corvid_protocol::ApprovalMode;
+use corvid_tools::LocalFs;
 
 use crate::fs::ClientFs;
 use crate::mapping::Mapper;
@@ -31,6 +29,9 @@ use crate::session::{AGENT_GONE, Session, Start};
 use crate::terminal::ClientTerminals;
 use crate::{AgentFactory, FactoryError, LOAD_SESSION, SessionSpec};
 use crate::{commands, listing, model_option};
+
+mod load;
+use load::load_session;
 
 /// The one authentication method: a provider configured through env or settings.
 const AUTH_METHOD_ID: &str = "corvid-provider";
@@ -248,93 +249,6 @@ fn new_session(
         .config_options(session.config_options()))
 }
 
-/// Resumes a recorded session (SPEC §9): its transcript is replayed as `session/update` frames
-/// (and summary notifications) before the answer, then prompts go on with the full history.
-fn load_session(
-    server: &Server,
-    req: LoadSessionRequest,
-    cx: ConnectionTo<Client>,
-) -> Result<LoadSessionResponse, Error> {
-    require_absolute(&req.cwd)?;
-    let id = req.session_id.0.to_string();
-    let store = server.factory.session_store().ok_or_else(|| {
-        Error::new(
-            ErrorCode::INTERNAL_ERROR,
-            format!(
-                "cannot load session `{id}`: this corvid records no sessions \
-                 (no home directory; set CORVID_HOME)"
-            ),
-        )
-    })?;
-    let loaded = store.load(&req.cwd, &id).map_err(|e| load_error(&id, e))?;
-    // Editors hold full ids; a prefix would key a second agent onto the same recording.
-    if loaded.header.session_id != id {
-        return Err(Error::new(
-            ErrorCode::INVALID_PARAMS,
-            format!(
-                "session/load needs the full session id; `{id}` is a prefix of `{}`",
-                loaded.header.session_id
-            ),
-        ));
-    }
-    for warning in &loaded.warnings {
-        tracing::warn!(session = %id, "{warning}");
-    }
-    let spec = session_spec(server, &req.session_id, &req.cwd, &req.mcp_servers, &cx);
-    let mut config = server.factory.build(spec).map_err(factory_error)?;
-    let mapper = mapper(server, &req.session_id, req.cwd.clone());
-    install_terminals(server, &mut config, &mapper, &req.session_id, &cx);
-    // Open here already (a client re-attaching after its UI reconnected): replay the recording
-    // and keep the running agent, never a second one on the same file.
-    let open = lock(&server.sessions).get(&id).cloned();
-    if let Some(session) = open {
-        let ctx = ToolContext {
-            call_id: String::new(),
-            cwd: req.cwd.clone(),
-            fs: config.fs.clone(),
-            cancel: CancellationToken::new(),
-            shell_timeout: config.shell_timeout,
-            shell: Default::default(),
-        };
-        replay(&mapper, &replay_events(&loaded, &config.tools, &ctx), &cx)?;
-        return Ok(LoadSessionResponse::new()
-            .modes(modes(session.mode()))
-            .config_options(session.config_options()));
-    }
-    let other_models = config.fallback_model.iter().cloned().collect();
-    let resumed = spawn_resumed(config, &store, &loaded).map_err(|e| load_error(&id, e))?;
-    replay(&mapper, &resumed.transcript, &cx)?;
-    // The recorded mode and model, as the agent resumed them (issue 14 defect 12).
-    let mut start = Start {
-        mode: resumed.approval_mode,
-        model: resumed.model.clone(),
-        other_models,
-        stats: UsageStats::default(),
-    };
-    for event in &resumed.transcript {
-        start.stats.observe(event);
-    }
-    let mode = start.mode;
-    let session = open_session(server, &req.session_id, resumed.handle, start, mapper, cx);
-    Ok(LoadSessionResponse::new()
-        .modes(modes(mode))
-        .config_options(session.config_options()))
-}
-
-/// Sends a recorded transcript as the frames a client rebuilds the session from.
-fn replay(
-    mapper: &Mapper,
-    transcript: &[CoreEvent],
-    cx: &ConnectionTo<Client>,
-) -> Result<(), Error> {
-    for event in transcript {
-        for frame in mapper.replay_frames(event) {
-            cx.send_notification(UntypedMessage::new(frame.method, frame.params)?)?;
-        }
-    }
-    Ok(())
-}
-
 /// Unconfined shell commands run in the client's terminals when it offers them.
 fn install_terminals(
     server: &Server,
@@ -402,20 +316,6 @@ fn require_absolute(cwd: &Path) -> Result<(), Error> {
             format!("cwd must be an absolute path, got `{}`", cwd.display()),
         ))
     }
-}
-
-/// A session that cannot be loaded, named in the message; an unknown id is "not found".
-fn load_error(id: &str, error: SessionError) -> Error {
-    let code = match &error {
-        SessionError::NotFound { .. } => ErrorCode::RESOURCE_NOT_FOUND,
-        SessionError::Ambiguous { .. } => ErrorCode::INVALID_PARAMS,
-        SessionError::InUse { .. } => ErrorCode::INVALID_REQUEST,
-        SessionError::Io { .. }
-        | SessionError::Corrupt { .. }
-        | SessionError::WriteFailed { .. }
-        | SessionError::RecordingStopped { .. } => ErrorCode::INTERNAL_ERROR,
-    };
-    Error::new(code, format!("cannot load session `{id}`: {error}"))
 }
 
 /// The approval modes, offered as ACP session modes.

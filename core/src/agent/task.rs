@@ -10,7 +10,6 @@ use corvid_protocol::{
 use super::attempt::{AttemptEnd, AttemptOutput, discard_prepared, run_attempt};
 use super::exec::run_batch;
 use super::plan_mode;
-use super::plan_mode;
 use super::session::{SessionState, TaskCtx, lock};
 use super::summaries::SummaryTracker;
 use crate::policy::MaxTurns;

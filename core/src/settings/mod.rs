@@ -237,14 +237,6 @@ impl SettingsFiles {
             project: project.or_else(|| Some(cwd.join(".corvid").join("settings.json"))),
         }
     }
-}
-
-/// `$CORVID_HOME`, else `~/.corvid`; `None` only when there is no home directory at all.
-pub fn corvid_home(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
-    match env(CORVID_HOME_ENV).filter(|v| !v.is_empty()) {
-        Some(home) => Some(PathBuf::from(home)),
-        None => dirs::home_dir().map(|home| home.join(".corvid")),
-    }
 
     /// The folder whose `.corvid` holds the project file: the one trust is decided for.
     pub fn project_folder(&self) -> Option<&Path> {
@@ -290,6 +282,14 @@ fn same_file(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,
+    }
+}
+
+/// `$CORVID_HOME`, else `~/.corvid`; `None` only when there is no home directory at all.
+pub fn corvid_home(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    match env(CORVID_HOME_ENV).filter(|v| !v.is_empty()) {
+        Some(home) => Some(PathBuf::from(home)),
+        None => dirs::home_dir().map(|home| home.join(".corvid")),
     }
 }
 

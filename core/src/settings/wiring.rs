@@ -115,7 +115,9 @@ fn approval_policy(
             .map_err(|e| invalid("tools.allow/tools.deny", e))?,
         max_turns: crate::policy::MaxTurns(settings.agent.max_turns),
         shell: shell_policy(settings).map_err(|e| invalid("tools.shellEnv", e))?,
-        ..SessionPolicy::default()
+        images: crate::images::ImageSupport {
+            setting: settings.model.supports_images,
+        },
     })
 }
 

@@ -53,9 +53,7 @@ pub fn with_fallback(mut config: AgentConfig) -> AgentConfig {
 
 /// Submits a user prompt, starting a task (or being refused while one runs).
 pub fn prompt(handle: &AgentHandle, text: &str) {
-    handle
-        .submit(Op::user_turn(text))
-        .unwrap();
+    handle.submit(Op::user_turn(text)).unwrap();
 }
 
 /// Submits a prompt and reads the task it starts until it finishes.
