@@ -160,9 +160,7 @@ impl Harness {
     }
 
     fn prompt(&self, text: &str) {
-        self.agent
-            .submit(Op::user_turn(text))
-            .unwrap();
+        self.agent.submit(Op::user_turn(text)).unwrap();
     }
 }
 

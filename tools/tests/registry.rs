@@ -40,7 +40,13 @@ fn the_builtin_registry_describes_every_tool_of_the_spec() {
             ("edit", "Edit", ToolKind::Edit, true, true),
             ("run_shell_command", "Shell", ToolKind::Execute, true, true),
             ("todo_write", "TodoWrite", ToolKind::Think, true, false),
-            ("exit_plan_mode", "ExitPlanMode", ToolKind::Think, true, true),
+            (
+                "exit_plan_mode",
+                "ExitPlanMode",
+                ToolKind::Think,
+                true,
+                true
+            ),
         ]
     );
     for schema in registry.schemas() {
