@@ -235,10 +235,13 @@ impl Session {
 
     /// Switches the approval mode for later calls.
     pub(crate) fn set_mode(&self, mode: ApprovalMode) -> bool {
+        // Known before the agent can report it, so the pump never echoes the client's own
+        // choice back as a `current_mode_update` (it raced the pump before).
+        let before = std::mem::replace(&mut lock(&self.state).mode, mode);
         if self.ops.submit(Op::SetApprovalMode { mode }).is_err() {
+            lock(&self.state).mode = before;
             return false;
         }
-        lock(&self.state).mode = mode;
         true
     }
 }
