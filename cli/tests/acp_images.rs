@@ -9,36 +9,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::process::Stdio;
 
+use common::{client_dir, require_client};
 use corvid_testkit::{Chunk, MockServer, ScriptedResponse, sse_event};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 /// A 1×1 PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
-
-fn client_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/acp")
-}
-
-fn require_client() {
-    let node = std::process::Command::new("node")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    let sdk = client_dir()
-        .join("node_modules/@agentclientprotocol/sdk/package.json")
-        .exists();
-    assert!(
-        node && sdk,
-        "the official ACP client test cannot run: node on PATH: {node}; the client library in \
-         tests/acp/node_modules: {sdk}. Run the suite with `bash tests/run.sh` (it installs \
-         both), or `cd tests/acp && npm ci`"
-    );
-}
 
 /// Which provider the binary talks to, and the model it asks for.
 enum Provider {

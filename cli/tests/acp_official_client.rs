@@ -8,40 +8,19 @@
 // A skipped test says so on stderr, so a local run without node is not mistaken for a pass.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use common::{client_dir, require_client};
 use corvid_testkit::{Chunk, MockServer, ScriptedResponse, sse_event};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-/// Where the client script and its `node_modules` live.
-fn client_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/acp")
-}
-
 /// The `corvid` binary cargo built for this test.
 fn corvid_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_corvid"))
-}
-
-/// Fails loudly unless node and the client library are installed: this test never passes by
-/// skipping (`bash tests/run.sh`, the README's test command, installs both).
-fn require_client() {
-    let node = std::process::Command::new("node")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    let sdk = client_dir()
-        .join("node_modules/@agentclientprotocol/sdk/package.json")
-        .exists();
-    assert!(
-        node && sdk,
-        "the official ACP client test cannot run: node on PATH: {node}; the client library in \
-         tests/acp/node_modules: {sdk}. Run the suite with `bash tests/run.sh` (it installs \
-         both), or `cd tests/acp && npm ci`"
-    );
 }
 
 fn chunk(delta: Value, finish: Option<&str>) -> Chunk {

@@ -7,35 +7,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 
-use common::{text_turn, turn};
+use common::{client_dir, require_client, text_turn, turn};
 use corvid_testkit::{MockServer, ScriptedResponse};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-
-fn client_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/acp")
-}
-
-/// Fails loudly unless node and the client library are installed (never passes by skipping).
-fn require_client() {
-    let node = std::process::Command::new("node")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    let sdk = client_dir()
-        .join("node_modules/@agentclientprotocol/sdk/package.json")
-        .exists();
-    assert!(
-        node && sdk,
-        "the plan-mode ACP client test cannot run: node on PATH: {node}; the client library \
-         in tests/acp/node_modules: {sdk}. Run the suite with `bash tests/run.sh`, or \
-         `cd tests/acp && npm ci`"
-    );
-}
 
 fn tool_call(id: &str, name: &str, args: &Value) -> ScriptedResponse {
     ScriptedResponse::sse(turn(

@@ -2,8 +2,10 @@
 //! `CORVID_HOME`, no inherited keys, the demo model without pacing.
 #![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
 
+mod acp_client;
 mod openai;
 
+pub use acp_client::*;
 pub use openai::*;
 
 use std::path::{Path, PathBuf};
