@@ -7,17 +7,13 @@ mod common;
 use std::sync::Arc;
 
 use common::approvals::{
-    Asked, FixedNeed, Ran, asked, finished, one_call, run, turns, workspace_config,
+    Asked, FixedNeed, Planning, Ran, asked, finished, one_call, run, turns, workspace_config,
 };
 use corvid_core::policy::rules::PermissionRules;
-use corvid_protocol::{
-    ApprovalDecision, ApprovalMode, ApprovalPreview, CoreEvent, ToolDisplay, ToolKind, ToolOutput,
-    ToolStatus,
-};
-use corvid_tools::{ApprovalNeed, Tool, ToolContext, ToolError};
-use futures::future::BoxFuture;
+use corvid_protocol::{ApprovalDecision, ApprovalMode, ApprovalPreview, CoreEvent, ToolStatus};
+use corvid_tools::{ApprovalNeed, ToolError};
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
+use serde_json::json;
 
 fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| (*s).to_owned()).collect()
@@ -37,7 +33,7 @@ async fn a_refused_plan_never_runs_and_never_asks() {
         let message = "cannot read src/a.rs: Resource temporarily unavailable";
         config.tools = corvid_tools::ToolRegistry::new(vec![Arc::new(FixedNeed {
             name: "flaky_edit",
-            need: ApprovalNeed::Refuse(ToolError::new(message)),
+            plan: Planning::Answers(ApprovalNeed::Refuse(ToolError::new(message))),
             ran: ran.clone(),
         })]);
         let (_h, events) = run(config, |_| ApprovalDecision::AllowOnce).await;
@@ -63,10 +59,10 @@ async fn escalated_calls_are_asked_even_in_yolo() {
     let reason = "the sandbox could not be set up: the command would run unconfined";
     config.tools = corvid_tools::ToolRegistry::new(vec![Arc::new(FixedNeed {
         name: "unconfined",
-        need: ApprovalNeed::Escalated {
+        plan: Planning::Answers(ApprovalNeed::Escalated {
             preview: ApprovalPreview::Text { text: "id".into() },
             reason: reason.to_owned(),
-        },
+        }),
         ran: ran.clone(),
     })]);
     // Neither an allow rule nor an earlier "always" skips the question.
@@ -86,65 +82,17 @@ async fn escalated_calls_are_asked_even_in_yolo() {
     );
 }
 
-/// A tool whose planning panics; its `execute` records that it ran.
-struct CrashingPlan {
-    ran: Ran,
-}
-
-impl Tool for CrashingPlan {
-    fn name(&self) -> &'static str {
-        "crashing_plan"
-    }
-    fn display_name(&self) -> &'static str {
-        "Crash"
-    }
-    fn description(&self) -> &'static str {
-        "panics while planning"
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
-    }
-    fn kind(&self) -> ToolKind {
-        ToolKind::Edit
-    }
-    fn mutates(&self) -> bool {
-        true
-    }
-    fn display(&self, _args: &Value, _ctx: &ToolContext) -> ToolDisplay {
-        ToolDisplay {
-            title: "Crash".into(),
-            kind: ToolKind::Edit,
-            locations: Vec::new(),
-        }
-    }
-    fn approval(&self, _args: &Value, _ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
-        Box::pin(async { panic!("planning blew up") })
-    }
-    fn execute(
-        &self,
-        _args: Value,
-        _ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let ran = self.ran.clone();
-        Box::pin(async move {
-            ran.push("crashing_plan".into());
-            Ok(ToolOutput {
-                text: "executed".into(),
-                diffs: Vec::new(),
-                raw: Value::Null,
-            })
-        })
-    }
-}
-
 #[tokio::test]
 async fn a_tool_that_panics_while_planning_is_refused_and_the_session_goes_on() {
     let ws = tempfile::tempdir().unwrap();
     let ran = Ran::default();
     let provider = turns(vec![one_call("p1", "crashing_plan", json!({}))]);
     let mut config = workspace_config(&provider, ws.path(), ApprovalMode::Yolo, &ran);
-    config.tools =
-        corvid_tools::ToolRegistry::new(vec![Arc::new(CrashingPlan { ran: ran.clone() })]);
+    config.tools = corvid_tools::ToolRegistry::new(vec![Arc::new(FixedNeed {
+        name: "crashing_plan",
+        plan: Planning::Panics,
+        ran: ran.clone(),
+    })]);
     let (_h, events) = run(config, |_| ApprovalDecision::AllowOnce).await;
     assert_eq!(asked(&events), Vec::<Asked>::new());
     assert_eq!(
@@ -164,58 +112,6 @@ async fn a_tool_that_panics_while_planning_is_refused_and_the_session_goes_on() 
     ));
 }
 
-/// A tool whose planning never ends; it says when planning began.
-struct EndlessPlan {
-    planning: Arc<tokio::sync::Notify>,
-    ran: Ran,
-}
-
-impl Tool for EndlessPlan {
-    fn name(&self) -> &'static str {
-        "endless_plan"
-    }
-    fn display_name(&self) -> &'static str {
-        "Endless"
-    }
-    fn description(&self) -> &'static str {
-        "plans forever"
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
-    }
-    fn kind(&self) -> ToolKind {
-        ToolKind::Edit
-    }
-    fn mutates(&self) -> bool {
-        true
-    }
-    fn display(&self, _args: &Value, _ctx: &ToolContext) -> ToolDisplay {
-        ToolDisplay {
-            title: "Endless".into(),
-            kind: ToolKind::Edit,
-            locations: Vec::new(),
-        }
-    }
-    fn approval(&self, _args: &Value, _ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
-        let planning = self.planning.clone();
-        Box::pin(async move {
-            planning.notify_one();
-            std::future::pending().await
-        })
-    }
-    fn execute(
-        &self,
-        _args: Value,
-        _ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let ran = self.ran.clone();
-        Box::pin(async move {
-            ran.push("endless_plan".into());
-            Err(ToolError::new("must not run"))
-        })
-    }
-}
-
 #[tokio::test]
 async fn a_cancel_while_a_call_is_being_planned_ends_the_task_without_running_it() {
     let ws = tempfile::tempdir().unwrap();
@@ -223,8 +119,9 @@ async fn a_cancel_while_a_call_is_being_planned_ends_the_task_without_running_it
     let planning = Arc::new(tokio::sync::Notify::new());
     let provider = turns(vec![one_call("p1", "endless_plan", json!({}))]);
     let mut config = workspace_config(&provider, ws.path(), ApprovalMode::Yolo, &ran);
-    config.tools = corvid_tools::ToolRegistry::new(vec![Arc::new(EndlessPlan {
-        planning: planning.clone(),
+    config.tools = corvid_tools::ToolRegistry::new(vec![Arc::new(FixedNeed {
+        name: "endless_plan",
+        plan: Planning::NeverEnds(planning.clone()),
         ran: ran.clone(),
     })]);
     let mut handle = corvid_core::agent::spawn_agent(config);

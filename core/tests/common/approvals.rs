@@ -212,10 +212,20 @@ fn command_of(args: &Value) -> String {
     args["command"].as_str().unwrap_or("").to_owned()
 }
 
-/// A tool whose approval is fixed: `Refuse` (planning failed) or `Escalated`.
+/// How a [`FixedNeed`] tool plans its call.
+pub enum Planning {
+    /// Answers this need at once (`Refuse`: planning failed; `Escalated`).
+    Answers(ApprovalNeed),
+    /// Panics while planning.
+    Panics,
+    /// Never finishes planning; notifies when it began.
+    NeverEnds(Arc<tokio::sync::Notify>),
+}
+
+/// A mutating tool whose planning is fixed; `execute` records that it ran.
 pub struct FixedNeed {
     pub name: &'static str,
-    pub need: ApprovalNeed,
+    pub plan: Planning,
     pub ran: Ran,
 }
 
@@ -246,8 +256,20 @@ impl Tool for FixedNeed {
         }
     }
     fn approval(&self, _args: &Value, _ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
-        let need = self.need.clone();
-        Box::pin(async move { need })
+        match &self.plan {
+            Planning::Answers(need) => {
+                let need = need.clone();
+                Box::pin(async move { need })
+            }
+            Planning::Panics => Box::pin(async { panic!("planning blew up") }),
+            Planning::NeverEnds(planning) => {
+                let planning = planning.clone();
+                Box::pin(async move {
+                    planning.notify_one();
+                    std::future::pending().await
+                })
+            }
+        }
     }
     fn execute(
         &self,
