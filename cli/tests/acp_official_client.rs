@@ -13,27 +13,14 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use common::{client_dir, require_client};
-use corvid_testkit::{Chunk, MockServer, ScriptedResponse, sse_event};
+use common::{chunk, client_dir, require_client};
+use corvid_testkit::{Chunk, MockServer, ScriptedResponse};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 /// The `corvid` binary cargo built for this test.
 fn corvid_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_corvid"))
-}
-
-fn chunk(delta: Value, finish: Option<&str>) -> Chunk {
-    sse_event(
-        &json!({
-            "id": "chatcmpl-1",
-            "object": "chat.completion.chunk",
-            "created": 1,
-            "model": "mock",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        })
-        .to_string(),
-    )
 }
 
 /// The first chunk of a tool call: id and name known, arguments not yet.

@@ -12,23 +12,10 @@ mod common;
 use std::path::Path;
 use std::process::Stdio;
 
-use common::{client_dir, require_client};
-use corvid_testkit::{Chunk, MockServer, ScriptedResponse, sse_event};
+use common::{chunk, client_dir, require_client};
+use corvid_testkit::{Chunk, MockServer, ScriptedResponse};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-
-fn chunk(delta: Value, finish: Option<&str>) -> Chunk {
-    sse_event(
-        &json!({
-            "id": "chatcmpl-1",
-            "object": "chat.completion.chunk",
-            "created": 1,
-            "model": "mock",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        })
-        .to_string(),
-    )
-}
 
 fn shell_call(id: &str, args: &Value) -> ScriptedResponse {
     ScriptedResponse::sse(vec![
