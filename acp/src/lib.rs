@@ -8,6 +8,7 @@
 
 mod commands;
 pub mod fs;
+mod ignored_fields;
 mod listing;
 pub mod mapping;
 mod model_option;

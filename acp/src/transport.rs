@@ -27,7 +27,11 @@ where
     futures::stream::unfold(
         BufReader::new(reader).split(b'\n'),
         async |mut lines| match lines.next_segment().await {
-            Ok(Some(line)) => Some((Ok(decode(line)), lines)),
+            Ok(Some(line)) => {
+                let line = decode(line);
+                crate::ignored_fields::log_ignored(&line);
+                Some((Ok(line), lines))
+            }
             Ok(None) => None,
             Err(e) => Some((Err(e), lines)),
         },

@@ -64,6 +64,7 @@ pub(super) fn load_session(
             cancel: CancellationToken::new(),
             shell_timeout: config.shell_timeout,
             shell: Default::default(),
+            live_output: None,
         };
         replay(&mapper, &replay_events(&loaded, &config.tools, &ctx), &cx)?;
         return Ok(LoadSessionResponse::new()
