@@ -21,6 +21,7 @@ fn ctx(cwd: &std::path::Path) -> ToolContext {
         cancel: CancellationToken::new(),
         shell_timeout: Duration::from_secs(1),
         shell: Default::default(),
+        live_output: None,
     }
 }
 

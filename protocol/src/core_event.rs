@@ -39,6 +39,11 @@ pub enum CoreEvent {
         /// Whether a preparing card was shown for this call (ACP sends an update instead of a new card).
         was_prepared: bool,
     },
+    /// Output of a running call as it appears (a command's stdout and stderr), after its
+    /// `ToolStarted` and before its `ToolFinished`, at most a few per second. A live preview
+    /// only: `ToolFinished` carries the result, and deltas are not recorded. When output comes
+    /// faster than it is sent, the middle of a burst may be left out.
+    ToolOutputDelta { call_id: String, text: String },
     /// The user must approve this call before it runs.
     PermissionRequested {
         call_id: String,

@@ -11,6 +11,7 @@ pub mod glob;
 pub mod grep;
 mod line_window;
 pub mod list_directory;
+pub mod live_output;
 pub mod local_fs;
 pub mod paths;
 pub mod read_file;
@@ -27,6 +28,7 @@ pub use exit_plan_mode::ExitPlanMode;
 pub use glob::Glob;
 pub use grep::GrepSearch;
 pub use list_directory::ListDirectory;
+pub use live_output::LiveOutput;
 pub use local_fs::LocalFs;
 pub use read_file::ReadFile;
 pub use registry::ToolRegistry;
@@ -65,6 +67,8 @@ pub struct ToolContext {
     pub shell_timeout: Duration,
     /// The shell's sandbox level and environment filter.
     pub shell: shell::ShellPolicy,
+    /// Where a running command reports its output as it appears (`None`: nobody watches).
+    pub live_output: Option<LiveOutput>,
 }
 
 /// Why a call needs the user's approval, which decides what each approval mode allows.

@@ -28,6 +28,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::capped::CappedBuffer;
 use crate::common::{one_line, parse_args, plain_display};
+use crate::live_output::{LiveOutput, Utf8Chunks};
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 
 /// How long output is still collected after the shell exits, for background processes
@@ -268,8 +269,8 @@ async fn run(
             .map(Pid::from_raw),
         marker,
     };
-    let stdout = collect(child.stdout.take());
-    let stderr = collect(child.stderr.take());
+    let stdout = collect(child.stdout.take(), ctx.live_output.clone());
+    let stderr = collect(child.stderr.take(), ctx.live_output.clone());
 
     let outcome = tokio::select! {
         status = child.wait() => match status {
@@ -334,18 +335,22 @@ fn cancelled() -> ToolError {
     ToolError::new("cancelled: the command and its child processes were killed")
 }
 
-/// A pipe being read into a bounded buffer in the background.
+/// A pipe being read into a bounded buffer in the background, and shown live as it is read.
 struct Collector {
     buffer: Arc<Mutex<CappedBuffer>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
-fn collect(pipe: Option<impl AsyncRead + Unpin + Send + 'static>) -> Collector {
+fn collect(
+    pipe: Option<impl AsyncRead + Unpin + Send + 'static>,
+    live: Option<LiveOutput>,
+) -> Collector {
     let buffer = Arc::new(Mutex::new(CappedBuffer::default()));
     let task = pipe.map(|mut pipe| {
         let buffer = buffer.clone();
         tokio::spawn(async move {
             let mut chunk = vec![0u8; 8192];
+            let mut text = Utf8Chunks::default();
             while let Ok(n) = pipe.read(&mut chunk).await {
                 if n == 0 {
                     break;
@@ -354,6 +359,9 @@ fn collect(pipe: Option<impl AsyncRead + Unpin + Send + 'static>) -> Collector {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .push(&chunk[..n]);
+                if let Some(live) = &live {
+                    live.send(&text.push(&chunk[..n]));
+                }
             }
         })
     });

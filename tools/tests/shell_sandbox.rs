@@ -58,6 +58,7 @@ fn ctx(workspace: &Path, sandbox: SandboxLevel) -> ToolContext {
         cancel: CancellationToken::new(),
         shell_timeout: Duration::from_secs(30),
         shell: Default::default(),
+        live_output: None,
     };
     ctx.shell.sandbox = sandbox;
     ctx

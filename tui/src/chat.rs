@@ -160,13 +160,13 @@ impl ChatState {
                 kind,
                 ..
             } => {
-                let row = CallRow {
-                    call_id: call_id.clone(),
-                    tool_name: tool_name.clone(),
-                    title: display_name.clone(),
-                    kind: *kind,
-                    state: CallState::Preparing,
-                };
+                let row = CallRow::new(
+                    call_id,
+                    tool_name,
+                    display_name,
+                    *kind,
+                    CallState::Preparing,
+                );
                 self.upsert_call(row);
             }
             CoreEvent::ToolStarted {
@@ -196,6 +196,13 @@ impl ChatState {
                     reason: reason.clone(),
                     always_scope: always_scope.clone(),
                 });
+            }
+            CoreEvent::ToolOutputDelta { call_id, text } => {
+                if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id))
+                    && c.state == CallState::Running
+                {
+                    c.push_live(text);
+                }
             }
             CoreEvent::PermissionResolved { call_id, decision } => {
                 if self
@@ -309,13 +316,13 @@ impl ChatState {
     }
 
     fn on_started(&mut self, call_id: &str, tool_name: &str, display: &ToolDisplay) {
-        let row = CallRow {
-            call_id: call_id.to_string(),
-            tool_name: tool_name.to_string(),
-            title: display.title.clone(),
-            kind: display.kind,
-            state: CallState::Running,
-        };
+        let row = CallRow::new(
+            call_id,
+            tool_name,
+            &display.title,
+            display.kind,
+            CallState::Running,
+        );
         self.upsert_call(row);
     }
 

@@ -13,6 +13,8 @@ const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "�
 const MAX_DIFF_LINES: usize = 24;
 /// Shell output lines shown (the tail).
 const SHELL_TAIL: usize = 5;
+/// How much of a running command's output a row keeps for its live tail.
+const MAX_LIVE_BYTES: usize = 8 * 1024;
 
 /// The spinner glyph for an animation frame.
 pub fn spinner(frame: usize) -> &'static str {
@@ -42,9 +44,42 @@ pub struct CallRow {
     pub title: String,
     pub kind: ToolKind,
     pub state: CallState,
+    /// What a running command printed so far (its end only), shown under the row until the
+    /// call finishes.
+    pub live: String,
 }
 
 impl CallRow {
+    /// A row with nothing printed yet.
+    pub fn new(
+        call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        title: impl Into<String>,
+        kind: ToolKind,
+        state: CallState,
+    ) -> Self {
+        Self {
+            call_id: call_id.into(),
+            tool_name: tool_name.into(),
+            title: title.into(),
+            kind,
+            state,
+            live: String::new(),
+        }
+    }
+
+    /// Adds what the running call printed, keeping only the end that can be shown.
+    pub fn push_live(&mut self, text: &str) {
+        self.live.push_str(text);
+        if self.live.len() > MAX_LIVE_BYTES {
+            let mut start = self.live.len() - MAX_LIVE_BYTES;
+            while !self.live.is_char_boundary(start) {
+                start += 1;
+            }
+            self.live.drain(..start);
+        }
+    }
+
     fn is_active(&self) -> bool {
         matches!(
             self.state,
@@ -213,6 +248,9 @@ fn render_call(
     if !details {
         return;
     }
+    if call.state == CallState::Running && !call.live.is_empty() {
+        out.extend(live_tail(&call.live, width));
+    }
     if let CallState::Completed(o) | CallState::Failed(o) = &call.state {
         for d in &o.diffs {
             out.extend(render_diff(d, width, MAX_DIFF_LINES, DiffStage::Applied));
@@ -251,6 +289,20 @@ fn short_result(kind: ToolKind, o: &ToolOutput, failed: bool) -> Option<String> 
     }
 }
 
+/// The last lines of a running command's output. A carriage return starts its line over, as
+/// in a terminal, so progress bars show their latest state; the count of earlier lines is
+/// left out, since only the end of the output is kept.
+fn live_tail(text: &str, width: u16) -> Vec<Line<'static>> {
+    let lines: Vec<&str> = text
+        .trim_end()
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .map(|l| l.rsplit('\r').next().unwrap_or(l))
+        .collect();
+    let skip = lines.len().saturating_sub(SHELL_TAIL);
+    tail_lines(&lines[skip..], width)
+}
+
 fn shell_tail(text: &str, width: u16) -> Vec<Line<'static>> {
     let lines: Vec<&str> = text.trim_end().lines().collect();
     let skip = lines.len().saturating_sub(SHELL_TAIL);
@@ -262,7 +314,15 @@ fn shell_tail(text: &str, width: u16) -> Vec<Line<'static>> {
             dim,
         )));
     }
-    for l in &lines[skip..] {
+    out.extend(tail_lines(&lines[skip..], width));
+    out
+}
+
+/// Output lines under a row, dimmed behind a gutter.
+fn tail_lines(lines: &[&str], width: u16) -> Vec<Line<'static>> {
+    let dim = Style::new().fg(Color::DarkGray);
+    let mut out = Vec::new();
+    for l in lines {
         let line = Line::from(vec![
             Span::styled("    │ ", dim),
             Span::styled(l.to_string(), dim),

@@ -31,13 +31,7 @@ fn cell(c: &HistoryCell) -> String {
 }
 
 fn row(id: &str, kind: ToolKind, title: &str, state: CallState) -> CallRow {
-    CallRow {
-        call_id: id.into(),
-        tool_name: "t".into(),
-        title: title.into(),
-        kind,
-        state,
-    }
+    CallRow::new(id, "t", title, kind, state)
 }
 
 #[test]
@@ -241,4 +235,70 @@ fn a_rejected_call_says_rejected_and_not_the_text_meant_for_the_model() {
     let shown = cell(&chat.transcript()[1]);
     assert!(!shown.contains("Do not retry"), "{shown}");
     assert_snapshot!(shown);
+}
+
+#[test]
+fn a_running_command_shows_the_end_of_its_live_output_with_progress_bars_redrawn() {
+    let mut running = row("r", ToolKind::Execute, "Run make", CallState::Running);
+    for i in 1..=8 {
+        running.push_live(&format!("step {i}\n"));
+    }
+    running.push_live("download 10%\rdownload 55%\rdownload 90%");
+    let group = ToolGroup {
+        batches: vec![Batch {
+            calls: vec![running],
+            ..Default::default()
+        }],
+        compact: false,
+    };
+    let shown = cell(&HistoryCell::Tools(group));
+    assert!(shown.contains("│ download 90%"), "{shown}");
+    assert!(!shown.contains("55%"), "{shown}");
+    for kept in ["step 5", "step 8"] {
+        assert!(shown.contains(kept), "{kept} missing:\n{shown}");
+    }
+    assert!(!shown.contains("step 4"), "{shown}");
+}
+
+#[test]
+fn a_running_row_keeps_only_the_end_of_a_long_output() {
+    let mut running = row("r", ToolKind::Execute, "Run yes", CallState::Running);
+    for _ in 0..10_000 {
+        running.push_live("ä line of output\n");
+    }
+    running.push_live("the last line");
+    assert!(running.live.len() <= 8 * 1024, "{}", running.live.len());
+    assert!(running.live.ends_with("the last line"));
+}
+
+#[test]
+fn live_output_stops_showing_once_the_call_finished() {
+    let mut chat = ChatState::new(false);
+    chat.on_event(&task_started("go"));
+    chat.on_event(&corvid_protocol::CoreEvent::ToolStarted {
+        call_id: "s".into(),
+        tool_name: "run_shell_command".into(),
+        args: serde_json::json!({"command": "make"}),
+        display: corvid_protocol::ToolDisplay {
+            title: "Run make".into(),
+            kind: ToolKind::Execute,
+            locations: Vec::new(),
+        },
+        provenance: corvid_protocol::Provenance::Builtin,
+        was_prepared: false,
+    });
+    chat.on_event(&corvid_protocol::CoreEvent::ToolOutputDelta {
+        call_id: "s".into(),
+        text: "compiling the live preview\n".into(),
+    });
+    chat.on_event(&finished(
+        "s",
+        "run_shell_command",
+        ToolStatus::Completed,
+        output("built"),
+    ));
+    chat.on_event(&batch(&["s"]));
+    let shown = cell(&chat.transcript()[1]);
+    assert!(shown.contains("built"), "{shown}");
+    assert!(!shown.contains("live preview"), "{shown}");
 }

@@ -59,6 +59,7 @@ fn replayed(records: &[Record]) -> Vec<CoreEvent> {
         cancel: CancellationToken::new(),
         shell_timeout: Duration::from_secs(10),
         shell: Default::default(),
+        live_output: None,
     };
     replay_events(&loaded, &builtin_tools(), &ctx)
 }

@@ -110,6 +110,7 @@ impl<W: Write> Printer<W> {
                 | CoreEvent::Usage { .. }
                 | CoreEvent::ToolPreparing { .. }
                 | CoreEvent::PreparationDiscarded { .. }
+                | CoreEvent::ToolOutputDelta { .. }
         ) {
             self.flush_text()?;
         }

@@ -15,6 +15,7 @@ use futures::FutureExt;
 use serde_json::Value;
 
 use super::approval::Approval;
+use super::live_feed::LiveFeed;
 use super::plan_mode;
 use super::session::TaskCtx;
 use crate::summary::SummaryCall;
@@ -112,6 +113,7 @@ fn tool_context(ctx: &TaskCtx, call_id: &str) -> ToolContext {
         cancel: ctx.cancel.child_token(),
         shell_timeout: ctx.stat.shell_timeout,
         shell: ctx.stat.policy.shell.clone(),
+        live_output: None,
     }
 }
 
@@ -130,7 +132,7 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
     if ctx.cancel.is_cancelled() {
         return not_started(ctx, call, prepared);
     }
-    let tool_ctx = tool_context(ctx, &call.call_id);
+    let mut tool_ctx = tool_context(ctx, &call.call_id);
     let Some(tool) = p.tool else {
         let known: Vec<&str> = ctx.stat.tools.iter().map(|t| t.name()).collect();
         let message = format!(
@@ -183,10 +185,15 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
         }
         return not_started(ctx, call, prepared);
     }
-    if shows {
+    let feed = shows.then(|| LiveFeed::new(ctx.events.clone(), &call.call_id));
+    if let Some(feed) = &feed {
         emit_started(ctx, &call, display, prepared);
+        tool_ctx.live_output = Some(feed.sink());
     }
     let result = execute(ctx, tool.as_ref(), call.args.clone(), tool_ctx).await;
+    if let Some(feed) = &feed {
+        feed.close();
+    }
     let (status, output) = match result {
         Ok(output) => (ToolStatus::Completed, output),
         Err(err) => (ToolStatus::Failed, text_output(err.message)),

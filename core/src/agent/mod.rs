@@ -23,6 +23,7 @@ mod approval;
 mod attempt;
 mod exec;
 mod ids;
+mod live_feed;
 mod plan_mode;
 mod prompt;
 mod session;

@@ -101,6 +101,13 @@ pub(super) struct Emitter {
 }
 
 impl Emitter {
+    pub(super) fn new(
+        tx: mpsc::UnboundedSender<CoreEvent>,
+        observer: Option<Arc<dyn HistoryObserver>>,
+    ) -> Self {
+        Self { tx, observer }
+    }
+
     pub(super) fn emit(&self, event: CoreEvent) {
         let notice = self
             .observer
@@ -175,10 +182,7 @@ pub(super) async fn run_session(
     mut ops: mpsc::UnboundedReceiver<Op>,
     events: mpsc::UnboundedSender<CoreEvent>,
 ) {
-    let events = Emitter {
-        tx: events,
-        observer,
-    };
+    let events = Emitter::new(events, observer);
     let session_id = config.session_id;
     let stat = Arc::new(Static {
         provider: config.provider,

@@ -7,6 +7,7 @@ use corvid_protocol::{CoreEvent, Message, Op, Provenance, StopReason, ToolOutput
 use serde_json::json;
 
 use super::ids::generated_call_id;
+use super::live_feed::LiveFeed;
 use super::session::{SessionState, TaskCtx};
 use super::task::run_task;
 
@@ -34,6 +35,7 @@ pub(super) async fn run_user_shell(
     let call_id = generated_call_id();
     state.used_ids.insert(call_id.clone());
     let args = json!({ "command": command });
+    let feed = LiveFeed::new(ctx.events.clone(), &call_id);
     let tool_ctx = corvid_tools::ToolContext {
         call_id: call_id.clone(),
         cwd: ctx.stat.cwd.clone(),
@@ -41,7 +43,9 @@ pub(super) async fn run_user_shell(
         cancel: ctx.cancel.child_token(),
         shell_timeout: ctx.stat.shell_timeout,
         shell: ctx.stat.policy.shell.clone(),
+        live_output: Some(feed.sink()),
     };
+
     ctx.events.emit(CoreEvent::ToolStarted {
         call_id: call_id.clone(),
         tool_name: SHELL_TOOL.into(),
@@ -50,7 +54,9 @@ pub(super) async fn run_user_shell(
         provenance: Provenance::Builtin,
         was_prepared: false,
     });
-    let (status, output) = match tool.execute(args, tool_ctx).await {
+    let result = tool.execute(args, tool_ctx).await;
+    feed.close();
+    let (status, output) = match result {
         Ok(output) => (ToolStatus::Completed, output),
         Err(e) => (
             ToolStatus::Failed,

@@ -66,6 +66,7 @@ pub fn spawn_resumed(
         cancel: CancellationToken::new(),
         shell_timeout: config.shell_timeout,
         shell: config.policy.shell.clone(),
+        live_output: None,
     };
     let transcript = replay_events(loaded, &config.tools, &ctx);
     let recorder = store.reopen(loaded)?;

@@ -124,6 +124,11 @@ pub fn check_invariants(events: &[CoreEvent], suppressed: &[&str]) -> Result<(),
                 }
                 cards.insert(call_id.clone(), Card::Running);
             }
+            CoreEvent::ToolOutputDelta { call_id, .. } => {
+                if cards.get(call_id) != Some(&Card::Running) {
+                    return fail("live output for a call that is not running".into());
+                }
+            }
             CoreEvent::ToolFinished {
                 call_id, tool_name, ..
             } => {

@@ -54,6 +54,7 @@ impl Workspace {
             cancel: CancellationToken::new(),
             shell_timeout: Duration::from_secs(30),
             shell: Default::default(),
+            live_output: None,
         }
     }
 
