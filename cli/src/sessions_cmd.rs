@@ -109,7 +109,7 @@ pub fn show_session(
 
     // Results arrive in the message after their calls; each call line shows its outcome.
     // The history also answers calls a crash left open, with what the model is told.
-    let history = session.history();
+    let history = session.whole_history();
     let results: HashMap<&str, &ToolResult> = history
         .iter()
         .flat_map(|m| &m.parts)
@@ -144,7 +144,9 @@ pub fn show_session(
                 usage.add(u);
                 saw_usage = true;
             }
-            Record::Header(_) | Record::CallStarted { .. } => {}
+            Record::HistoryCleared => writeln!(out, "(history cleared: /clear)")?,
+            // The result text already says the user rejected the call.
+            Record::Header(_) | Record::CallStarted { .. } | Record::CallRejected { .. } => {}
         }
     }
     if saw_usage {

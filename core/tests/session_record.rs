@@ -44,6 +44,8 @@ fn kinds(records: &[Record]) -> Vec<String> {
             Record::ModelChange { from, to } => format!("model {from}->{to}"),
             Record::ApprovalModeChange { mode } => format!("mode {}", mode.as_str()),
             Record::CallStarted { call_id } => format!("started {call_id}"),
+            Record::CallRejected { call_id } => format!("rejected {call_id}"),
+            Record::HistoryCleared => "cleared".into(),
             Record::Header(_) => "header".into(),
         })
         .collect()

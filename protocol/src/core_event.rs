@@ -100,6 +100,9 @@ pub enum CoreEvent {
     /// The approval mode was changed on request; later calls are decided in `mode`.
     /// Recorded, so a resumed session starts in `mode`.
     ApprovalModeChanged { mode: ApprovalMode },
+    /// The conversation history was cleared (`/clear`): later turns start from an empty
+    /// history. Recorded, so a resumed session starts from here too.
+    HistoryCleared,
     /// All calls of a turn's batch finished.
     BatchCompleted { call_ids: Vec<String> },
     /// A fast-model label for a finished batch. May arrive after `TaskFinished`.

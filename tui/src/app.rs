@@ -438,9 +438,15 @@ impl App {
                     model: arg.to_string(),
                 })];
             }
+            // The model's history is cleared with the screen; mid-task the core would keep it,
+            // so neither is cleared then.
+            "/clear" if self.chat.is_running() => self.chat.commit(HistoryCell::Notice(
+                NoticeKind::Warning,
+                "A task is running; /clear works between tasks (Esc stops this one)".into(),
+            )),
             "/clear" => {
                 self.chat.clear_transcript();
-                return vec![Action::ClearScreen];
+                return vec![Action::Submit(Op::ClearHistory), Action::ClearScreen];
             }
             "/quit" | "/exit" => return vec![Action::Quit],
             "/resume" => return self.open_picker(arg),

@@ -212,8 +212,9 @@ impl ChatState {
                 {
                     self.approval = None;
                 }
+                // A replayed rejection arrives for a card that shows as running.
                 if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id))
-                    && c.state == CallState::AwaitingApproval
+                    && matches!(c.state, CallState::AwaitingApproval | CallState::Running)
                 {
                     c.state = match decision {
                         ApprovalDecision::RejectOnce | ApprovalDecision::RejectAlways => {
@@ -252,6 +253,8 @@ impl ChatState {
                 self.on_summary(summary, preceding_tool_use_ids);
                 self.summary_settled();
             }
+            // `/clear` already cleared the screen when it was typed.
+            CoreEvent::HistoryCleared => {}
             CoreEvent::Plan { todos } => {
                 self.flush_stream();
                 self.flush_thought();

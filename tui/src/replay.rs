@@ -1,6 +1,6 @@
 //! A resumed session's transcript, shown through the same path as live events.
 
-use corvid_protocol::CoreEvent;
+use corvid_protocol::{ApprovalDecision, CoreEvent};
 
 use crate::tools::labels_batch;
 
@@ -9,7 +9,8 @@ use crate::tools::labels_batch;
 /// Live, a tool-use summary arrives whenever the fast model answers, often after the next
 /// text; a replay knows which batch it labels, so it goes right after that batch and shows as
 /// the `●` line under its group or as the compact header, never as a late line. Events that ask
-/// the user or animate (approvals, preparations) are dropped, and a finished task expects no
+/// the user or animate (approvals, preparations) are dropped, except a rejection, which marks
+/// its card; and a finished task expects no
 /// more summaries, so nothing stays live after the replay.
 pub fn replay_order(events: &[CoreEvent]) -> Vec<CoreEvent> {
     let batches: Vec<&[String]> = events
@@ -27,6 +28,11 @@ pub fn replay_order(events: &[CoreEvent]) -> Vec<CoreEvent> {
                 preceding_tool_use_ids,
                 ..
             } if labels_some_batch(preceding_tool_use_ids) => {}
+            // A rejection stays: it marks the card as rejected.
+            CoreEvent::PermissionResolved {
+                decision: ApprovalDecision::RejectOnce | ApprovalDecision::RejectAlways,
+                ..
+            } => out.push(ev.clone()),
             CoreEvent::PermissionRequested { .. }
             | CoreEvent::PermissionResolved { .. }
             | CoreEvent::ToolPreparing { .. }

@@ -249,7 +249,10 @@ fn slash_model_switches_the_model_and_slash_quit_exits() {
     );
     assert_eq!(a.status.model, "big-model");
     assert_eq!(a.command("/quit"), vec![Action::Quit]);
-    assert_eq!(a.command("/clear"), vec![Action::ClearScreen]);
+    assert_eq!(
+        a.command("/clear"),
+        vec![Action::Submit(Op::ClearHistory), Action::ClearScreen]
+    );
     assert!(a.chat.transcript().is_empty());
 }
 

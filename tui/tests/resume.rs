@@ -137,6 +137,9 @@ fn recorded_mixed_batch() -> Vec<CoreEvent> {
                 serde_json::json!({"command": "rm -rf build"}),
             ),
         ]),
+        Record::CallRejected {
+            call_id: "s".into(),
+        },
         Record::Message {
             message: Message {
                 role: Role::User,
@@ -258,4 +261,15 @@ fn a_replayed_mixed_batch_shows_its_labelled_header_in_compact_mode() {
     );
     assert_eq!(count(&rows, "Tool × "), 0, "{rows:#?}");
     assert_eq!(count(&rows, "●"), 0, "{rows:#?}");
+}
+
+#[test]
+fn a_replayed_rejected_call_says_rejected_and_not_the_text_meant_for_the_model() {
+    let (rows, _) = shown(false, recorded_mixed_batch());
+    assert_eq!(
+        count(&rows, "✗ Run rm -rf build · Rejected"),
+        1,
+        "{rows:#?}"
+    );
+    assert_eq!(count(&rows, "The user rejected"), 0, "{rows:#?}");
 }

@@ -266,6 +266,7 @@ pub(super) async fn run_session(
                         } else {
                             // Call ids stay reserved: a later call must not reuse one.
                             state.history.clear();
+                            events.emit(CoreEvent::HistoryCleared);
                         }
                     }
                 }

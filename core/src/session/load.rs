@@ -32,59 +32,27 @@ pub struct LoadedSession {
 }
 
 impl LoadedSession {
-    /// The model history as it was recorded, with a result for every call the recording left
-    /// unanswered (corvid stopped mid-batch): the model learns whether the call had started.
+    /// The records after the last `/clear` (all of them when there was none): what the
+    /// model's history and the transcript are made of.
+    pub fn since_clear(&self) -> &[Record] {
+        let start = self
+            .records
+            .iter()
+            .rposition(|r| matches!(r, Record::HistoryCleared))
+            .map_or(0, |i| i + 1);
+        &self.records[start..]
+    }
+
+    /// The model history as it was recorded since the last `/clear`, with a result for every
+    /// call the recording left unanswered (corvid stopped mid-batch): the model learns whether
+    /// the call had started.
     pub fn history(&self) -> Vec<Message> {
-        let started: HashSet<&str> = self
-            .records
-            .iter()
-            .filter_map(|r| match r {
-                Record::CallStarted { call_id } => Some(call_id.as_str()),
-                _ => None,
-            })
-            .collect();
-        let messages: Vec<&Message> = self
-            .records
-            .iter()
-            .filter_map(|r| match r {
-                Record::Message { message } => Some(message),
-                _ => None,
-            })
-            .collect();
-        let mut history = Vec::with_capacity(messages.len());
-        for (index, message) in messages.iter().enumerate() {
-            history.push((*message).clone());
-            let answered = messages.get(index + 1).is_some_and(|next| {
-                next.role == Role::User
-                    && next.parts.iter().any(|p| matches!(p, Part::ToolResult(_)))
-            });
-            if message.role == Role::Assistant && !answered {
-                let results: Vec<Part> = message
-                    .parts
-                    .iter()
-                    .filter_map(|p| match p {
-                        Part::ToolCall(call) => Some(Part::ToolResult(ToolResult {
-                            call_id: call.call_id.clone(),
-                            name: call.name.clone(),
-                            output: if started.contains(call.call_id.as_str()) {
-                                INTERRUPTED_CALL.to_owned()
-                            } else {
-                                UNSTARTED_CALL.to_owned()
-                            },
-                            is_error: true,
-                        })),
-                        _ => None,
-                    })
-                    .collect();
-                if !results.is_empty() {
-                    history.push(Message {
-                        role: Role::User,
-                        parts: results,
-                    });
-                }
-            }
-        }
-        history
+        history_of(self.since_clear())
+    }
+
+    /// Every message of the session, from before a `/clear` too (for `sessions show`).
+    pub fn whole_history(&self) -> Vec<Message> {
+        history_of(&self.records)
     }
 
     /// The model the session last switched to (`/model`, ACP, a fallback), if it ever did.
@@ -102,6 +70,58 @@ impl LoadedSession {
             _ => None,
         })
     }
+}
+
+/// The messages of `records`, each call the recording left unanswered answered with whether
+/// it had started.
+fn history_of(records: &[Record]) -> Vec<Message> {
+    let started: HashSet<&str> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::CallStarted { call_id } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let messages: Vec<&Message> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Message { message } => Some(message),
+            _ => None,
+        })
+        .collect();
+    let mut history = Vec::with_capacity(messages.len());
+    for (index, message) in messages.iter().enumerate() {
+        history.push((*message).clone());
+        let answered = messages.get(index + 1).is_some_and(|next| {
+            next.role == Role::User && next.parts.iter().any(|p| matches!(p, Part::ToolResult(_)))
+        });
+        if message.role == Role::Assistant && !answered {
+            let results: Vec<Part> = message
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::ToolCall(call) => Some(Part::ToolResult(ToolResult {
+                        call_id: call.call_id.clone(),
+                        name: call.name.clone(),
+                        output: if started.contains(call.call_id.as_str()) {
+                            INTERRUPTED_CALL.to_owned()
+                        } else {
+                            UNSTARTED_CALL.to_owned()
+                        },
+                        is_error: true,
+                    })),
+                    _ => None,
+                })
+                .collect();
+            if !results.is_empty() {
+                history.push(Message {
+                    role: Role::User,
+                    parts: results,
+                });
+            }
+        }
+    }
+    history
 }
 
 /// Reads a session file. A torn last line, damaged lines in the middle (a failed write of an

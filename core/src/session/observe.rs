@@ -1,6 +1,6 @@
 //! The recorder as the agent's history observer: complete content in, JSONL lines out.
 
-use corvid_protocol::{CoreEvent, Message};
+use corvid_protocol::{ApprovalDecision, CoreEvent, Message};
 
 use super::record::Record;
 use super::recorder::SessionRecorder;
@@ -37,6 +37,13 @@ impl HistoryObserver for SessionRecorder {
             CoreEvent::ToolStarted { call_id, .. } => Record::CallStarted {
                 call_id: call_id.clone(),
             },
+            CoreEvent::PermissionResolved {
+                call_id,
+                decision: ApprovalDecision::RejectOnce | ApprovalDecision::RejectAlways,
+            } => Record::CallRejected {
+                call_id: call_id.clone(),
+            },
+            CoreEvent::HistoryCleared => Record::HistoryCleared,
             // Everything else is either in the history already or transient (preparation).
             _ => return None,
         };

@@ -52,4 +52,12 @@ pub enum Record {
     CallStarted {
         call_id: String,
     },
+    /// The user rejected a call when asked; a replay shows it as rejected, not as the text
+    /// the model was told.
+    CallRejected {
+        call_id: String,
+    },
+    /// The history was cleared (`/clear`): a resumed session's history and transcript start
+    /// after the last one.
+    HistoryCleared,
 }

@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 
 use corvid_protocol::{
-    CoreEvent, Message, Part, Provenance, Role, StopReason, Todo, ToolDisplay, ToolKind,
-    ToolOutput, ToolStatus,
+    ApprovalDecision, CoreEvent, Message, Part, Provenance, Role, StopReason, Todo, ToolDisplay,
+    ToolKind, ToolOutput, ToolStatus,
 };
 use corvid_tools::{ToolContext, ToolRegistry};
 
@@ -13,7 +13,8 @@ use super::load::{INTERRUPTED_CALL, LoadedSession, UNSTARTED_CALL};
 use super::record::Record;
 
 /// The transcript of `session` as core events: tasks with their text, thoughts, finished tool
-/// calls (with their final status), plans and summaries. No preparation events: none were recorded.
+/// calls (with their final status; a rejected call's rejection just before its finish), plans
+/// and summaries. No preparation events: none were recorded.
 pub fn replay_events(
     session: &LoadedSession,
     tools: &ToolRegistry,
@@ -26,19 +27,14 @@ pub fn replay_events(
         open_task: None,
         pending_calls: Vec::new(),
         started: HashSet::new(),
+        rejected: HashSet::new(),
     };
-    for record in &session.records {
+    // The transcript starts after the last `/clear`; usage and settings changes count from
+    // the start.
+    let cleared = session.records.len() - session.since_clear().len();
+    for (index, record) in session.records.iter().enumerate() {
+        let in_transcript = index >= cleared;
         match record {
-            Record::Message { message } => replay.message(message),
-            Record::ToolUseSummary {
-                summary,
-                preceding_tool_use_ids,
-            } => {
-                replay.events.push(CoreEvent::ToolUseSummary {
-                    summary: summary.clone(),
-                    preceding_tool_use_ids: preceding_tool_use_ids.clone(),
-                });
-            }
             Record::Usage { prompt_id, usage } => {
                 replay.events.push(CoreEvent::Usage {
                     prompt_id: prompt_id.clone(),
@@ -52,10 +48,24 @@ pub fn replay_events(
             Record::ApprovalModeChange { mode } => replay
                 .events
                 .push(CoreEvent::ApprovalModeChanged { mode: *mode }),
+            Record::Header(_) | Record::HistoryCleared => {}
+            _ if !in_transcript => {}
+            Record::Message { message } => replay.message(message),
+            Record::ToolUseSummary {
+                summary,
+                preceding_tool_use_ids,
+            } => {
+                replay.events.push(CoreEvent::ToolUseSummary {
+                    summary: summary.clone(),
+                    preceding_tool_use_ids: preceding_tool_use_ids.clone(),
+                });
+            }
             Record::CallStarted { call_id } => {
                 replay.started.insert(call_id.clone());
             }
-            Record::Header(_) => {}
+            Record::CallRejected { call_id } => {
+                replay.rejected.insert(call_id.clone());
+            }
         }
     }
     replay.finish_task();
@@ -71,6 +81,8 @@ struct Replay<'a> {
     pending_calls: Vec<(String, String, serde_json::Value)>,
     /// Calls recorded as started: one left without a result was interrupted mid-run.
     started: HashSet<String>,
+    /// Calls the user rejected: their cards say so instead of showing the model's text.
+    rejected: HashSet<String>,
 }
 
 impl Replay<'_> {
@@ -157,6 +169,12 @@ impl Replay<'_> {
     fn finished(&mut self, call_id: &str, name: &str, output: &str, is_error: bool) {
         if !self.shows_card(name) {
             return;
+        }
+        if self.rejected.contains(call_id) {
+            self.events.push(CoreEvent::PermissionResolved {
+                call_id: call_id.to_owned(),
+                decision: ApprovalDecision::RejectOnce,
+            });
         }
         self.events.push(CoreEvent::ToolFinished {
             call_id: call_id.to_owned(),

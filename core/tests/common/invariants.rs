@@ -173,6 +173,7 @@ pub fn check_invariants(events: &[CoreEvent], suppressed: &[&str]) -> Result<(),
             CoreEvent::TextDelta { .. }
             | CoreEvent::ThoughtDelta { .. }
             | CoreEvent::Plan { .. }
+            | CoreEvent::HistoryCleared
             | CoreEvent::BatchCompleted { .. }
             | CoreEvent::Usage { .. }
             | CoreEvent::Warning { .. }
