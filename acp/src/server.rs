@@ -115,6 +115,7 @@ pub(crate) async fn serve(
                     Ok(response) => {
                         let id = response.session_id.clone();
                         responder.respond(response)?;
+                        offer_provider_models(&s3, &id);
                         cx.send_notification(commands::available(id))
                     }
                     Err(e) => responder.respond_with_error(e),
@@ -130,6 +131,7 @@ pub(crate) async fn serve(
                 match load_session(&s7, req, cx.clone()) {
                     Ok(response) => {
                         responder.respond(response)?;
+                        offer_provider_models(&s7, &id);
                         cx.send_notification(commands::available(id))
                     }
                     Err(e) => responder.respond_with_error(e),
@@ -178,6 +180,14 @@ pub(crate) async fn serve(
         )
         .connect_to(transport)
         .await
+}
+
+/// Once the client knows the session, asks its provider for the models it serves and offers
+/// them in the `model` option.
+fn offer_provider_models(server: &Server, id: &SessionId) {
+    if let Ok(session) = server.session(id) {
+        session.offer_provider_models();
+    }
 }
 
 /// Whether the client asked for the summary notification with
@@ -231,6 +241,7 @@ fn new_session(
         model: config.model.clone(),
         other_models: config.fallback_model.iter().cloned().collect(),
         stats: UsageStats::default(),
+        provider: config.provider.clone(),
     };
     let handle = match server.factory.session_store() {
         Some(store) => {

@@ -5,6 +5,7 @@
 //! prompt's response (SPEC §7.2), and they still reach the client.
 
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
     ConfigOptionUpdate, PromptResponse, RequestPermissionOutcome, RequestPermissionResponse,
@@ -18,15 +19,21 @@ use corvid_protocol::{
     ApprovalDecision, ApprovalMode, CoreEvent, ErrorInfo, ErrorKind, MAIN_PROMPT_ID, Op,
     StopReason, Usage,
 };
+use corvid_providers::Provider;
 use tokio_util::sync::CancellationToken;
 
 use crate::commands::{self, Command};
 use crate::mapping::{self, Mapper, PermissionAsk};
 use crate::model_option;
 
+/// How long a provider may take to list its models before the picker goes without them.
+const MODEL_LIST_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// A live session, shared by the request handlers.
 pub(crate) struct Session {
     ops: OpSender,
+    /// Asked once for the models it serves (`offer_provider_models`).
+    provider: Arc<dyn Provider>,
     state: Arc<Mutex<State>>,
     /// Where command answers go, framed as the agent's own text.
     mapper: Mapper,
@@ -53,6 +60,8 @@ pub(crate) struct Start {
     /// Other models to offer (the configured fallback).
     pub other_models: Vec<String>,
     pub stats: UsageStats,
+    /// The provider, asked for the models it serves.
+    pub provider: Arc<dyn Provider>,
 }
 
 /// The prompt being answered: its responder, its cancellation, its usage so far.
@@ -98,6 +107,7 @@ impl Session {
             tokio::spawn(pump.run());
             Self {
                 ops,
+                provider: start.provider,
                 state,
                 mapper,
                 cx,
@@ -212,6 +222,53 @@ impl Session {
     pub(crate) fn config_options(&self) -> Vec<SessionConfigOption> {
         let state = lock(&self.state);
         model_option::options(&state.model, &state.models)
+    }
+
+    /// Fetches the provider's model list in the background and adds it to the `model`
+    /// option's choices with a `config_option_update`. A server without a list (or slow to
+    /// answer) leaves the choices as they are; the log says why.
+    pub(crate) fn offer_provider_models(self: &Arc<Self>) {
+        let session = Arc::downgrade(self);
+        let listing = self.provider.list_models();
+        tokio::spawn(async move {
+            let models = match tokio::time::timeout(MODEL_LIST_TIMEOUT, listing).await {
+                Ok(Ok(models)) => models,
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "the provider did not list its models");
+                    return;
+                }
+                Err(_) => {
+                    tracing::debug!("the provider's model list took too long; not offered");
+                    return;
+                }
+            };
+            if let Some(session) = session.upgrade() {
+                session.add_models(models);
+            }
+        });
+    }
+
+    fn add_models(&self, listed: Vec<String>) {
+        let mut state = lock(&self.state);
+        let before = state.models.len();
+        for model in listed {
+            if !state.models.contains(&model) {
+                state.models.push(model);
+            }
+        }
+        if state.models.len() == before {
+            return;
+        }
+        let update = SessionNotification::new(
+            self.mapper.session_id().clone(),
+            SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(model_option::options(
+                &state.model,
+                &state.models,
+            ))),
+        );
+        if let Err(e) = self.cx.send_notification(update) {
+            tracing::debug!(error = %e, "could not offer the listed models");
+        }
     }
 
     /// Switches the main model for later turns; false when the agent is gone.

@@ -165,3 +165,29 @@ async fn the_model_is_selectable_per_session_through_a_config_option() {
         "unknown config option `temperature`; corvid offers `model`"
     );
 }
+
+#[tokio::test]
+async fn the_model_option_offers_the_models_the_provider_lists_once_the_session_exists() {
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![answer("Hi.")]).with_models(&[
+        "listed-a",
+        "scripted-main",
+        "listed-b",
+    ]);
+    let mut client =
+        TestClient::start(TestFactory::new(provider.clone()), fs_caps(false, false)).await;
+    let sid = client.new_session(dir.path()).await;
+    let update = client
+        .until(|m| m["params"]["update"]["sessionUpdate"] == "config_option_update")
+        .await;
+    assert_eq!(update["params"]["sessionId"], sid.as_str());
+    let option = &update["params"]["update"]["configOptions"][0];
+    assert_eq!(option["currentValue"], "scripted-main");
+    let offered: Vec<&str> = option["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, vec!["scripted-main", "listed-a", "listed-b"]);
+}

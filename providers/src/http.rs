@@ -7,7 +7,7 @@ use std::fmt;
 use std::time::Duration;
 
 use bytes::Bytes;
-use corvid_protocol::{Completion, ErrorInfo, StreamItem};
+use corvid_protocol::{Completion, ErrorInfo, ErrorKind, StreamItem};
 use futures::stream::{self, BoxStream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
@@ -128,6 +128,8 @@ pub enum ConfigError {
 #[derive(Clone)]
 pub(crate) struct Endpoint {
     client: reqwest::Client,
+    /// The configured base URL, for the provider's other endpoints (the model list).
+    base: reqwest::Url,
     url: reqwest::Url,
     headers: HeaderMap,
     reading: Reading,
@@ -165,17 +167,11 @@ impl Endpoint {
                 .redact(&redact_url(&config.base_url))
                 .into_owned(),
         };
-        let mut url = reqwest::Url::parse(config.base_url.trim())
+        let base = reqwest::Url::parse(config.base_url.trim())
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https"))
             .ok_or_else(bad_url)?;
-        // The path goes under the base path; a query in the base URL (`?key=`) stays a query.
-        let joined = format!(
-            "{}/{}",
-            url.path().trim_end_matches('/'),
-            path.trim_start_matches('/')
-        );
-        url.set_path(&joined);
+        let url = under(&base, path);
         let mut headers = HeaderMap::new();
         let extra = config.extra_headers.iter().map(|(k, v)| {
             let name = HeaderName::from_bytes(k.trim().as_bytes())
@@ -210,10 +206,39 @@ impl Endpoint {
         };
         Ok(Self {
             client,
+            base,
             url,
             headers,
             reading,
         })
+    }
+
+    /// `GET {base}/{path}` with the endpoint's headers, its JSON answer read within the caps
+    /// and the idle timeout. Errors are classified and redacted like a model request's.
+    pub(crate) async fn get_json(&self, path: &str) -> Result<Value, ErrorInfo> {
+        let url = under(&self.base, path);
+        let shown_url = redact_url(url.as_str());
+        tracing::debug!(url = %shown_url, "GET");
+        let result = async {
+            let request = self.client.get(url).headers(self.headers.clone()).send();
+            let response = body::within_idle(&self.reading, request)
+                .await?
+                .map_err(|e| classify_reqwest_error(&e, false))?;
+            let status = response.status();
+            if !status.is_success() {
+                let headers = response.headers().clone();
+                let body = body::read_error_body(&self.reading, response).await;
+                return Err(classify_http_error(status.as_u16(), &headers, &body));
+            }
+            let bytes = body::read_whole(&self.reading, response).await?;
+            serde_json::from_slice(&bytes).map_err(|e| {
+                ErrorInfo::new(
+                    ErrorKind::BadResponse,
+                    format!("{shown_url} did not answer JSON: {e}"),
+                )
+            })
+        };
+        result.await.map_err(|e| self.reading.redactor.error(e))
     }
 
     /// The host the requests go to.
@@ -271,6 +296,18 @@ impl Endpoint {
         let redactor = self.reading.redactor.clone();
         result.await.map_err(|e| reported(&redactor, e))
     }
+}
+
+/// `path` under the base URL's path; a query in the base URL (`?key=`) stays a query.
+fn under(base: &reqwest::Url, path: &str) -> reqwest::Url {
+    let mut url = base.clone();
+    let joined = format!(
+        "{}/{}",
+        base.path().trim_end_matches('/'),
+        path.trim_start_matches('/')
+    );
+    url.set_path(&joined);
+    url
 }
 
 /// An error as it leaves the provider: redacted, then logged.

@@ -26,6 +26,11 @@ pub trait Provider: Send + Sync {
 
     /// A non-streaming request, assembled into one completion.
     fn complete(&self, request: ModelRequest) -> BoxFuture<'static, Result<Completion, ErrorInfo>>;
+
+    /// The models the server offers, for model pickers; empty when the provider cannot tell.
+    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ErrorInfo>> {
+        Box::pin(futures::future::ready(Ok(Vec::new())))
+    }
 }
 
 pub mod anthropic;
@@ -34,6 +39,7 @@ pub mod error;
 mod history;
 pub mod http;
 pub mod limits;
+pub mod models;
 pub mod openai_chat;
 pub mod redact;
 pub mod sse;

@@ -72,6 +72,7 @@ pub(super) fn load_session(
             .config_options(session.config_options()));
     }
     let other_models = config.fallback_model.iter().cloned().collect();
+    let provider = config.provider.clone();
     let resumed = spawn_resumed(config, &store, &loaded).map_err(|e| load_error(&id, e))?;
     replay(&mapper, &resumed.transcript, &cx)?;
     // The recorded mode and model, as the agent resumed them (issue 14 defect 12).
@@ -80,6 +81,7 @@ pub(super) fn load_session(
         model: resumed.model.clone(),
         other_models,
         stats: UsageStats::default(),
+        provider,
     };
     for event in &resumed.transcript {
         start.stats.observe(event);

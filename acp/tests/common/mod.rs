@@ -97,6 +97,8 @@ pub struct ScriptedProvider {
     requests: Mutex<Vec<ModelRequest>>,
     /// The fast model's answer for summaries.
     label: Mutex<Option<String>>,
+    /// What `list_models` answers.
+    models: Mutex<Vec<String>>,
 }
 
 impl ScriptedProvider {
@@ -109,6 +111,11 @@ impl ScriptedProvider {
 
     pub fn with_label(self: Arc<Self>, label: &str) -> Arc<Self> {
         *self.label.lock().unwrap() = Some(label.to_owned());
+        self
+    }
+
+    pub fn with_models(self: Arc<Self>, models: &[&str]) -> Arc<Self> {
+        *self.models.lock().unwrap() = models.iter().map(|m| (*m).to_owned()).collect();
         self
     }
 
@@ -152,6 +159,11 @@ impl Provider for ScriptedProvider {
         } else {
             Box::pin(head)
         }
+    }
+
+    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ErrorInfo>> {
+        let models = self.models.lock().unwrap().clone();
+        futures::future::ready(Ok(models)).boxed()
     }
 
     fn complete(

@@ -61,4 +61,10 @@ impl Provider for AnthropicProvider {
         let endpoint = Endpoint::clone(&self.endpoint);
         Box::pin(endpoint.complete(body, WireProtocol::AnthropicMessages))
     }
+
+    /// `GET /v1/models`: the first page (newest first), which is what a picker needs.
+    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ErrorInfo>> {
+        let endpoint = Arc::clone(&self.endpoint);
+        Box::pin(async move { crate::models::model_ids(&endpoint.get_json("v1/models").await?) })
+    }
 }

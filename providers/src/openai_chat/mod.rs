@@ -70,4 +70,9 @@ impl Provider for OpenAiChatProvider {
         let endpoint = Endpoint::clone(&self.endpoint);
         Box::pin(endpoint.complete(body, WireProtocol::OpenAiChat))
     }
+
+    fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ErrorInfo>> {
+        let endpoint = Arc::clone(&self.endpoint);
+        Box::pin(async move { crate::models::model_ids(&endpoint.get_json("models").await?) })
+    }
 }
