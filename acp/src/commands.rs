@@ -6,7 +6,6 @@ use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, SessionId,
     SessionNotification, SessionUpdate, UnstructuredCommandInput,
 };
-use corvid_core::usage::UsageStats;
 
 /// A command a prompt asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,29 +49,6 @@ pub(crate) fn available(session_id: SessionId) -> SessionNotification {
         session_id,
         SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
     )
-}
-
-/// The `/stats` answer: one fact per line.
-pub(crate) fn stats_report(stats: &UsageStats) -> String {
-    let calls = stats.tool_calls;
-    let mut out = format!(
-        "Session stats\nturns {} · tool calls {} ({} completed, {} failed)",
-        stats.turns, calls.total, calls.completed, calls.failed
-    );
-    if stats.by_prompt.is_empty() {
-        out.push_str("\nno token usage reported yet");
-    }
-    for (id, u) in &stats.by_prompt {
-        out.push_str(&format!(
-            "\n{id}: input {} (cached {}) · output {} (reasoning {}) · total {}",
-            u.input_tokens,
-            u.cached_input_tokens,
-            u.output_tokens,
-            u.reasoning_tokens,
-            u.total_tokens
-        ));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -179,7 +179,7 @@ impl Session {
         responder: Responder<PromptResponse>,
     ) {
         let reply = match command {
-            Command::Stats => commands::stats_report(&state.stats),
+            Command::Stats => state.stats.report(),
             Command::Clear => match self.ops.submit(Op::ClearHistory) {
                 Ok(()) => "History cleared: the next prompt starts a fresh conversation in \
                            this session."

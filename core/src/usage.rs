@@ -29,6 +29,30 @@ pub struct UsageStats {
 }
 
 impl UsageStats {
+    /// The `/stats` answer of every front end: token usage per prompt id, turns and tool
+    /// calls, one fact per line.
+    pub fn report(&self) -> String {
+        let calls = self.tool_calls;
+        let mut out = format!(
+            "Session stats\nturns {} · tool calls {} ({} completed, {} failed)",
+            self.turns, calls.total, calls.completed, calls.failed
+        );
+        if self.by_prompt.is_empty() {
+            out.push_str("\nno token usage reported yet");
+        }
+        for (id, u) in &self.by_prompt {
+            out.push_str(&format!(
+                "\n{id}: input {} (cached {}) · output {} (reasoning {}) · total {}",
+                u.input_tokens,
+                u.cached_input_tokens,
+                u.output_tokens,
+                u.reasoning_tokens,
+                u.total_tokens
+            ));
+        }
+        out
+    }
+
     /// Updates the statistics with one event of the agent's stream.
     pub fn observe(&mut self, ev: &CoreEvent) {
         match ev {

@@ -428,7 +428,7 @@ impl App {
         };
         match name {
             "/help" => info(self, HELP.to_string()),
-            "/stats" => info(self, crate::stats::report(&self.stats)),
+            "/stats" => info(self, self.stats.report()),
             "/view" => self.view_command(arg),
             "/model" if arg.is_empty() => info(self, format!("Model: {}", self.status.model)),
             "/model" => {

@@ -20,7 +20,6 @@ pub mod picker;
 mod replay;
 mod run;
 pub mod screen;
-mod stats;
 pub mod tools;
 pub mod wrap;
 

@@ -11,6 +11,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget};
 
+use corvid_tools::exit_plan_mode::EXIT_PLAN_MODE;
+
 use crate::chat::{ChatState, PendingApproval};
 use crate::composer::Composer;
 use crate::markdown::render_wrapped;
@@ -257,8 +259,16 @@ fn approval_lines(a: &PendingApproval, choice: usize, width: u16) -> Vec<Line<'s
 }
 
 /// A choice as the dialog lists it. "Always" has no key of its own: a letter typed as part of
-/// a word must never allow a tool for the rest of the session.
+/// a word must never allow a tool for the rest of the session. Leaving plan mode says what
+/// each answer does (the core starts `default` on "once", `auto-edit` on "always").
 fn choice_label(a: &PendingApproval, decision: ApprovalDecision) -> String {
+    if a.tool_name == EXIT_PLAN_MODE {
+        return match decision {
+            ApprovalDecision::AllowOnce => "y Yes, start working".into(),
+            ApprovalDecision::AllowAlways => "Yes, and auto-accept edits".into(),
+            _ => "n No, keep planning".into(),
+        };
+    }
     match decision {
         ApprovalDecision::AllowOnce => "y Allow once".into(),
         ApprovalDecision::AllowAlways => match &a.always_scope {

@@ -75,3 +75,36 @@ fn yolo_cycles_back_to_default_and_leaving_plan_mode_shows_on_the_status_line() 
     });
     assert!(status_line(&a).starts_with("demo · auto-edit · full"));
 }
+
+#[test]
+fn the_question_to_leave_plan_mode_says_what_each_answer_does() {
+    let mut a = app(ApprovalMode::Plan);
+    a.chat.on_event(&CoreEvent::TaskStarted {
+        task_id: "t".into(),
+        prompt: "plan it".into(),
+    });
+    a.chat.on_event(&CoreEvent::PermissionRequested {
+        call_id: "p".into(),
+        tool_name: "exit_plan_mode".into(),
+        display: corvid_protocol::ToolDisplay {
+            title: "Ready to code?".into(),
+            kind: corvid_protocol::ToolKind::Think,
+            locations: Vec::new(),
+        },
+        preview: corvid_protocol::ApprovalPreview::Text {
+            text: "1. Split the loader".into(),
+        },
+        reason: None,
+        always_scope: None,
+    });
+    let (lines, _) = a.view(Instant::now()).lines(100);
+    let shown: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    for choice in [
+        "y Yes, start working",
+        "Yes, and auto-accept edits",
+        "n No, keep planning",
+    ] {
+        assert!(shown.contains(choice), "{choice:?} missing:\n{shown}");
+    }
+    assert!(!shown.contains("Always allow"), "{shown}");
+}
