@@ -145,6 +145,16 @@ pub fn show_session(
                 saw_usage = true;
             }
             Record::HistoryCleared => writeln!(out, "(history cleared: /clear)")?,
+            Record::Compacted {
+                tokens_before,
+                tokens_after,
+                kept_messages,
+                ..
+            } => writeln!(
+                out,
+                "(conversation compacted here: {tokens_before} → {tokens_after} tokens, the last \
+                 {kept_messages} messages kept verbatim)"
+            )?,
             // The result text already says the user rejected the call.
             Record::Header(_) | Record::CallStarted { .. } | Record::CallRejected { .. } => {}
         }

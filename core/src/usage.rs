@@ -26,6 +26,23 @@ pub struct UsageStats {
     pub turns: u32,
     /// Tool calls that finished (plans from `todo_write` are not tool cards and not counted).
     pub tool_calls: ToolCallCounts,
+    /// How full the context window was at the last report (none before the first answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextFill>,
+}
+
+/// Tokens in the model's context window, of its size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextFill {
+    pub used: u64,
+    pub window: u64,
+}
+
+impl ContextFill {
+    /// The share of the window in use, in whole percent.
+    pub fn percent(&self) -> u64 {
+        (self.used.saturating_mul(100)) / self.window.max(1)
+    }
 }
 
 impl UsageStats {
@@ -37,6 +54,14 @@ impl UsageStats {
             "Session stats\nturns {} · tool calls {} ({} completed, {} failed)",
             self.turns, calls.total, calls.completed, calls.failed
         );
+        if let Some(fill) = self.context {
+            out.push_str(&format!(
+                "\ncontext: {} of {} tokens ({}%)",
+                fill.used,
+                fill.window,
+                fill.percent()
+            ));
+        }
         if self.by_prompt.is_empty() {
             out.push_str("\nno token usage reported yet");
         }
@@ -62,6 +87,12 @@ impl UsageStats {
                     .entry(prompt_id.clone())
                     .or_default()
                     .add(usage);
+            }
+            CoreEvent::ContextUsage { used, window } => {
+                self.context = Some(ContextFill {
+                    used: *used,
+                    window: *window,
+                });
             }
             CoreEvent::ToolFinished { status, .. } => {
                 self.tool_calls.total += 1;
@@ -168,6 +199,7 @@ mod tests {
                     completed: 1,
                     failed: 1
                 },
+                context: None,
             }
         );
         assert_eq!(stats.total(), usage(35, 6));

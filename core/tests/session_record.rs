@@ -46,6 +46,7 @@ fn kinds(records: &[Record]) -> Vec<String> {
             Record::CallStarted { call_id } => format!("started {call_id}"),
             Record::CallRejected { call_id } => format!("rejected {call_id}"),
             Record::HistoryCleared => "cleared".into(),
+            Record::Compacted { kept_messages, .. } => format!("compacted {kept_messages}"),
             Record::Header(_) => "header".into(),
         })
         .collect()

@@ -100,6 +100,20 @@ pub enum CoreEvent {
     /// The approval mode was changed on request; later calls are decided in `mode`.
     /// Recorded, so a resumed session starts in `mode`.
     ApprovalModeChanged { mode: ApprovalMode },
+    /// How full the model's context window is: `used` tokens (the last request's prompt and
+    /// answer, or the estimate after a compaction) of `window`. Sent after each main-model
+    /// response and after a compaction.
+    ContextUsage { used: u64, window: u64 },
+    /// The older part of the conversation was replaced by `summary` (written by the main
+    /// model), keeping the last `kept_messages` messages verbatim; its estimated size went
+    /// from `tokens_before` to `tokens_after`. Recorded, so a resumed session goes on from
+    /// the compacted history.
+    Compacted {
+        summary: String,
+        kept_messages: u32,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
     /// The conversation history was cleared (`/clear`): later turns start from an empty
     /// history. Recorded, so a resumed session starts from here too.
     HistoryCleared,

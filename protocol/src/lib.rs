@@ -20,3 +20,5 @@ pub use tool::*;
 pub const MAIN_PROMPT_ID: &str = "main";
 /// The prompt id under which tool-use summary calls are counted (SPEC §7.2).
 pub const SUMMARY_PROMPT_ID: &str = "tool_use_summary_generation";
+/// The prompt id of the main model's calls that compact the conversation.
+pub const COMPACTION_PROMPT_ID: &str = "compaction";

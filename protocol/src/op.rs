@@ -34,6 +34,9 @@ pub enum Op {
     SetApprovalMode { mode: ApprovalMode },
     /// Switch the main model for later turns.
     SetModel { model: String },
+    /// Compact the conversation now (`/compress`): its older part becomes a summary, as when
+    /// the context window fills up. Runs as a task of its own; refused while a task runs.
+    Compact,
     /// Forget the conversation so far: the next prompt starts a fresh history in the same
     /// session (`/clear`). Refused with a warning while a task runs.
     ClearHistory,

@@ -27,7 +27,8 @@ const HELP: &str = "Commands
 /view [MODE]    tool groups `compact` or `full`; alone toggles (also ctrl+o)
 /model NAME     use another model for later turns
 /resume [ID]    go back to an earlier session of this project
-/clear          clear the screen and the transcript
+/compress       summarize the older conversation to free the context window (also /compact)
+/clear          start a fresh conversation: clears the screen and the model's history
 /quit           exit
 Keys: enter send · shift+enter or ctrl+j newline · up/down history · esc or ctrl+c cancel · ctrl+c twice exit · shift+tab mode (default, auto-edit, plan)";
 
@@ -102,6 +103,7 @@ impl App {
                 model: options.model.clone(),
                 approval_mode: options.approval_mode,
                 hint: None,
+                context: None,
             },
             stats: UsageStats::default(),
             picker: None,
@@ -129,6 +131,7 @@ impl App {
                 self.status.model = to.clone();
             }
             CoreEvent::ApprovalModeChanged { mode } => self.status.approval_mode = *mode,
+            CoreEvent::ContextUsage { .. } => self.status.context = self.stats.context,
             CoreEvent::PermissionRequested { .. } => {
                 self.approval_choice = 0;
                 self.approval_armed_at = Some(now + APPROVAL_GUARD);
@@ -429,6 +432,13 @@ impl App {
         match name {
             "/help" => info(self, HELP.to_string()),
             "/stats" => info(self, self.stats.report()),
+            "/compress" | "/compact" if self.chat.is_running() => {
+                self.chat.commit(HistoryCell::Notice(
+                    NoticeKind::Warning,
+                    "A task is running; /compress works between tasks".into(),
+                ))
+            }
+            "/compress" | "/compact" => return vec![Action::Submit(Op::Compact)],
             "/view" => self.view_command(arg),
             "/model" if arg.is_empty() => info(self, format!("Model: {}", self.status.model)),
             "/model" => {

@@ -253,8 +253,19 @@ impl ChatState {
                 self.on_summary(summary, preceding_tool_use_ids);
                 self.summary_settled();
             }
-            // `/clear` already cleared the screen when it was typed.
-            CoreEvent::HistoryCleared => {}
+            // `/clear` already cleared the screen when it was typed; the footer shows the fill.
+            CoreEvent::HistoryCleared | CoreEvent::ContextUsage { .. } => {}
+            CoreEvent::Compacted {
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                self.flush_stream();
+                self.flush_thought();
+                self.commit(HistoryCell::Summary(format!(
+                    "Compacted the conversation ({tokens_before} → {tokens_after} tokens)"
+                )));
+            }
             CoreEvent::Plan { todos } => {
                 self.flush_stream();
                 self.flush_thought();

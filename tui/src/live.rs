@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use corvid_core::usage::ContextFill;
 use corvid_protocol::{ApprovalDecision, ApprovalMode, ApprovalPreview};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
@@ -39,6 +40,8 @@ pub struct StatusInfo {
     pub approval_mode: ApprovalMode,
     /// A transient hint replacing the key help (e.g. "press Ctrl+C again to exit").
     pub hint: Option<String>,
+    /// How full the model's context window is (none before the first answer).
+    pub context: Option<ContextFill>,
 }
 
 /// Everything the live area is drawn from.
@@ -148,11 +151,14 @@ impl LiveView<'_> {
     fn status_line(&self, width: u16) -> Line<'static> {
         let dim = Style::new().fg(Color::DarkGray);
         let mode = if self.chat.compact { "compact" } else { "full" };
-        let left = format!(
+        let mut left = format!(
             "{} · {} · {mode}",
             self.status.model,
             self.status.approval_mode.as_str()
         );
+        if let Some(fill) = self.status.context {
+            left.push_str(&format!(" · ctx {}%", fill.percent()));
+        }
         let right = self
             .status
             .hint

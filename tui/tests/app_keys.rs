@@ -115,18 +115,45 @@ fn ctrl_o_and_slash_view_switch_the_display_mode() {
 }
 
 #[test]
-fn slash_compact_is_not_a_display_toggle() {
+fn slash_compress_and_slash_compact_compact_the_context_and_never_toggle_the_display() {
     let mut a = app();
-    assert_eq!(command(&mut a, "/compact"), vec![]);
-    assert!(!a.chat.compact);
-    assert_eq!(
-        last_notice(&a),
-        "Unknown command /compact · /help lists the commands"
-    );
+    for name in ["/compress", "/compact"] {
+        assert_eq!(command(&mut a, name), vec![Action::Submit(Op::Compact)]);
+        assert!(!a.chat.compact);
+    }
     command(&mut a, "/help");
     let help = last_notice(&a);
     assert!(help.contains("/view [MODE]"), "{help}");
-    assert!(!help.contains("/compact"), "{help}");
+    assert!(help.contains("/compress"), "{help}");
+}
+
+#[test]
+fn slash_compress_waits_for_the_running_task() {
+    let mut a = app();
+    a.on_core_event(&corvid_protocol::CoreEvent::TaskStarted {
+        task_id: "t".into(),
+        prompt: "go".into(),
+    });
+    assert_eq!(command(&mut a, "/compress"), vec![]);
+    assert!(last_notice(&a).contains("/compress works between tasks"));
+}
+
+#[test]
+fn the_footer_shows_how_full_the_context_window_is_and_stats_tells_the_tokens() {
+    let mut a = app();
+    a.on_core_event(&corvid_protocol::CoreEvent::ContextUsage {
+        used: 84_000,
+        window: 200_000,
+    });
+    let (lines, _) = a.view(std::time::Instant::now()).lines(100);
+    let footer = lines.last().unwrap().to_string();
+    assert!(footer.contains("ctx 42%"), "{footer}");
+    command(&mut a, "/stats");
+    assert!(
+        last_notice(&a).contains("context: 84000 of 200000 tokens (42%)"),
+        "{}",
+        last_notice(&a)
+    );
 }
 
 /// A running task whose shell call `s1` asks for approval at `opened`.

@@ -302,3 +302,20 @@ fn live_output_stops_showing_once_the_call_finished() {
     assert!(shown.contains("built"), "{shown}");
     assert!(!shown.contains("live preview"), "{shown}");
 }
+
+#[test]
+fn a_compaction_shows_as_a_bullet_line_with_the_token_counts() {
+    let mut chat = ChatState::new(false);
+    chat.on_event(&task_started("go"));
+    chat.on_event(&corvid_protocol::CoreEvent::Compacted {
+        summary: "the summary".into(),
+        kept_messages: 4,
+        tokens_before: 33_000,
+        tokens_after: 9_000,
+    });
+    let shown = cell(chat.transcript().last().unwrap());
+    assert!(
+        shown.contains("● Compacted the conversation (33000 → 9000 tokens)"),
+        "{shown}"
+    );
+}

@@ -21,6 +21,7 @@
 
 mod approval;
 mod attempt;
+mod compact;
 mod exec;
 mod ids;
 mod live_feed;

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ids::ids_in_history;
 use super::{AgentConfig, HistoryObserver};
+use crate::context::ContextMeter;
 use crate::retry::RetryPolicy;
 use crate::summary::SummaryConfig;
 
@@ -140,6 +141,8 @@ impl Emitter {
 pub(super) struct SessionState {
     pub history: Vec<Message>,
     pub used_ids: HashSet<String>,
+    /// How many tokens the history makes, calibrated on the provider's counts.
+    pub meter: ContextMeter,
     /// Where appended messages are announced to the observer (session recording).
     recording: Emitter,
 }
@@ -149,6 +152,12 @@ impl SessionState {
     pub(super) fn append(&mut self, message: Message) {
         self.recording.message_appended(&message);
         self.history.push(message);
+    }
+
+    /// Swaps in a compacted history (the `Compacted` event records it).
+    pub(super) fn replace_history(&mut self, history: Vec<Message>) {
+        self.history = history;
+        self.meter.history_replaced();
     }
 }
 
@@ -207,6 +216,7 @@ pub(super) async fn run_session(
     let mut state = SessionState {
         used_ids: ids_in_history(&config.history),
         history: config.history,
+        meter: ContextMeter::default(),
         recording: events.clone(),
     };
     let mut running: Option<Running> = None;
@@ -216,7 +226,7 @@ pub(super) async fn run_session(
             op = ops.recv() => {
                 let Some(op) = op else { break };
                 match op {
-                    op @ (Op::UserTurn { .. } | Op::UserShell { .. }) => {
+                    op @ (Op::UserTurn { .. } | Op::UserShell { .. } | Op::Compact) => {
                         if running.is_some() {
                             events.emit(CoreEvent::Warning {
                                 message: "a task is already running; wait for it to finish or cancel it first".into(),

@@ -8,10 +8,12 @@ use corvid_protocol::{
 };
 
 use super::attempt::{AttemptEnd, AttemptOutput, discard_prepared, run_attempt};
+use super::compact::{self, Trigger};
 use super::exec::run_batch;
 use super::plan_mode;
 use super::session::{SessionState, TaskCtx, lock};
 use super::summaries::SummaryTracker;
+use crate::context::meter::request_bytes;
 use crate::policy::MaxTurns;
 
 /// Consecutive rate-limited/overloaded failures after which the fallback model is tried even
@@ -75,6 +77,21 @@ async fn run_turns(
             return (StopReason::MaxTurns, None);
         }
         turn += 1;
+        if compact::due(ctx, state) {
+            match compact::compact(ctx, state, Trigger::Threshold).await {
+                Ok(()) => {}
+                Err(err) if err.kind == ErrorKind::Cancelled => {
+                    return (StopReason::Cancelled, None);
+                }
+                // The request may still fit; if not, the overflow recovery tries again.
+                Err(err) => ctx.events.emit(CoreEvent::Warning {
+                    message: format!(
+                        "could not compact the conversation before the next request: {}",
+                        err.message
+                    ),
+                }),
+            }
+        }
         ctx.events.emit(CoreEvent::TurnStarted {
             turn,
             model: lock(&ctx.shared.model).clone(),
@@ -130,12 +147,13 @@ async fn run_turns(
 /// One turn's request with every attempt it needs.
 async fn run_turn(
     ctx: &TaskCtx,
-    state: &SessionState,
+    state: &mut SessionState,
     fell_back: &mut bool,
 ) -> Result<FinishedTurn, TurnEnd> {
     let policy = ctx.stat.retry;
     let mut attempt = 1u32;
     let mut overloaded_in_a_row = 0u32;
+    let mut compacted_for_overflow = false;
     loop {
         let model = lock(&ctx.shared.model).clone();
         let request = ModelRequest {
@@ -146,11 +164,19 @@ async fn run_turn(
             max_output_tokens: ctx.stat.max_output_tokens,
             temperature: None,
         };
+        let sent_bytes = request_bytes(&request.system, &request.tools, &request.messages);
         let (out, end) = run_attempt(ctx, request, &state.used_ids).await;
         if let Some(usage) = out.usage {
             ctx.events.emit(CoreEvent::Usage {
                 prompt_id: MAIN_PROMPT_ID.to_owned(),
                 usage,
+            });
+            state
+                .meter
+                .calibrate(sent_bytes, usage.input_tokens, usage.output_tokens);
+            ctx.events.emit(CoreEvent::ContextUsage {
+                used: usage.input_tokens + usage.output_tokens,
+                window: ctx.stat.policy.context.window(&model),
             });
         }
         let err = match end {
@@ -170,6 +196,30 @@ async fn run_turn(
             }
             AttemptEnd::Failed(err) => err,
         };
+        if err.kind == ErrorKind::ContextTooLong {
+            discard_prepared(
+                ctx,
+                &out.prepared,
+                &HashSet::new(),
+                DiscardReason::StreamError,
+            );
+            if compacted_for_overflow {
+                return Err(TurnEnd::Failed(still_too_long(&model, err)));
+            }
+            // Compact and send the same turn once more.
+            match compact::compact(ctx, state, Trigger::Overflow).await {
+                Ok(()) => {
+                    compacted_for_overflow = true;
+                    continue;
+                }
+                Err(e) if e.kind == ErrorKind::Cancelled => {
+                    return Err(TurnEnd::Cancelled {
+                        partial: Vec::new(),
+                    });
+                }
+                Err(e) => return Err(TurnEnd::Failed(not_compacted(err, &e))),
+            }
+        }
         if !err.is_retryable() {
             discard_prepared(
                 ctx,
@@ -248,6 +298,33 @@ fn finish(ctx: &TaskCtx, out: AttemptOutput, reason: FinishReason) -> FinishedTu
         parts: out.parts,
         calls: out.calls,
         reason,
+    }
+}
+
+/// The error of a request refused as too long even after compacting: what to do next.
+fn still_too_long(model: &str, err: ErrorInfo) -> ErrorInfo {
+    ErrorInfo {
+        message: format!(
+            "{model} refused the request as too long even after the conversation was compacted \
+             ({}). Send /clear to start a fresh history, switch to a model with a larger \
+             context window, or set model.contextWindow to the server's real window so corvid \
+             compacts earlier",
+            err.message
+        ),
+        ..err
+    }
+}
+
+/// The error of a request refused as too long whose history could not be compacted.
+fn not_compacted(err: ErrorInfo, why: &ErrorInfo) -> ErrorInfo {
+    ErrorInfo {
+        message: format!(
+            "{} The conversation could not be compacted ({}); send /clear to start a fresh \
+             history or /compress to try again",
+            err.message.trim_end_matches('.'),
+            why.message
+        ),
+        ..err
     }
 }
 

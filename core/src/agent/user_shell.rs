@@ -98,7 +98,7 @@ fn finish(ctx: &TaskCtx, stop_reason: StopReason, error: Option<String>) {
 }
 
 /// Runs the task an operation starts: a model task for a user turn, the command for
-/// `!command` (other operations start none).
+/// `!command`, a compaction for `/compress` (other operations start none).
 pub(super) async fn run_job(ctx: TaskCtx, state: SessionState, op: Op) -> SessionState {
     match op {
         Op::UserTurn {
@@ -107,6 +107,7 @@ pub(super) async fn run_job(ctx: TaskCtx, state: SessionState, op: Op) -> Sessio
             context,
         } => run_task(ctx, state, prompt, images, context).await,
         Op::UserShell { command } => run_user_shell(ctx, state, command).await,
+        Op::Compact => super::compact::run_compaction_task(ctx, state).await,
         _ => state,
     }
 }

@@ -9,6 +9,7 @@ use corvid_protocol::{ApprovalMode, Message, Part, Role, ToolResult};
 
 use super::record::{Record, RecordHeader};
 use super::store::SessionError;
+use crate::context::compaction::compacted_history;
 
 /// What the model is told about a call that had started when corvid stopped (a crash, a
 /// `kill -9`): it may have had effects, so the model must not assume it did nothing.
@@ -82,16 +83,25 @@ fn history_of(records: &[Record]) -> Vec<Message> {
             _ => None,
         })
         .collect();
-    let messages: Vec<&Message> = records
-        .iter()
-        .filter_map(|r| match r {
-            Record::Message { message } => Some(message),
-            _ => None,
-        })
-        .collect();
+    // Each compaction replaced the history before it, as it did live.
+    let mut messages: Vec<Message> = Vec::new();
+    for record in records {
+        match record {
+            Record::Message { message } => messages.push(message.clone()),
+            Record::Compacted {
+                summary,
+                kept_messages,
+                ..
+            } => {
+                let kept = messages.len().saturating_sub(*kept_messages as usize);
+                messages = compacted_history(summary, &messages[kept..]);
+            }
+            _ => {}
+        }
+    }
     let mut history = Vec::with_capacity(messages.len());
     for (index, message) in messages.iter().enumerate() {
-        history.push((*message).clone());
+        history.push(message.clone());
         let answered = messages.get(index + 1).is_some_and(|next| {
             next.role == Role::User && next.parts.iter().any(|p| matches!(p, Part::ToolResult(_)))
         });

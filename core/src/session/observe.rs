@@ -44,6 +44,17 @@ impl HistoryObserver for SessionRecorder {
                 call_id: call_id.clone(),
             },
             CoreEvent::HistoryCleared => Record::HistoryCleared,
+            CoreEvent::Compacted {
+                summary,
+                kept_messages,
+                tokens_before,
+                tokens_after,
+            } => Record::Compacted {
+                summary: summary.clone(),
+                kept_messages: *kept_messages,
+                tokens_before: *tokens_before,
+                tokens_after: *tokens_after,
+            },
             // Everything else is either in the history already or transient (preparation).
             _ => return None,
         };

@@ -57,6 +57,14 @@ pub enum Record {
     CallRejected {
         call_id: String,
     },
+    /// The history before this point was compacted: a resumed session's history is the
+    /// summary followed by the last `kept_messages` messages recorded before it.
+    Compacted {
+        summary: String,
+        kept_messages: u32,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
     /// The history was cleared (`/clear`): a resumed session's history and transcript start
     /// after the last one.
     HistoryCleared,

@@ -50,6 +50,17 @@ pub fn replay_events(
                 .push(CoreEvent::ApprovalModeChanged { mode: *mode }),
             Record::Header(_) | Record::HistoryCleared => {}
             _ if !in_transcript => {}
+            Record::Compacted {
+                summary,
+                kept_messages,
+                tokens_before,
+                tokens_after,
+            } => replay.events.push(CoreEvent::Compacted {
+                summary: summary.clone(),
+                kept_messages: *kept_messages,
+                tokens_before: *tokens_before,
+                tokens_after: *tokens_after,
+            }),
             Record::Message { message } => replay.message(message),
             Record::ToolUseSummary {
                 summary,

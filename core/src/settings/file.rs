@@ -8,6 +8,9 @@ use serde_json::{Map, Value};
 
 use super::{FastModelSetting, FastModelSpec, ProviderKind, Settings, SettingsError};
 
+/// The smallest `model.contextWindow` taken: below it no real conversation fits.
+const MIN_CONTEXT_WINDOW: u64 = 1_024;
+
 /// The values one source sets; `None` leaves lower sources in charge.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Partial {
@@ -19,6 +22,9 @@ pub(super) struct Partial {
     pub max_output_tokens: Option<u32>,
     pub stream_idle_timeout_ms: Option<u64>,
     pub supports_images: Option<bool>,
+    pub context_window: Option<u64>,
+    pub compact_threshold: Option<f64>,
+    pub auto_compact: Option<bool>,
     pub fast_model: Option<FastModelSetting>,
     pub compact_mode: Option<bool>,
     pub emit_tool_use_summaries: Option<bool>,
@@ -57,6 +63,9 @@ impl Partial {
             higher.stream_idle_timeout_ms,
         );
         over(&mut self.supports_images, higher.supports_images);
+        over(&mut self.context_window, higher.context_window);
+        over(&mut self.compact_threshold, higher.compact_threshold);
+        over(&mut self.auto_compact, higher.auto_compact);
         over(&mut self.fast_model, higher.fast_model);
         over(&mut self.compact_mode, higher.compact_mode);
         over(
@@ -87,6 +96,9 @@ impl Partial {
         s.model.max_output_tokens = self.max_output_tokens;
         s.model.stream_idle_timeout_ms = self.stream_idle_timeout_ms;
         s.model.supports_images = self.supports_images;
+        s.model.context_window = self.context_window;
+        s.model.compact_threshold = self.compact_threshold;
+        s.model.auto_compact = self.auto_compact;
         s.fast_model = self.fast_model;
         if let Some(v) = self.compact_mode {
             s.ui.compact_mode = v;
@@ -239,6 +251,36 @@ impl Validator<'_> {
                 "fallback" => self.out.fallback = self.string(&key, v)?,
                 "maxOutputTokens" => self.out.max_output_tokens = self.number(&key, v)?,
                 "supportsImages" => self.out.supports_images = self.boolean(&key, v)?,
+                "autoCompact" => self.out.auto_compact = self.boolean(&key, v)?,
+                "contextWindow" => {
+                    let tokens = self.number(&key, v)?;
+                    if tokens.is_some_and(|t: u64| t < MIN_CONTEXT_WINDOW) {
+                        return Err(self.invalid(
+                            &key,
+                            &v.to_string(),
+                            &format!("a number of tokens of at least {MIN_CONTEXT_WINDOW}"),
+                        ));
+                    }
+                    self.out.context_window = tokens;
+                }
+                "compactThreshold" => {
+                    self.out.compact_threshold = match v {
+                        Value::Null => None,
+                        Value::Number(n) => match n.as_f64() {
+                            Some(share) if share > 0.0 && share <= 1.0 => Some(share),
+                            _ => {
+                                return Err(self.invalid(
+                                    &key,
+                                    &n.to_string(),
+                                    "a share of the window above 0 and at most 1, e.g. 0.8",
+                                ));
+                            }
+                        },
+                        other => {
+                            return Err(self.wrong_type(&key, "a number such as 0.8", other));
+                        }
+                    };
+                }
                 "streamIdleTimeoutMs" => {
                     let ms = self.number(&key, v)?;
                     if ms == Some(0) {

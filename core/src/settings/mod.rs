@@ -86,6 +86,13 @@ pub struct ModelSettings {
     pub stream_idle_timeout_ms: Option<u64>,
     /// `model.supportsImages`: overrides corvid's table of models that accept images.
     pub supports_images: Option<bool>,
+    /// `model.contextWindow`: the window in tokens, over corvid's table of model families.
+    pub context_window: Option<u64>,
+    /// `model.compactThreshold`: the share of the window a request may fill before corvid
+    /// compacts the conversation first (default 0.8).
+    pub compact_threshold: Option<f64>,
+    /// `model.autoCompact`: whether corvid compacts on its own (default true).
+    pub auto_compact: Option<bool>,
 }
 
 /// `fastModel`: the model writing tool-use summaries.

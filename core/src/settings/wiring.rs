@@ -118,6 +118,14 @@ fn approval_policy(
         images: crate::images::ImageSupport {
             setting: settings.model.supports_images,
         },
+        context: crate::context::ContextPolicy {
+            window_override: settings.model.context_window,
+            threshold: settings
+                .model
+                .compact_threshold
+                .unwrap_or(crate::context::window::DEFAULT_THRESHOLD),
+            auto_compact: settings.model.auto_compact.unwrap_or(true),
+        },
     })
 }
 

@@ -124,6 +124,12 @@ pub fn check_invariants(events: &[CoreEvent], suppressed: &[&str]) -> Result<(),
                 }
                 cards.insert(call_id.clone(), Card::Running);
             }
+            CoreEvent::Compacted { .. } => {
+                if !cards.is_empty() {
+                    return fail(format!("compacted while cards are open: {cards:?}"));
+                }
+            }
+            CoreEvent::ContextUsage { .. } => {}
             CoreEvent::ToolOutputDelta { call_id, .. } => {
                 if cards.get(call_id) != Some(&Card::Running) {
                     return fail("live output for a call that is not running".into());

@@ -1,0 +1,172 @@
+//! Compacting a session's history with one main-model call: before a request would fill the
+//! context window, when the server still answered "context too long", and on `/compress`.
+
+use corvid_protocol::{
+    COMPACTION_PROMPT_ID, CoreEvent, ErrorInfo, ErrorKind, ModelRequest, StopReason, StreamEvent,
+};
+use futures::StreamExt;
+
+use super::plan_mode;
+use super::session::{SessionState, TaskCtx, lock};
+use crate::context::compaction::{
+    COMPACTION_SYSTEM, compacted_history, split_point, summary_request,
+};
+use crate::context::meter::request_bytes;
+
+/// The share of the window kept verbatim after a compaction (the recent turns); the rest of
+/// the history becomes the summary.
+const KEEP_SHARE: f64 = 0.25;
+/// The longest summary asked for.
+const SUMMARY_MAX_TOKENS: u32 = 4_096;
+
+/// Why a compaction runs (it decides nothing but the log line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Trigger {
+    /// The next request would pass `model.compactThreshold`.
+    Threshold,
+    /// The server refused the request as too long.
+    Overflow,
+    /// The user asked (`/compress`).
+    Requested,
+}
+
+/// The estimated size in tokens of the next main request with the current history.
+pub(super) fn next_request_tokens(ctx: &TaskCtx, state: &SessionState) -> u64 {
+    let bytes = request_bytes(
+        &plan_mode::system_prompt(ctx),
+        &plan_mode::tool_schemas(ctx),
+        &state.history,
+    );
+    state.meter.tokens(bytes)
+}
+
+/// Whether the next request should be preceded by a compaction.
+pub(super) fn due(ctx: &TaskCtx, state: &SessionState) -> bool {
+    let policy = ctx.stat.policy.context;
+    let model = lock(&ctx.shared.model).clone();
+    policy.auto_compact && next_request_tokens(ctx, state) > policy.limit(&model)
+}
+
+/// Replaces the older part of the history with a summary written by the main model, keeping
+/// the recent turns verbatim. On failure the history is unchanged.
+pub(super) async fn compact(
+    ctx: &TaskCtx,
+    state: &mut SessionState,
+    trigger: Trigger,
+) -> Result<(), ErrorInfo> {
+    let model = lock(&ctx.shared.model).clone();
+    let policy = ctx.stat.policy.context;
+    let window = policy.window(&model);
+    let keep_bytes = state.meter.bytes((window as f64 * KEEP_SHARE) as u64);
+    let Some(split) = split_point(&state.history, keep_bytes) else {
+        return Err(ErrorInfo::new(
+            ErrorKind::ContextTooLong,
+            "there is nothing to compact: the conversation is a single message",
+        ));
+    };
+    tracing::info!(
+        ?trigger,
+        split,
+        messages = state.history.len(),
+        "compacting the conversation"
+    );
+    let tokens_before = next_request_tokens(ctx, state);
+    // The part to summarize must itself fit, with room for the instruction and the answer.
+    let room = policy
+        .limit(&model)
+        .saturating_sub(u64::from(SUMMARY_MAX_TOKENS));
+    let request = ModelRequest {
+        model,
+        system: COMPACTION_SYSTEM.to_owned(),
+        messages: summary_request(&state.history[..split], state.meter.bytes(room)),
+        tools: Vec::new(),
+        max_output_tokens: Some(SUMMARY_MAX_TOKENS),
+        temperature: None,
+    };
+    let summary = summarize(ctx, request).await?;
+    let kept = &state.history[split..];
+    let kept_messages = u32::try_from(kept.len()).unwrap_or(u32::MAX);
+    let history = compacted_history(&summary, kept);
+    state.replace_history(history);
+    let tokens_after = next_request_tokens(ctx, state);
+    ctx.events.emit(CoreEvent::Compacted {
+        summary,
+        kept_messages,
+        tokens_before,
+        tokens_after,
+    });
+    ctx.events.emit(CoreEvent::ContextUsage {
+        used: tokens_after,
+        window,
+    });
+    Ok(())
+}
+
+/// Streams the summarizing request and returns its text (counted under `compaction`).
+async fn summarize(ctx: &TaskCtx, request: ModelRequest) -> Result<String, ErrorInfo> {
+    let mut stream = ctx.stat.provider.stream(request);
+    let mut text = String::new();
+    let mut finished = false;
+    loop {
+        let item = tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => {
+                return Err(ErrorInfo::new(ErrorKind::Cancelled, "the compaction was cancelled"));
+            }
+            item = stream.next() => item,
+        };
+        match item {
+            None => break,
+            Some(Err(err)) => return Err(err),
+            Some(Ok(StreamEvent::Text { text: t })) => text.push_str(&t),
+            Some(Ok(StreamEvent::Usage(usage))) => ctx.events.emit(CoreEvent::Usage {
+                prompt_id: COMPACTION_PROMPT_ID.to_owned(),
+                usage,
+            }),
+            Some(Ok(StreamEvent::Finished { .. })) => {
+                finished = true;
+                break;
+            }
+            Some(Ok(_)) => {}
+        }
+    }
+    if !finished {
+        return Err(ErrorInfo::new(
+            ErrorKind::StreamTruncated,
+            "the summary's response ended before it finished",
+        ));
+    }
+    if text.trim().is_empty() {
+        return Err(ErrorInfo::new(
+            ErrorKind::BadResponse,
+            "the model answered the compaction request with an empty summary",
+        ));
+    }
+    Ok(text)
+}
+
+/// `/compress`: a task that only compacts.
+pub(super) async fn run_compaction_task(ctx: TaskCtx, mut state: SessionState) -> SessionState {
+    ctx.events.emit(CoreEvent::TaskStarted {
+        task_id: ctx.task_id.clone(),
+        prompt: "/compress".to_owned(),
+    });
+    let (stop_reason, error) = match compact(&ctx, &mut state, Trigger::Requested).await {
+        Ok(()) => (StopReason::EndTurn, None),
+        Err(e) if e.kind == ErrorKind::Cancelled => (StopReason::Cancelled, None),
+        Err(e) => (
+            StopReason::Error,
+            Some(ErrorInfo {
+                message: format!("could not compact the conversation: {}", e.message),
+                ..e
+            }),
+        ),
+    };
+    ctx.events.emit(CoreEvent::TaskFinished {
+        task_id: ctx.task_id.clone(),
+        stop_reason,
+        error,
+        pending_summaries: 0,
+    });
+    state
+}
