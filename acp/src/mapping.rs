@@ -14,7 +14,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, ContentChunk, Diff, Meta, PermissionOption, PermissionOptionKind, Plan,
     PlanEntry, PlanEntryPriority, PlanEntryStatus, RequestPermissionRequest, SessionId,
     SessionUpdate, StopReason as AcpStopReason, ToolCall, ToolCallContent, ToolCallLocation,
-    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind as AcpToolKind,
+    ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind as AcpToolKind, UsageUpdate,
 };
 use corvid_protocol::{
     ApprovalDecision, ApprovalPreview, CoreEvent, FileDiff, Location, Provenance, StopReason, Todo,
@@ -144,8 +144,16 @@ impl Mapper {
             } => return self.summary(summary, preceding_tool_use_ids),
             // A notice the user must see (recording stopped, a malformed call, the turn limit):
             // as a marked agent message, the one kind every client shows.
-            CoreEvent::Warning { message } => Some(json_of(&SessionUpdate::AgentMessageChunk(
-                ContentChunk::new(ContentBlock::from(format!("\n\n> corvid: {message}\n\n"))),
+            CoreEvent::Warning { message } => Some(notice(message)),
+            CoreEvent::Compacted {
+                tokens_before,
+                tokens_after,
+                ..
+            } => Some(notice(&format!(
+                "compacted the conversation ({tokens_before} → {tokens_after} tokens)"
+            ))),
+            CoreEvent::ContextUsage { used, window } => Some(json_of(&SessionUpdate::UsageUpdate(
+                UsageUpdate::new(*used, *window),
             ))),
             _ => None,
         };
@@ -485,6 +493,13 @@ fn kind_json(kind: ToolKind) -> Value {
 
 /// Serialises a schema value. These types are plain data with string keys, so serde_json
 /// cannot fail on them; `Null` would only show up in a test's frame comparison.
+/// A notice the user must see, as a marked agent message (the one kind every client shows).
+fn notice(message: &str) -> Value {
+    json_of(&SessionUpdate::AgentMessageChunk(ContentChunk::new(
+        ContentBlock::from(format!("\n\n> corvid: {message}\n\n")),
+    )))
+}
+
 fn json_of<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }

@@ -89,6 +89,11 @@ async fn a_two_turn_task_streams_json_and_sends_the_tool_result_back() {
         json!({"input_tokens": 20, "output_tokens": 10, "total_tokens": 30,
                "cached_input_tokens": 0, "reasoning_tokens": 0})
     );
+    // The context fill of the last answer, in an unknown model's default window.
+    assert_eq!(
+        result["context"],
+        json!({"used": 15, "window": 32_768, "percent": 0})
+    );
     // No fast model configured: summaries are skipped silently.
     assert_eq!(result["tool_use_summaries"], json!([]));
 

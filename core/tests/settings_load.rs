@@ -417,3 +417,35 @@ fn the_project_file_is_found_from_a_subdirectory_but_not_beyond_the_repository()
         .settings;
     assert_eq!(s.model.name.as_deref(), Some("repo"));
 }
+
+#[test]
+fn the_context_window_and_compaction_settings_are_read_and_bad_values_named() {
+    let fx = Fixture::new();
+    fx.user(
+        r#"{"model": {"contextWindow": 40000, "compactThreshold": 0.5, "autoCompact": false}}"#,
+    );
+    let settings = fx.settings();
+    assert_eq!(settings.model.context_window, Some(40_000));
+    assert_eq!(settings.model.compact_threshold, Some(0.5));
+    assert_eq!(settings.model.auto_compact, Some(false));
+
+    for (text, expected) in [
+        (
+            r#"{"model": {"compactThreshold": 1.5}}"#,
+            "settings key `model.compactThreshold` is `1.5`; expected a share of the window above 0 and at most 1, e.g. 0.8",
+        ),
+        (
+            r#"{"model": {"compactThreshold": "80%"}}"#,
+            "settings key `model.compactThreshold` must be a number such as 0.8",
+        ),
+        (
+            r#"{"model": {"contextWindow": 100}}"#,
+            "settings key `model.contextWindow` is `100`; expected a number of tokens of at least 1024",
+        ),
+    ] {
+        let fx = Fixture::new();
+        fx.user(text);
+        let err = fx.load(&Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains(expected), "{err}");
+    }
+}

@@ -28,8 +28,19 @@ fn the_demo_gets_its_scripted_fast_model_and_the_settings_policies() {
     s.retry.max_delay_ms = 20;
     s.model.fallback = Some("backup".into());
     s.model.max_output_tokens = Some(99);
+    s.model.context_window = Some(50_000);
+    s.model.compact_threshold = Some(0.6);
+    s.model.auto_compact = Some(false);
     let dir = tempfile::tempdir().unwrap();
     let config = agent_config(&s, |k| env.get(k).cloned(), dir.path(), "sess-1").unwrap();
+    assert_eq!(
+        config.policy.context,
+        corvid_core::context::ContextPolicy {
+            window_override: Some(50_000),
+            threshold: 0.6,
+            auto_compact: false,
+        }
+    );
     assert_eq!(config.session_id, "sess-1");
     assert_eq!(config.provider.name(), "demo");
     assert_eq!(config.model, "corvid-demo");

@@ -147,6 +147,28 @@ fn a_warning_reaches_the_editor_as_a_marked_agent_message() {
 }
 
 #[test]
+fn the_context_fill_is_a_usage_update_and_a_compaction_a_marked_agent_message() {
+    assert_eq!(
+        only_update(&CoreEvent::ContextUsage {
+            used: 84_000,
+            window: 200_000
+        }),
+        json!({"sessionUpdate": "usage_update", "used": 84_000, "size": 200_000})
+    );
+    let update = only_update(&CoreEvent::Compacted {
+        summary: "the summary".into(),
+        kept_messages: 3,
+        tokens_before: 33_000,
+        tokens_after: 9_000,
+    });
+    assert_eq!(update["sessionUpdate"], "agent_message_chunk");
+    assert_eq!(
+        update["content"]["text"],
+        "\n\n> corvid: compacted the conversation (33000 → 9000 tokens)\n\n"
+    );
+}
+
+#[test]
 fn todos_become_a_plan() {
     let update = only_update(&CoreEvent::Plan {
         todos: vec![

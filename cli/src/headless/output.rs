@@ -111,6 +111,7 @@ impl<W: Write> Printer<W> {
                 | CoreEvent::ToolPreparing { .. }
                 | CoreEvent::PreparationDiscarded { .. }
                 | CoreEvent::ToolOutputDelta { .. }
+                | CoreEvent::ContextUsage { .. }
         ) {
             self.flush_text()?;
         }
@@ -253,6 +254,21 @@ impl<W: Write> Printer<W> {
                 self.emit(json!({"type": "system", "subtype": "warning", "message": message}))?;
                 self.progress(&format!("corvid: warning: {message}"));
             }
+            CoreEvent::Compacted {
+                kept_messages,
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                self.emit(json!({
+                    "type": "system", "subtype": "compaction",
+                    "tokens_before": tokens_before, "tokens_after": tokens_after,
+                    "kept_messages": kept_messages,
+                }))?;
+                self.progress(&format!(
+                    "● Compacted the conversation ({tokens_before} → {tokens_after} tokens)"
+                ));
+            }
             _ => {}
         }
         self.out.flush()
@@ -308,6 +324,13 @@ impl<W: Write> Printer<W> {
                 });
                 if let Some(error) = &outcome.error {
                     result["error"] = json!(error);
+                }
+                if let Some(context) = self.stats.context {
+                    result["context"] = json!({
+                        "used": context.used,
+                        "window": context.window,
+                        "percent": context.percent(),
+                    });
                 }
                 self.write_line(&result)?;
             }
@@ -410,6 +433,51 @@ mod tests {
                 ("tool_use_summary".to_owned(), Value::Null),
                 ("assistant".to_owned(), json!("Here is my plan.")),
             ]
+        );
+    }
+
+    #[test]
+    fn a_compaction_is_a_stream_json_event_and_the_result_tells_the_context_fill() {
+        let mut p = Printer::new(
+            OutputFormat::StreamJson,
+            false,
+            "s".into(),
+            Vec::new(),
+            TextSafety::Verbatim,
+        );
+        p.event(&CoreEvent::Compacted {
+            summary: "the summary".into(),
+            kept_messages: 4,
+            tokens_before: 33_000,
+            tokens_after: 9_000,
+        })
+        .unwrap();
+        p.event(&CoreEvent::ContextUsage {
+            used: 9_500,
+            window: 40_000,
+        })
+        .unwrap();
+        let ok = Outcome {
+            stop_reason: StopReason::EndTurn,
+            error: None,
+        };
+        p.finish(&ok, 1).unwrap();
+        let lines: Vec<Value> = String::from_utf8_lossy(&p.out)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        for (key, value) in [
+            ("type", json!("system")),
+            ("subtype", json!("compaction")),
+            ("tokens_before", json!(33_000)),
+            ("tokens_after", json!(9_000)),
+            ("kept_messages", json!(4)),
+        ] {
+            assert_eq!(lines[0][key], value, "{key}");
+        }
+        assert_eq!(
+            lines[1]["context"],
+            json!({"used": 9_500, "window": 40_000, "percent": 23})
         );
     }
 
