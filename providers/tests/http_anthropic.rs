@@ -196,17 +196,20 @@ async fn the_request_sends_signed_thinking_back_and_pairs_tool_results() {
         json!({
             "model": "claude-test",
             "max_tokens": 8192,
-            "system": "Be brief.",
+            // Cache breakpoints: the system prompt (with the tools before it) and the last
+            // block of the last two messages.
+            "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
             "messages": [
                 {"role": "user", "content": [{"type": "text", "text": "Weather in Oslo?"}]},
                 {"role": "assistant", "content": [
                     {"type": "thinking", "thinking": "Need the tool.", "signature": "sig-1"},
                     {"type": "text", "text": "Checking."},
-                    {"type": "tool_use", "id": "toolu_a", "name": "weather", "input": {"location": "Oslo"}},
+                    {"type": "tool_use", "id": "toolu_a", "name": "weather", "input": {"location": "Oslo"},
+                     "cache_control": {"type": "ephemeral"}},
                 ]},
                 {"role": "user", "content": [
                     {"type": "tool_result", "tool_use_id": "toolu_a", "content": "rain"},
-                    {"type": "text", "text": "And tomorrow?"},
+                    {"type": "text", "text": "And tomorrow?", "cache_control": {"type": "ephemeral"}},
                 ]},
             ],
             "tools": [{"name": "weather", "description": "Weather for a place", "input_schema": {"type": "object"}}],

@@ -22,7 +22,7 @@ pub(crate) fn build_body(request: &ModelRequest, stream: bool) -> Value {
             _ => messages.push((message.role, blocks)),
         }
     }
-    let messages: Vec<Value> = messages
+    let mut messages: Vec<Value> = messages
         .into_iter()
         .map(|(role, mut blocks)| {
             // tool_result blocks must open a user message.
@@ -34,6 +34,7 @@ pub(crate) fn build_body(request: &ModelRequest, stream: bool) -> Value {
             json!({"role": role, "content": blocks})
         })
         .collect();
+    mark_cache_breakpoints(&mut messages);
     let mut body = Map::new();
     body.insert("model".into(), json!(request.model));
     body.insert(
@@ -41,7 +42,11 @@ pub(crate) fn build_body(request: &ModelRequest, stream: bool) -> Value {
         json!(request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
     );
     if !request.system.is_empty() {
-        body.insert("system".into(), json!(request.system));
+        // The tools and the system prompt are the same every turn: one breakpoint caches both.
+        body.insert(
+            "system".into(),
+            json!([{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]),
+        );
     }
     body.insert("messages".into(), Value::Array(messages));
     if !request.tools.is_empty() {
@@ -57,6 +62,37 @@ pub(crate) fn build_body(request: &ModelRequest, stream: bool) -> Value {
     }
     body.insert("stream".into(), json!(stream));
     Value::Object(body)
+}
+
+/// A cache breakpoint: the prefix up to the block carrying it is cached for a few minutes.
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+
+#[derive(serde::Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// How many of the last messages get a breakpoint: the newest, so the next turn reads this
+/// one's prefix from the cache, and the one before, whose prefix this turn reads (a turn may
+/// add more blocks than the API looks back over from a single breakpoint).
+const CACHED_MESSAGES: usize = 2;
+
+/// Puts a breakpoint on the last block of each of the last messages that can carry one
+/// (thinking blocks cannot). With the system prompt's, that makes three of the four allowed.
+fn mark_cache_breakpoints(messages: &mut [Value]) {
+    for message in messages.iter_mut().rev().take(CACHED_MESSAGES) {
+        let Some(blocks) = message["content"].as_array_mut() else {
+            continue;
+        };
+        if let Some(block) = blocks
+            .iter_mut()
+            .rev()
+            .find(|b| b["type"] != "thinking" && b["type"] != "redacted_thinking")
+        {
+            block["cache_control"] = json!(EPHEMERAL);
+        }
+    }
 }
 
 fn blocks(message: &Message) -> Vec<Value> {
@@ -125,8 +161,55 @@ mod tests {
             build_body(&request, false)["messages"],
             json!([{"role": "user", "content": [
                 {"type": "text", "text": "what is this?"},
-                {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4A=="}},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4A=="},
+                 "cache_control": {"type": "ephemeral"}},
             ]}])
+        );
+    }
+
+    #[test]
+    fn breakpoints_go_on_the_last_cacheable_block_of_the_last_two_messages_only() {
+        let text = |role, t: &str| Message {
+            role,
+            parts: vec![Part::Text { text: t.into() }],
+        };
+        let request = ModelRequest {
+            model: "claude-sonnet-4-5".into(),
+            system: "sys".into(),
+            messages: vec![
+                text(Role::User, "one"),
+                text(Role::Assistant, "two"),
+                text(Role::User, "three"),
+                Message {
+                    role: Role::Assistant,
+                    parts: vec![
+                        Part::Text {
+                            text: "four".into(),
+                        },
+                        Part::Thought {
+                            text: "hm".into(),
+                            signature: Some("sig".into()),
+                        },
+                    ],
+                },
+            ],
+            tools: Vec::new(),
+            max_output_tokens: None,
+            temperature: None,
+        };
+        let body = build_body(&request, true);
+        let marked: Vec<String> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|m| m["content"].as_array().unwrap().clone())
+            .filter(|b| !b["cache_control"].is_null())
+            .map(|b| b["text"].as_str().unwrap_or("").to_owned())
+            .collect();
+        assert_eq!(marked, vec!["three", "four"]);
+        assert_eq!(
+            body["system"][0]["cache_control"],
+            json!({"type": "ephemeral"})
         );
     }
 }
