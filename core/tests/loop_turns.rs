@@ -614,3 +614,27 @@ async fn the_history_observer_sees_exactly_the_history_the_model_gets() {
         }
     );
 }
+
+/// A front end may send the next prompt the moment it sees `TaskFinished`; the session takes
+/// it even if the task is still handing its state back (it was refused as "already running").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_sent_right_after_task_finished_is_taken() {
+    let turns: Vec<Vec<Step>> = (0..100).map(|i| answer(&format!("answer {i}"))).collect();
+    let provider = ScriptedProvider::new(turns);
+    let mut handle = spawn_agent(test_config(Arc::new(provider), Vec::new()));
+    for i in 0..100 {
+        handle
+            .submit(corvid_protocol::Op::user_turn(format!("prompt {i}")))
+            .unwrap();
+        loop {
+            match handle.next_event().await.unwrap() {
+                CoreEvent::Warning { message } => panic!("prompt {i} refused: {message}"),
+                CoreEvent::TaskFinished { error, .. } => {
+                    assert_eq!(error, None, "prompt {i}");
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+}

@@ -32,12 +32,12 @@ pub(super) enum Trigger {
 
 /// The estimated size in tokens of the next main request with the current history.
 pub(super) fn next_request_tokens(ctx: &TaskCtx, state: &SessionState) -> u64 {
-    let bytes = request_bytes(
+    let fixed = request_bytes(
         &plan_mode::system_prompt(ctx),
         &plan_mode::tool_schemas(ctx),
-        &state.history,
+        &[],
     );
-    state.meter.tokens(bytes)
+    state.meter.tokens(fixed + state.history_bytes())
 }
 
 /// Whether the next request should be preceded by a compaction.

@@ -2,6 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::ids::ids_in_history;
 use super::{AgentConfig, HistoryObserver};
 use crate::context::ContextMeter;
+use crate::context::meter::message_bytes;
 use crate::retry::RetryPolicy;
 use crate::summary::SummaryConfig;
 
@@ -99,6 +101,9 @@ impl Shared {
 pub(super) struct Emitter {
     tx: mpsc::UnboundedSender<CoreEvent>,
     observer: Option<Arc<dyn HistoryObserver>>,
+    /// A task's emitter sets this before its `TaskFinished` goes out, so the session knows
+    /// the task is done even before it handed its state back.
+    task_done: Option<Arc<AtomicBool>>,
 }
 
 impl Emitter {
@@ -106,10 +111,27 @@ impl Emitter {
         tx: mpsc::UnboundedSender<CoreEvent>,
         observer: Option<Arc<dyn HistoryObserver>>,
     ) -> Self {
-        Self { tx, observer }
+        Self {
+            tx,
+            observer,
+            task_done: None,
+        }
+    }
+
+    /// The emitter of one task, and the flag its `TaskFinished` sets.
+    fn for_task(&self) -> (Self, Arc<AtomicBool>) {
+        let done = Arc::new(AtomicBool::new(false));
+        let emitter = Self {
+            task_done: Some(done.clone()),
+            ..self.clone()
+        };
+        (emitter, done)
     }
 
     pub(super) fn emit(&self, event: CoreEvent) {
+        if let (CoreEvent::TaskFinished { .. }, Some(done)) = (&event, &self.task_done) {
+            done.store(true, Ordering::Release);
+        }
         let notice = self
             .observer
             .as_ref()
@@ -143,6 +165,9 @@ pub(super) struct SessionState {
     pub used_ids: HashSet<String>,
     /// How many tokens the history makes, calibrated on the provider's counts.
     pub meter: ContextMeter,
+    /// The bytes the history adds to a request, kept up to date on every change so sizing
+    /// a request never walks the whole history.
+    history_bytes: u64,
     /// Where appended messages are announced to the observer (session recording).
     recording: Emitter,
 }
@@ -151,13 +176,20 @@ impl SessionState {
     /// Appends a message to the history and tells the observer (session recording).
     pub(super) fn append(&mut self, message: Message) {
         self.recording.message_appended(&message);
+        self.history_bytes += message_bytes(&message);
         self.history.push(message);
     }
 
     /// Swaps in a compacted history (the `Compacted` event records it).
     pub(super) fn replace_history(&mut self, history: Vec<Message>) {
+        self.history_bytes = history.iter().map(message_bytes).sum();
         self.history = history;
         self.meter.history_replaced();
+    }
+
+    /// The bytes the history adds to a request.
+    pub(super) fn history_bytes(&self) -> u64 {
+        self.history_bytes
     }
 }
 
@@ -175,6 +207,25 @@ struct Running {
     handle: JoinHandle<SessionState>,
     cancel: CancellationToken,
     task_id: String,
+    /// Set once the task sent its `TaskFinished`.
+    done: Arc<AtomicBool>,
+}
+
+/// Takes back the state of a task that already said it finished: a front end may send the
+/// next prompt the moment it sees `TaskFinished`, while the task is still returning. A task
+/// still at work stays running.
+async fn settle_finished(
+    running: &mut Option<Running>,
+    state: &mut SessionState,
+    events: &Emitter,
+) {
+    let Some(r) = running.take_if(|r| r.done.load(Ordering::Acquire)) else {
+        return;
+    };
+    match r.handle.await {
+        Ok(after) => *state = after,
+        Err(err) => abnormal_end(events, &r.task_id, &err),
+    }
 }
 
 async fn finished(running: &mut Option<Running>) -> Result<SessionState, JoinError> {
@@ -215,6 +266,7 @@ pub(super) async fn run_session(
     });
     let mut state = SessionState {
         used_ids: ids_in_history(&config.history),
+        history_bytes: config.history.iter().map(message_bytes).sum(),
         history: config.history,
         meter: ContextMeter::default(),
         recording: events.clone(),
@@ -227,6 +279,7 @@ pub(super) async fn run_session(
                 let Some(op) = op else { break };
                 match op {
                     op @ (Op::UserTurn { .. } | Op::UserShell { .. } | Op::Compact) => {
+                        settle_finished(&mut running, &mut state, &events).await;
                         if running.is_some() {
                             events.emit(CoreEvent::Warning {
                                 message: "a task is already running; wait for it to finish or cancel it first".into(),
@@ -235,16 +288,17 @@ pub(super) async fn run_session(
                         }
                         tasks += 1;
                         let cancel = CancellationToken::new();
+                        let (task_events, done) = events.for_task();
                         let ctx = TaskCtx {
                             stat: stat.clone(),
                             shared: shared.clone(),
-                            events: events.clone(),
+                            events: task_events,
                             cancel: cancel.clone(),
                             task_id: format!("{session_id}-{tasks}"),
                         };
                         let task_id = ctx.task_id.clone();
                         let handle = tokio::spawn(super::user_shell::run_job(ctx, state.clone(), op));
-                        running = Some(Running { handle, cancel, task_id });
+                        running = Some(Running { handle, cancel, task_id, done });
                     }
                     Op::Cancel => {
                         if let Some(r) = &running {
@@ -269,13 +323,14 @@ pub(super) async fn run_session(
                         }
                     }
                     Op::ClearHistory => {
+                        settle_finished(&mut running, &mut state, &events).await;
                         if running.is_some() {
                             events.emit(CoreEvent::Warning {
                                 message: "a task is running; the history is cleared only between tasks".into(),
                             });
                         } else {
                             // Call ids stay reserved: a later call must not reuse one.
-                            state.history.clear();
+                            state.replace_history(Vec::new());
                             events.emit(CoreEvent::HistoryCleared);
                         }
                     }

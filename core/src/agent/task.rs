@@ -164,7 +164,8 @@ async fn run_turn(
             max_output_tokens: ctx.stat.max_output_tokens,
             temperature: None,
         };
-        let sent_bytes = request_bytes(&request.system, &request.tools, &request.messages);
+        let sent_bytes =
+            request_bytes(&request.system, &request.tools, &[]) + state.history_bytes();
         let (out, end) = run_attempt(ctx, request, &state.used_ids).await;
         if let Some(usage) = out.usage {
             ctx.events.emit(CoreEvent::Usage {
