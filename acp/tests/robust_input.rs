@@ -24,7 +24,7 @@ impl RawClient {
         let (agent_read, agent_write) = tokio::io::split(agent_io);
         tokio::spawn(corvid_acp::serve(
             TestFactory::new(provider),
-            corvid_acp::line_transport(agent_read, agent_write),
+            corvid_acp::line_transport(agent_read, agent_write).unwrap(),
         ));
         let (read, write) = tokio::io::split(client_io);
         Self {

@@ -274,7 +274,7 @@ impl TestClient {
         let (client_read, client_write) = tokio::io::split(client_io);
         let server = tokio::spawn(corvid_acp::serve(
             factory,
-            corvid_acp::line_transport(agent_read, agent_write),
+            corvid_acp::line_transport(agent_read, agent_write).unwrap(),
         ));
         let (close_tx, close_rx) = tokio::sync::oneshot::channel::<()>();
 
