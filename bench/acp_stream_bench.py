@@ -2,12 +2,13 @@
 """Measures corvid's ACP output path at scale against a loopback SSE server in this process.
 
 usage: bench/acp_stream_bench.py CORVID_BIN [--deltas 80000] [--sessions 100] [--slow-deltas 5000]
-                                 [--only stream|slow|sessions]
+                                 [--only stream|paced|slow|sessions]
 
 Reports:
-  * stream: one text-only answer of --deltas deltas read by a fast client: the agent's CPU time
-    per delta (thread CPU of the whole process, user+system), deltas per CPU-second, frames
-    written, wall time, and RSS idle (after session/new) / peak (VmHWM) / after the answer;
+  * stream: one text-only answer of --deltas deltas, sent by the mock in one write, read by a
+    fast client: frames written, the agent's CPU time (user+system of the whole process) per
+    delta and per frame, wall time, and RSS idle (after session/new) / peak (VmHWM) / after;
+  * paced: the same with one write+flush per delta, so that most deltas are frames of their own;
   * slow: a client that reads one frame per millisecond against a model streaming text and
     three tool calls at full speed: peak RSS, frames read, whether every tool frame arrived
     in order and the text arrived complete;
@@ -179,11 +180,19 @@ def prompt(agent, sid, on_message, timeout=600):
                       on_message, timeout)
 
 
-def bench_stream(binary, n):
+def bench_stream(binary, n, paced):
     body = text_body(n, "stop")
 
     def respond(_, handler, _body):
-        handler.wfile.write(body)
+        if not paced:
+            handler.wfile.write(body)
+            return
+        # One write and flush per delta: the agent mostly sees one delta at a time, so
+        # (almost) every delta becomes its own frame.
+        for i in range(n):
+            handler.wfile.write(chunk({**BASE, "choices": [{"index": 0, "delta": {"content": delta_text(i)}}]}))
+            handler.wfile.flush()
+        handler.wfile.write(chunk({**BASE, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
 
     mock, work = Mock(respond), workdir()
     agent = open_agent(binary, mock, work)
@@ -207,10 +216,11 @@ def bench_stream(binary, n):
     agent.close()
     mock.close()
     complete = "".join(text) == "".join(delta_text(i) for i in range(n))
-    print(f"stream: {n} deltas -> {frames[0]} frames in {wall:.2f} s wall; agent CPU {cpu:.2f} s = "
-          f"{cpu / n * 1e6:.1f} us/delta ({n / cpu if cpu else float('inf'):,.0f} deltas per CPU-second); "
-          f"text complete: {complete}")
-    print(f"stream: RSS idle {idle / 1024:.1f} MiB, peak {peak / 1024:.1f} MiB, after the answer "
+    name = "stream (paced)" if paced else "stream"
+    print(f"{name}: {n} deltas -> {frames[0]} frames in {wall:.2f} s wall; agent CPU {cpu:.2f} s = "
+          f"{cpu / n * 1e6:.1f} us/delta, {cpu / frames[0] * 1e6:.1f} us/frame "
+          f"({frames[0] / cpu if cpu else float('inf'):,.0f} frames per CPU-second); text complete: {complete}")
+    print(f"{name}: RSS idle {idle / 1024:.1f} MiB, peak {peak / 1024:.1f} MiB, after the answer "
           f"{after / 1024:.1f} MiB (+{(after - idle) / 1024:.1f} MiB over idle)")
 
 
@@ -332,10 +342,12 @@ def main():
     ap.add_argument("--deltas", type=int, default=80000)
     ap.add_argument("--slow-deltas", type=int, default=5000)
     ap.add_argument("--sessions", type=int, default=100)
-    ap.add_argument("--only", choices=["stream", "slow", "sessions"])
+    ap.add_argument("--only", choices=["stream", "paced", "slow", "sessions"])
     a = ap.parse_args()
     if a.only in (None, "stream"):
-        bench_stream(a.binary, a.deltas)
+        bench_stream(a.binary, a.deltas, paced=False)
+    if a.only in (None, "paced"):
+        bench_stream(a.binary, a.deltas, paced=True)
     if a.only in (None, "slow"):
         bench_slow(a.binary, a.slow_deltas)
     if a.only in (None, "sessions"):

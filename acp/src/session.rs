@@ -14,12 +14,13 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode, UntypedMessage};
-use corvid_core::agent::{EventReceiver, OpSender};
+use corvid_core::agent::{AgentClosed, EventReceiver, OpSender};
 use corvid_core::usage::UsageStats;
 use corvid_protocol::{
     ApprovalDecision, ApprovalMode, CoreEvent, ErrorInfo, ErrorKind, MAIN_PROMPT_ID, Op,
     StopReason, Usage,
 };
+use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::coalesce::{ChunkKind, Coalescer, Item};
@@ -31,6 +32,8 @@ use crate::output::{Output, SendError};
 /// Items a session may queue for a slow client before it stops reading its agent's events
 /// (text coalesces into the last item, so a text-only answer needs one).
 const QUEUE_CAPACITY: usize = 64;
+/// Events the pump takes in one go, when they are already waiting, before it sends.
+const EVENTS_PER_WAKEUP: usize = 1024;
 
 /// A live session, shared by the request handlers.
 pub(crate) struct Session {
@@ -320,14 +323,33 @@ impl Pump {
             tokio::select! {
                 () = self.output.room(), if !self.queue.is_empty() => {}
                 event = self.events.next_event(), if self.held.is_empty() && !agent_closed => {
-                    match event {
-                        Ok(event) => self.handle(event),
-                        Err(_) => {
-                            agent_closed = true;
-                            self.hold(Outgoing::AgentGone);
+                    agent_closed = !self.take(event);
+                    // Everything else already waiting is taken before anything is sent, so a
+                    // burst of deltas becomes one frame and the agent's queue stays short.
+                    for _ in 0..EVENTS_PER_WAKEUP {
+                        if agent_closed || !self.held.is_empty() {
+                            break;
+                        }
+                        match self.events.next_event().now_or_never() {
+                            Some(event) => agent_closed = !self.take(event),
+                            None => break,
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Queues what an event becomes; false once the agent has ended.
+    fn take(&mut self, event: Result<CoreEvent, AgentClosed>) -> bool {
+        match event {
+            Ok(event) => {
+                self.handle(event);
+                true
+            }
+            Err(AgentClosed) => {
+                self.hold(Outgoing::AgentGone);
+                false
             }
         }
     }
