@@ -228,7 +228,9 @@ def bench_slow(binary, n):
     calls = 3
 
     def respond(k, handler, _body):
-        handler.wfile.write(text_body(n, None))
+        for i in range(n):  # one write per delta, so an unbounded agent would queue n frames
+            handler.wfile.write(chunk({**BASE, "choices": [{"index": 0, "delta": {"content": delta_text(i)}}]}))
+            handler.wfile.flush()
         if k < calls:
             handler.wfile.write(tool_body(f"call_{k}"))
         else:
@@ -337,6 +339,9 @@ def bench_sessions(binary, count):
 
 
 def main():
+    # The mock's and the reader's threads share one GIL; the default 5 ms switch interval would
+    # show up in the latencies as the bench's own delay.
+    sys.setswitchinterval(0.0001)
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
     ap.add_argument("--deltas", type=int, default=80000)
