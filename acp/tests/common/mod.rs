@@ -6,6 +6,7 @@
 
 mod driving;
 mod frames;
+pub mod raw;
 
 pub use frames::*;
 
