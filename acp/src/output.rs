@@ -56,6 +56,9 @@ struct State {
     closed: bool,
     /// The writer failed (the client closed its end); every later send fails.
     failed: Option<std::io::ErrorKind>,
+    /// The writer sleeps on the condvar: only then does a new line need a wake-up (a
+    /// notification is a syscall, even with nobody waiting).
+    writer_waiting: bool,
 }
 
 /// Why a frame was not buffered.
@@ -115,8 +118,7 @@ impl Output {
             return Err(SendError::Full);
         }
         state.append_line(&[&line]);
-        drop(state);
-        self.shared.wake_writer.notify_one();
+        self.shared.wake_writer_if_waiting(state);
         Ok(())
     }
 
@@ -156,14 +158,14 @@ impl Output {
             SendError::Full => std::io::ErrorKind::WouldBlock.into(),
         })?;
         state.append_line(&[line.as_bytes(), b"\n"]);
-        drop(state);
-        self.shared.wake_writer.notify_one();
+        self.shared.wake_writer_if_waiting(state);
         Ok(())
     }
 
     fn close(&self) {
-        self.shared.lock().closed = true;
-        self.shared.wake_writer.notify_one();
+        let mut state = self.shared.lock();
+        state.closed = true;
+        self.shared.wake_writer_if_waiting(state);
     }
 }
 
@@ -175,6 +177,14 @@ struct Notification<'a, P> {
 }
 
 impl Shared {
+    fn wake_writer_if_waiting(&self, state: MutexGuard<'_, State>) {
+        let waiting = state.writer_waiting;
+        drop(state);
+        if waiting {
+            self.wake_writer.notify_one();
+        }
+    }
+
     /// Every critical section leaves the state consistent (appends and counters), so a
     /// poisoned lock is used as is.
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -213,10 +223,12 @@ fn write_batches(shared: &Shared, mut writer: Box<dyn Write + Send>) -> std::io:
         let (lines, bytes) = {
             let mut state = shared.lock();
             while state.bytes.is_empty() && !state.closed {
+                state.writer_waiting = true;
                 state = shared
                     .wake_writer
                     .wait(state)
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
+                state.writer_waiting = false;
             }
             if state.bytes.is_empty() {
                 return Ok(());
