@@ -307,7 +307,7 @@ fn open_session(
     cx: ConnectionTo<Client>,
 ) -> Arc<Session> {
     let (ops, events) = handle.split();
-    let session = Session::start(ops, events, start, mapper, (cx, server.output.clone()));
+    let session = Session::start(ops, events, start, mapper, cx, server.output.clone());
     lock(&server.sessions).insert(session_id.0.to_string(), session.clone());
     session
 }

@@ -83,7 +83,8 @@ impl Session {
         events: EventReceiver,
         start: Start,
         mapper: Mapper,
-        (cx, output): (ConnectionTo<Client>, Output),
+        cx: ConnectionTo<Client>,
+        output: Output,
     ) -> Arc<Self> {
         let mut models = vec![start.model.clone()];
         for model in start.other_models {
@@ -348,7 +349,7 @@ impl Pump {
                 true
             }
             Err(AgentClosed) => {
-                self.hold(Outgoing::AgentGone);
+                self.enqueue_action(Outgoing::AgentGone);
                 false
             }
         }
@@ -412,13 +413,14 @@ impl Pump {
         }
     }
 
-    /// Queues an item behind everything before it; past the queue's bound it is held and no
-    /// event is read until it fits.
-    fn hold(&mut self, action: Outgoing) {
-        self.push(Item::Other(action));
+    /// Queues an action (or a frame) behind everything before it.
+    fn enqueue_action(&mut self, action: Outgoing) {
+        self.enqueue(Item::Other(action));
     }
 
-    fn push(&mut self, item: Item<Outgoing>) {
+    /// Queues an item behind everything before it; past the queue's bound it is held and no
+    /// event is read until it fits.
+    fn enqueue(&mut self, item: Item<Outgoing>) {
         if !self.held.is_empty() {
             self.held.push_back(item);
         } else if let Err(back) = self.queue.offer(item) {
@@ -431,13 +433,13 @@ impl Pump {
         lock(&self.state).stats.observe(&event);
         match event {
             CoreEvent::TextDelta { text } => {
-                return self.push(Item::Chunk {
+                return self.enqueue(Item::Chunk {
                     kind: ChunkKind::Text,
                     text,
                 });
             }
             CoreEvent::ThoughtDelta { text } => {
-                return self.push(Item::Chunk {
+                return self.enqueue(Item::Chunk {
                     kind: ChunkKind::Thought,
                     text,
                 });
@@ -445,10 +447,12 @@ impl Pump {
             _ => {}
         }
         for frame in self.mapper.frames(&event) {
-            self.hold(Outgoing::Frame(frame));
+            self.enqueue_action(Outgoing::Frame(frame));
         }
         match event {
-            CoreEvent::ToolStarted { call_id, .. } => self.hold(Outgoing::CardOut(call_id)),
+            CoreEvent::ToolStarted { call_id, .. } => {
+                self.enqueue_action(Outgoing::CardOut(call_id))
+            }
             CoreEvent::PermissionRequested {
                 call_id,
                 tool_name,
@@ -465,7 +469,7 @@ impl Pump {
                     reason: reason.as_deref(),
                     always_scope: always_scope.as_deref(),
                 });
-                self.hold(Outgoing::Ask {
+                self.enqueue_action(Outgoing::Ask {
                     request: Box::new(request),
                     call_id,
                 });
@@ -479,7 +483,7 @@ impl Pump {
             }
             CoreEvent::TaskFinished {
                 stop_reason, error, ..
-            } => self.hold(Outgoing::Finish { stop_reason, error }),
+            } => self.enqueue_action(Outgoing::Finish { stop_reason, error }),
             CoreEvent::AttemptRetried {
                 attempt,
                 max_attempts,
@@ -502,7 +506,7 @@ impl Pump {
             return;
         }
         let update = crate::plan_mode::mode_update(self.mapper.session_id().clone(), mode);
-        self.hold(Outgoing::Update(Box::new(update)));
+        self.enqueue_action(Outgoing::Update(Box::new(update)));
     }
 
     /// Answers the prompt with the task's stop reason, or with an error if it failed.
