@@ -122,6 +122,17 @@ impl Output {
         Ok(())
     }
 
+    /// Buffers one notification, waiting for room first when the buffer is full.
+    pub async fn send(&self, method: &str, params: &impl Serialize) -> Result<(), std::io::Error> {
+        loop {
+            match self.try_send(method, params) {
+                Ok(()) => return Ok(()),
+                Err(SendError::Full) => self.room().await,
+                Err(SendError::Closed(e)) => return Err(e),
+            }
+        }
+    }
+
     /// Waits until session frames may be buffered again (or the output failed, which the
     /// next send reports).
     pub async fn room(&self) {

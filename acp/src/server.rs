@@ -132,7 +132,9 @@ pub(crate) async fn serve(
                         responder: Responder<LoadSessionResponse>,
                         cx: ConnectionTo<Client>| {
                 let id = req.session_id.clone();
-                match load_session(&s7, req, cx.clone()) {
+                // Waits while the replay is ahead of the client by the output's bound; the
+                // writer does not need the dispatch loop, so this cannot deadlock.
+                match load_session(&s7, req, cx.clone()).await {
                     Ok(response) => {
                         responder.respond(response)?;
                         cx.send_notification(commands::available(id))
