@@ -16,11 +16,12 @@ Reports:
     chunk -> preparing and finish -> in_progress p50/p99, RSS with 1 and with all sessions.
 Only 127.0.0.1 is contacted.
 """
-import argparse, json, os, queue, statistics, subprocess, sys, tempfile, threading, time
+import argparse, json, os, sys, tempfile, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from acp_bench import ARG_FRAGMENTS, chunk, pct  # noqa: E402
+import acp_bench  # noqa: E402
+from acp_bench import ARG_FRAGMENTS, card_times, chunk, pct, stream_tool_call  # noqa: E402
 
 BASE = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "bench"}
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -81,17 +82,12 @@ class Mock:
         self.server.shutdown()
 
 
-class Agent:
-    """A raw JSON-RPC client over the agent's stdio. `delay` > 0 sleeps that long per line read."""
+class Agent(acp_bench.Agent):
+    """acp_bench's raw JSON-RPC client; `delay` > 0 sleeps that long after each line read."""
 
     def __init__(self, binary, env, cwd, delay=0.0):
-        self.proc = subprocess.Popen([binary, "--acp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=env, cwd=cwd)
-        self.lines = queue.Queue()
-        self.next_id = 0
-        self.delay = delay
-        self.send_lock = threading.Lock()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.delay = delay  # before the reader thread starts
+        super().__init__(binary, env, cwd)
 
     def _read(self):
         for line in self.proc.stdout:
@@ -100,39 +96,8 @@ class Agent:
                 time.sleep(self.delay)
         self.lines.put((time.perf_counter(), None))
 
-    def send(self, obj):
-        with self.send_lock:
-            self.proc.stdin.write((json.dumps(obj) + "\n").encode())
-            self.proc.stdin.flush()
-
-    def request(self, method, params):
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        return self.next_id
-
-    def until(self, done, on_message=None, timeout=600):
-        """Reads messages until done(msg) is true; allows every permission request."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            at, msg = self.lines.get(timeout=timeout)
-            if msg is None:
-                raise SystemExit("agent exited early")
-            if "method" in msg and "id" in msg:
-                opts = msg["params"].get("options", [])
-                allow = next((o["optionId"] for o in opts if o["kind"].startswith("allow")), None)
-                self.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"outcome": {"outcome": "selected", "optionId": allow}}})
-                continue
-            if "error" in msg:
-                raise SystemExit(f"agent error: {msg['error']}")
-            if on_message:
-                on_message(at, msg)
-            if done(msg):
-                return at, msg
-        raise SystemExit("timed out")
-
     def call(self, method, params, on_message=None, timeout=600):
-        rid = self.request(method, params)
-        return self.until(lambda m: m.get("id") == rid and "method" not in m, on_message, timeout)[1]["result"]
+        return self.until_response(self.request(method, params), on_message, timeout)[1]
 
     def status(self, key):
         with open(f"/proc/{self.proc.pid}/status") as f:
@@ -146,9 +111,6 @@ class Agent:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / TICKS
 
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
 
 
 def environment(port, work):
@@ -282,19 +244,7 @@ def bench_sessions(binary, count):
         with lock:
             cid = f"call_{len(first_chunk_at)}"
             first_chunk_at[cid] = None
-        handler.wfile.write(chunk({**BASE, "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
-            {"index": 0, "id": cid, "type": "function", "function": {"name": "read_file", "arguments": ""}}]}}]}))
-        handler.wfile.flush()
-        first_chunk_at[cid] = time.perf_counter()
-        for frag in ARG_FRAGMENTS:
-            time.sleep(0.002)
-            handler.wfile.write(chunk({**BASE, "choices": [{"index": 0, "delta": {"tool_calls": [
-                {"index": 0, "function": {"arguments": frag}}]}}]}))
-            handler.wfile.flush()
-        time.sleep(0.002)
-        handler.wfile.write(chunk({**BASE, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}))
-        handler.wfile.flush()
-        finish_at[cid] = time.perf_counter()
+        stream_tool_call(handler.wfile, BASE, cid, first_chunk_at, finish_at)
 
     lock = threading.Lock()
     mock, work = Mock(respond), workdir()
@@ -305,15 +255,7 @@ def bench_sessions(binary, count):
     sids += [agent.call("session/new", {"cwd": work, "mcpServers": []})["sessionId"] for _ in range(count - 1)]
     time.sleep(0.3)
     all_idle = agent.status("VmRSS")
-    prepared, started = {}, {}
-
-    def on_message(at, msg):
-        upd = msg.get("params", {}).get("update", {})
-        cid = upd.get("toolCallId")
-        if upd.get("sessionUpdate") == "tool_call" and upd.get("_meta", {}).get("phase") == "preparing":
-            prepared.setdefault(cid, at)
-        if upd.get("status") == "in_progress":
-            started.setdefault(cid, at)
+    prepared, started, on_message = card_times()
 
     ids = {agent.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]})
            for sid in sids}
@@ -321,10 +263,12 @@ def bench_sessions(binary, count):
 
     def done(msg):
         if msg.get("id") in ids and "method" not in msg:
+            if "error" in msg:
+                raise SystemExit(f"agent error: {msg['error']}")
             answered.add(msg["id"])
         return answered == ids
 
-    agent.until(done, on_message)
+    agent.until(done, on_message, timeout=600)
     peak = agent.status("VmHWM")
     agent.close()
     mock.close()
