@@ -32,6 +32,40 @@ class Script:
         self.lock = threading.Lock()
 
 
+def stream_tool_call(wfile, base, cid, first_chunk_at, finish_at):
+    """Streams one `read_file` call: the id+name chunk, six argument fragments 2 ms apart, the
+    finish chunk; records when the first and the finish chunk were flushed."""
+    wfile.write(chunk({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+        {"index": 0, "id": cid, "type": "function", "function": {"name": "read_file", "arguments": ""}}]}}]}))
+    wfile.flush()
+    first_chunk_at[cid] = time.perf_counter()
+    for frag in ARG_FRAGMENTS:
+        time.sleep(0.002)
+        wfile.write(chunk({**base, "choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": 0, "function": {"arguments": frag}}]}}]}))
+        wfile.flush()
+    time.sleep(0.002)
+    wfile.write(chunk({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}))
+    wfile.flush()
+    finish_at[cid] = time.perf_counter()
+
+
+def card_times():
+    """When each call's preparing card and its `in_progress` frame were read, and the
+    on_message callback that records them."""
+    prepared, started = {}, {}
+
+    def on_message(at, msg):
+        upd = msg.get("params", {}).get("update", {})
+        cid = upd.get("toolCallId")
+        if upd.get("sessionUpdate") == "tool_call" and upd.get("_meta", {}).get("phase") == "preparing":
+            prepared.setdefault(cid, at)
+        if upd.get("status") == "in_progress":
+            started.setdefault(cid, at)
+
+    return prepared, started, on_message
+
+
 def make_handler(script):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.0"  # body ends when the connection closes
@@ -49,20 +83,7 @@ def make_handler(script):
             self.end_headers()
             base = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "bench"}
             if n < script.turns:
-                cid = f"call_{n}"
-                self.wfile.write(chunk({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
-                    {"index": 0, "id": cid, "type": "function", "function": {"name": "read_file", "arguments": ""}}]}}]}))
-                self.wfile.flush()
-                script.first_chunk_at[cid] = time.perf_counter()
-                for frag in ARG_FRAGMENTS:
-                    time.sleep(0.002)
-                    self.wfile.write(chunk({**base, "choices": [{"index": 0, "delta": {"tool_calls": [
-                        {"index": 0, "function": {"arguments": frag}}]}}]}))
-                    self.wfile.flush()
-                time.sleep(0.002)
-                self.wfile.write(chunk({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}))
-                self.wfile.flush()
-                script.finish_at[cid] = time.perf_counter()
+                stream_tool_call(self.wfile, base, f"call_{n}", script.first_chunk_at, script.finish_at)
             else:
                 self.wfile.write(chunk({**base, "choices": [{"index": 0, "delta": {"content": "done"}}]}))
                 self.wfile.write(chunk({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
@@ -97,16 +118,16 @@ class Agent:
         self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         return self.next_id
 
-    def until_response(self, rid, on_message=None, timeout=120):
+    def until(self, done, on_message=None, timeout=120):
+        """Reads messages until done(msg) is true, passing every other one but requests to
+        on_message; allows every request to the client on the way."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             at, msg = self.lines.get(timeout=timeout)
             if msg is None:
                 raise SystemExit("agent exited early")
-            if msg.get("id") == rid and "method" not in msg:
-                if "error" in msg:
-                    raise SystemExit(f"agent error: {msg['error']}")
-                return at, msg["result"]
+            if done(msg):
+                return at, msg
             if "method" in msg and "id" in msg:  # a request to the client: allow everything
                 opts = msg["params"].get("options", [])
                 allow = next((o["optionId"] for o in opts if o["kind"].startswith("allow")), None)
@@ -115,6 +136,12 @@ class Agent:
             elif on_message:
                 on_message(at, msg)
         raise SystemExit("timed out")
+
+    def until_response(self, rid, on_message=None, timeout=120):
+        at, msg = self.until(lambda m: m.get("id") == rid and "method" not in m, on_message, timeout)
+        if "error" in msg:
+            raise SystemExit(f"agent error: {msg['error']}")
+        return at, msg["result"]
 
     def peak_rss_kib(self):
         with open(f"/proc/{self.proc.pid}/status") as f:
@@ -162,15 +189,7 @@ def main():
     agent = Agent(a.binary, env, work)
     agent.until_response(agent.request("initialize", init))
     _, new = agent.until_response(agent.request("session/new", {"cwd": work, "mcpServers": []}))
-    prepared, started = {}, {}
-
-    def on_message(at, msg):
-        upd = msg.get("params", {}).get("update", {})
-        cid = upd.get("toolCallId")
-        if upd.get("sessionUpdate") == "tool_call" and upd.get("_meta", {}).get("phase") == "preparing":
-            prepared.setdefault(cid, at)
-        if upd.get("status") == "in_progress":
-            started.setdefault(cid, at)
+    prepared, started, on_message = card_times()
 
     agent.until_response(agent.request("session/prompt", {"sessionId": new["sessionId"], "prompt": [
         {"type": "text", "text": "read notes.txt again and again"}]}), on_message, timeout=600)

@@ -6,12 +6,14 @@
 //! agent's configuration comes from an [`AgentFactory`], so the binary injects the
 //! settings-based one and tests inject a scripted provider.
 
+mod coalesce;
 mod commands;
 pub mod fs;
 mod ignored_fields;
 mod listing;
 pub mod mapping;
 mod model_option;
+mod output;
 mod plan_mode;
 mod prompt;
 mod server;
@@ -22,7 +24,6 @@ mod transport;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_client_protocol::{Agent, ConnectTo};
 use corvid_core::agent::AgentConfig;
 use corvid_core::session::SessionStore;
 use corvid_tools::FileSystem;
@@ -70,22 +71,18 @@ pub trait AgentFactory: Send + Sync {
     }
 }
 
-pub use transport::line_transport;
+pub use transport::{LineTransport, line_transport, stdio_transport};
 
 /// Serves ACP on stdin/stdout until the client closes stdin. Logs must go elsewhere.
 pub async fn run(factory: Arc<dyn AgentFactory>) -> anyhow::Result<()> {
-    serve(
-        factory,
-        line_transport(tokio::io::stdin(), tokio::io::stdout()),
-    )
-    .await
+    let transport = stdio_transport()
+        .map_err(|e| anyhow::anyhow!("cannot start the ACP output thread: {e}"))?;
+    serve(factory, transport).await
 }
 
-/// Serves ACP over any transport ([`line_transport`] on stdio in the binary and in tests).
-pub async fn serve(
-    factory: Arc<dyn AgentFactory>,
-    transport: impl ConnectTo<Agent> + 'static,
-) -> anyhow::Result<()> {
+/// Serves ACP over a line transport ([`stdio_transport`] in the binary, [`line_transport`]
+/// on a pipe in tests).
+pub async fn serve(factory: Arc<dyn AgentFactory>, transport: LineTransport) -> anyhow::Result<()> {
     server::serve(factory, transport)
         .await
         .map_err(|e| anyhow::anyhow!("ACP connection failed: {e}"))

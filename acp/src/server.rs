@@ -16,7 +16,7 @@ use agent_client_protocol::v1::schema::{
     SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::{Agent, Client, ConnectTo, Error, ErrorCode};
+use agent_client_protocol::{Agent, Client, Error, ErrorCode};
 use corvid_core::agent::{AgentConfig, AgentHandle, spawn_agent};
 use corvid_core::session::spawn_recorded;
 use corvid_core::usage::UsageStats;
@@ -25,9 +25,10 @@ use corvid_tools::LocalFs;
 
 use crate::fs::ClientFs;
 use crate::mapping::Mapper;
+use crate::output::Output;
 use crate::session::{AGENT_GONE, Session, Start};
 use crate::terminal::ClientTerminals;
-use crate::{AgentFactory, FactoryError, LOAD_SESSION, SessionSpec};
+use crate::{AgentFactory, FactoryError, LOAD_SESSION, LineTransport, SessionSpec};
 use crate::{commands, listing, model_option};
 
 mod load;
@@ -45,6 +46,8 @@ struct Server {
     /// The client opted in to `_corvid/tool_use_summary` (SPEC §6).
     summary_notification: Mutex<bool>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Where session frames are written, bypassing the crate's outgoing queue.
+    output: Output,
 }
 
 impl Server {
@@ -64,14 +67,16 @@ impl Server {
 /// Runs the ACP agent on `transport` until the client goes away.
 pub(crate) async fn serve(
     factory: Arc<dyn AgentFactory>,
-    transport: impl ConnectTo<Agent> + 'static,
+    transport: LineTransport,
 ) -> Result<(), Error> {
+    let LineTransport { lines, output } = transport;
     let server = Arc::new(Server {
         factory,
         fs_caps: Mutex::new(FileSystemCapabilities::default()),
         client_terminals: Mutex::new(false),
         summary_notification: Mutex::new(false),
         sessions: Mutex::new(HashMap::new()),
+        output,
     });
     let (s1, s2, s3, s4, s5, s6, s7, s8, s9) = (
         server.clone(),
@@ -128,7 +133,9 @@ pub(crate) async fn serve(
                         responder: Responder<LoadSessionResponse>,
                         cx: ConnectionTo<Client>| {
                 let id = req.session_id.clone();
-                match load_session(&s7, req, cx.clone()) {
+                // Waits while the replay is ahead of the client by the output's bound; the
+                // writer does not need the dispatch loop, so this cannot deadlock.
+                match load_session(&s7, req, cx.clone()).await {
                     Ok(response) => {
                         responder.respond(response)?;
                         offer_provider_models(&s7, &id);
@@ -178,7 +185,7 @@ pub(crate) async fn serve(
             },
             agent_client_protocol::on_receive_notification!(),
         )
-        .connect_to(transport)
+        .connect_to(lines)
         .await
 }
 
@@ -313,7 +320,7 @@ fn open_session(
     cx: ConnectionTo<Client>,
 ) -> Arc<Session> {
     let (ops, events) = handle.split();
-    let session = Session::start(ops, events, start, mapper, cx);
+    let session = Session::start(ops, events, start, mapper, cx, server.output.clone());
     lock(&server.sessions).insert(session_id.0.to_string(), session.clone());
     session
 }

@@ -4,27 +4,38 @@
 //! The pump outlives each prompt on purpose: tool-use summaries may arrive after the
 //! prompt's response (SPEC §7.2), and they still reach the client.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
-    ConfigOptionUpdate, PromptResponse, RequestPermissionOutcome, RequestPermissionResponse,
-    SessionConfigOption, SessionNotification, SessionUpdate, StopReason as AcpStopReason,
+    ConfigOptionUpdate, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SessionConfigOption, SessionNotification, SessionUpdate,
+    StopReason as AcpStopReason,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode, UntypedMessage};
-use corvid_core::agent::{EventReceiver, OpSender};
+use corvid_core::agent::{AgentClosed, EventReceiver, OpSender};
 use corvid_core::usage::UsageStats;
 use corvid_protocol::{
     ApprovalDecision, ApprovalMode, CoreEvent, ErrorInfo, ErrorKind, MAIN_PROMPT_ID, Op,
     StopReason, Usage,
 };
 use corvid_providers::Provider;
+use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
+use crate::coalesce::{ChunkKind, Coalescer, Item};
 use crate::commands::{self, Command};
-use crate::mapping::{self, Mapper, PermissionAsk};
+use crate::mapping::{self, Frame, Mapper, PermissionAsk, SESSION_UPDATE_METHOD};
 use crate::model_option;
+use crate::output::{Output, SendError};
+
+/// Items a session may queue for a slow client before it stops reading its agent's events
+/// (text coalesces into the last item, so a text-only answer needs one).
+const QUEUE_CAPACITY: usize = 64;
+/// Events the pump takes in one go, when they are already waiting, before it sends.
+const EVENTS_PER_WAKEUP: usize = 1024;
 
 /// How long a provider may take to list its models before the picker goes without them.
 const MODEL_LIST_TIMEOUT: Duration = Duration::from_secs(15);
@@ -75,13 +86,14 @@ struct ActivePrompt {
 }
 
 impl Session {
-    /// Wraps a spawned agent and starts pumping its events to the client.
+    /// Wraps a spawned agent and starts pumping its events to the client through `output`.
     pub(crate) fn start(
         ops: OpSender,
         events: EventReceiver,
         start: Start,
         mapper: Mapper,
         cx: ConnectionTo<Client>,
+        output: Output,
     ) -> Arc<Self> {
         let mut models = vec![start.model.clone()];
         for model in start.other_models {
@@ -103,6 +115,9 @@ impl Session {
                 state: state.clone(),
                 mapper: mapper.clone(),
                 cx: cx.clone(),
+                output,
+                queue: Coalescer::new(QUEUE_CAPACITY),
+                held: VecDeque::new(),
             };
             tokio::spawn(pump.run());
             Self {
@@ -303,7 +318,9 @@ impl Session {
     }
 }
 
-/// Reads one agent's events until it closes and sends what they become.
+/// Reads one agent's events until it closes and sends what they become, in order, through
+/// a bounded queue in which text coalesces while the client reads slower than the model
+/// writes (see [`crate::coalesce`]).
 struct Pump {
     events: EventReceiver,
     /// Weak, so that dropping the session (connection gone) drops the last `OpSender` and
@@ -312,40 +329,187 @@ struct Pump {
     state: Arc<Mutex<State>>,
     mapper: Mapper,
     cx: ConnectionTo<Client>,
+    output: Output,
+    queue: Coalescer<Outgoing>,
+    /// Items of the last event that did not fit the full queue; no event is read until they
+    /// are queued.
+    held: VecDeque<Item<Outgoing>>,
 }
+
+/// What the pump sends besides text, in the order the events came.
+enum Outgoing {
+    /// A notification frame, written straight to the output.
+    Frame(Frame),
+    /// A typed `session/update`, written straight to the output.
+    Update(Box<SessionNotification>),
+    /// The `in_progress` card of this call is out: its client terminal may be shown on it.
+    CardOut(String),
+    /// Asks the client about a call whose card is out.
+    Ask {
+        request: Box<RequestPermissionRequest>,
+        call_id: String,
+    },
+    /// The task ended: answer the prompt, after everything it sent.
+    Finish {
+        stop_reason: StopReason,
+        error: Option<ErrorInfo>,
+    },
+    /// The agent ended: refuse a prompt still waiting.
+    AgentGone,
+}
+
+/// The client connection is gone; the pump stops.
+struct Disconnected;
 
 impl Pump {
     async fn run(mut self) {
+        let mut agent_closed = false;
         loop {
-            match self.events.next_event().await {
-                Ok(event) => {
-                    if self.handle(event).is_err() {
-                        tracing::debug!("client connection closed; stopping the session pump");
-                        return;
-                    }
+            while let Some(item) = self.held.pop_front() {
+                if let Err(back) = self.queue.offer(item) {
+                    self.held.push_front(back);
+                    break;
                 }
-                Err(_) => {
-                    if let Some(prompt) = lock(&self.state).prompt.take() {
-                        prompt.done.cancel();
-                        refuse(prompt.responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE);
+            }
+            if self.send_queued().is_err() {
+                tracing::debug!("client connection closed; stopping the session pump");
+                return;
+            }
+            if agent_closed && self.queue.is_empty() && self.held.is_empty() {
+                return;
+            }
+            tokio::select! {
+                () = self.output.room(), if !self.queue.is_empty() => {}
+                event = self.events.next_event(), if self.held.is_empty() && !agent_closed => {
+                    agent_closed = !self.take(event);
+                    // Everything else already waiting is taken before anything is sent, so a
+                    // burst of deltas becomes one frame and the agent's queue stays short.
+                    for _ in 0..EVENTS_PER_WAKEUP {
+                        if agent_closed || !self.held.is_empty() {
+                            break;
+                        }
+                        match self.events.next_event().now_or_never() {
+                            Some(event) => agent_closed = !self.take(event),
+                            None => break,
+                        }
                     }
-                    return;
                 }
             }
         }
     }
 
-    /// Sends the event's frames, then does what the event asks of the session.
-    fn handle(&mut self, event: CoreEvent) -> Result<(), Error> {
-        for frame in self.mapper.frames(&event) {
-            self.cx
-                .send_notification(UntypedMessage::new(frame.method, frame.params)?)?;
+    /// Queues what an event becomes; false once the agent has ended.
+    fn take(&mut self, event: Result<CoreEvent, AgentClosed>) -> bool {
+        match event {
+            Ok(event) => {
+                self.handle(event);
+                true
+            }
+            Err(AgentClosed) => {
+                self.enqueue_action(Outgoing::AgentGone);
+                false
+            }
         }
-        self.mapper
-            .terminals()
-            .forwarded(&event, &self.cx, self.mapper.session_id());
+    }
+
+    /// Sends queued items until the queue is empty or the output is full.
+    fn send_queued(&mut self) -> Result<(), Disconnected> {
+        while let Some(item) = self.queue.pop() {
+            let sent = match &item {
+                Item::Chunk { kind, text } => {
+                    let text = text.clone();
+                    let event = match kind {
+                        ChunkKind::Text => CoreEvent::TextDelta { text },
+                        ChunkKind::Thought => CoreEvent::ThoughtDelta { text },
+                    };
+                    self.mapper
+                        .frames(&event)
+                        .iter()
+                        .try_for_each(|frame| self.output.try_send(frame.method, &frame.params))
+                }
+                Item::Other(Outgoing::Frame(frame)) => {
+                    self.output.try_send(frame.method, &frame.params)
+                }
+                Item::Other(Outgoing::Update(update)) => {
+                    self.output.try_send(SESSION_UPDATE_METHOD, update)
+                }
+                Item::Other(_) => Ok(()),
+            };
+            match sent {
+                Ok(()) => {}
+                Err(SendError::Full) => {
+                    self.queue.unpop(item);
+                    return Ok(());
+                }
+                Err(SendError::Closed(_)) => return Err(Disconnected),
+            }
+            if let Item::Other(action) = item {
+                self.act(action);
+            }
+        }
+        Ok(())
+    }
+
+    /// Does what an item stands for once everything before it is out.
+    fn act(&mut self, action: Outgoing) {
+        match action {
+            Outgoing::Frame(_) | Outgoing::Update(_) => {}
+            Outgoing::CardOut(call_id) => {
+                self.mapper
+                    .terminals()
+                    .forwarded(&call_id, &self.cx, self.mapper.session_id());
+            }
+            Outgoing::Ask { request, call_id } => self.ask_permission(*request, call_id),
+            Outgoing::Finish { stop_reason, error } => self.finish(stop_reason, error),
+            Outgoing::AgentGone => {
+                if let Some(prompt) = lock(&self.state).prompt.take() {
+                    prompt.done.cancel();
+                    refuse(prompt.responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE);
+                }
+            }
+        }
+    }
+
+    /// Queues an action (or a frame) behind everything before it.
+    fn enqueue_action(&mut self, action: Outgoing) {
+        self.enqueue(Item::Other(action));
+    }
+
+    /// Queues an item behind everything before it; past the queue's bound it is held and no
+    /// event is read until it fits.
+    fn enqueue(&mut self, item: Item<Outgoing>) {
+        if !self.held.is_empty() {
+            self.held.push_back(item);
+        } else if let Err(back) = self.queue.offer(item) {
+            self.held.push_back(back);
+        }
+    }
+
+    /// Queues the event's frames and actions and updates the session's state at once.
+    fn handle(&mut self, event: CoreEvent) {
         lock(&self.state).stats.observe(&event);
         match event {
+            CoreEvent::TextDelta { text } => {
+                return self.enqueue(Item::Chunk {
+                    kind: ChunkKind::Text,
+                    text,
+                });
+            }
+            CoreEvent::ThoughtDelta { text } => {
+                return self.enqueue(Item::Chunk {
+                    kind: ChunkKind::Thought,
+                    text,
+                });
+            }
+            _ => {}
+        }
+        for frame in self.mapper.frames(&event) {
+            self.enqueue_action(Outgoing::Frame(frame));
+        }
+        match event {
+            CoreEvent::ToolStarted { call_id, .. } => {
+                self.enqueue_action(Outgoing::CardOut(call_id))
+            }
             CoreEvent::PermissionRequested {
                 call_id,
                 tool_name,
@@ -353,14 +517,20 @@ impl Pump {
                 preview,
                 reason,
                 always_scope,
-            } => self.ask_permission(PermissionAsk {
-                call_id: &call_id,
-                tool_name: &tool_name,
-                display: &display,
-                preview: &preview,
-                reason: reason.as_deref(),
-                always_scope: always_scope.as_deref(),
-            }),
+            } => {
+                let request = self.mapper.permission_request(PermissionAsk {
+                    call_id: &call_id,
+                    tool_name: &tool_name,
+                    display: &display,
+                    preview: &preview,
+                    reason: reason.as_deref(),
+                    always_scope: always_scope.as_deref(),
+                });
+                self.enqueue_action(Outgoing::Ask {
+                    request: Box::new(request),
+                    call_id,
+                });
+            }
             CoreEvent::TurnStarted { model, .. } => lock(&self.state).model = model,
             CoreEvent::ApprovalModeChanged { mode } => self.mode_changed(mode),
             CoreEvent::Usage { prompt_id, usage } if prompt_id == MAIN_PROMPT_ID => {
@@ -370,7 +540,7 @@ impl Pump {
             }
             CoreEvent::TaskFinished {
                 stop_reason, error, ..
-            } => self.finish(stop_reason, error),
+            } => self.enqueue_action(Outgoing::Finish { stop_reason, error }),
             CoreEvent::AttemptRetried {
                 attempt,
                 max_attempts,
@@ -383,20 +553,17 @@ impl Pump {
             CoreEvent::Warning { message } => tracing::warn!(%message, "agent warning"),
             _ => {}
         }
-        Ok(())
     }
 
     /// A mode the agent switched itself (leaving plan mode) is told to the client; one the
     /// client set is already known there.
-    fn mode_changed(&self, mode: ApprovalMode) {
+    fn mode_changed(&mut self, mode: ApprovalMode) {
         let known = std::mem::replace(&mut lock(&self.state).mode, mode) == mode;
         if known {
             return;
         }
         let update = crate::plan_mode::mode_update(self.mapper.session_id().clone(), mode);
-        if let Err(e) = self.cx.send_notification(update) {
-            tracing::debug!(error = %e, "could not send the mode update");
-        }
+        self.enqueue_action(Outgoing::Update(Box::new(update)));
     }
 
     /// Answers the prompt with the task's stop reason, or with an error if it failed.
@@ -417,9 +584,7 @@ impl Pump {
     }
 
     /// Asks the client in the background; the pump keeps forwarding events meanwhile.
-    fn ask_permission(&self, ask: PermissionAsk<'_>) {
-        let request = self.mapper.permission_request(ask);
-        let call_id = ask.call_id.to_owned();
+    fn ask_permission(&self, request: RequestPermissionRequest, call_id: String) {
         let cancel = match &lock(&self.state).prompt {
             Some(prompt) => prompt.cancel.clone(),
             None => CancellationToken::new(),

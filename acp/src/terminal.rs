@@ -18,7 +18,6 @@ use agent_client_protocol::v1::schema::{
     WaitForTerminalExitRequest,
 };
 use agent_client_protocol::{Client, Error};
-use corvid_protocol::CoreEvent;
 use corvid_tools::ToolError;
 use corvid_tools::shell::{CommandHost, HostedCommand, HostedRun};
 use futures::FutureExt;
@@ -44,14 +43,11 @@ struct Cards {
 }
 
 impl TerminalCards {
-    /// Called by the pump after it sent an event's frames: a card that just started gets its
+    /// Called by the pump once the `in_progress` card of `call_id` is out: the card gets its
     /// waiting terminal.
-    pub(crate) fn forwarded(&self, event: &CoreEvent, cx: &ConnectionTo<Client>, sid: &SessionId) {
-        let CoreEvent::ToolStarted { call_id, .. } = event else {
-            return;
-        };
+    pub(crate) fn forwarded(&self, call_id: &str, cx: &ConnectionTo<Client>, sid: &SessionId) {
         let mut cards = self.lock();
-        cards.started.insert(call_id.clone());
+        cards.started.insert(call_id.to_owned());
         // Sent under the lock (sending only queues), so no embedding overtakes it.
         if let Some(terminal) = cards.pending.remove(call_id) {
             send_embedding(cx, sid, call_id, terminal);

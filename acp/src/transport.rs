@@ -3,28 +3,60 @@
 //! The crate's own stdio transport decodes lines as UTF-8 and ends the connection (and so
 //! every session) on the first line that is not; here such a line becomes one malformed
 //! message, which the crate answers with -32700 like any other line that is not JSON.
+//! Outgoing lines go through [`crate::output`], which the sessions also write to directly.
 
-use agent_client_protocol::{Agent, ConnectTo, Lines};
-use futures::{Sink, Stream};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use std::pin::Pin;
+
+use agent_client_protocol::Lines;
+use futures::Stream;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
+
+use crate::output::{LineSink, Output};
 
 /// What replaces a line that is not UTF-8: not JSON, so it is answered as a parse error.
 const NOT_UTF8: &str = "(a line that is not valid UTF-8)";
 
+type Incoming = Pin<Box<dyn Stream<Item = std::io::Result<String>> + Send>>;
+
+/// A connection's two directions: the crate's line transport and the output the sessions
+/// write their frames to (the same buffer the crate's lines go to).
+pub struct LineTransport {
+    pub(crate) lines: Lines<LineSink, Incoming>,
+    pub(crate) output: Output,
+}
+
 /// Serves JSON-RPC lines read from `reader` and writes answers, one per line, to `writer`.
-pub fn line_transport<R, W>(reader: R, writer: W) -> impl ConnectTo<Agent> + 'static
+/// Must be called inside a tokio runtime (the writer thread writes through it).
+pub fn line_transport<R, W>(reader: R, writer: W) -> std::io::Result<LineTransport>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    Lines::new(outgoing(writer), incoming(reader))
+    transport(reader, Box::new(tokio_util::io::SyncIoBridge::new(writer)))
 }
 
-fn incoming<R>(reader: R) -> impl Stream<Item = std::io::Result<String>> + Send + 'static
+/// The transport on this process's stdin and stdout; stdout is written by the output's own
+/// thread, without tokio's per-write blocking-pool hop.
+pub fn stdio_transport() -> std::io::Result<LineTransport> {
+    transport(tokio::io::stdin(), Box::new(std::io::stdout()))
+}
+
+fn transport<R>(reader: R, writer: Box<dyn std::io::Write + Send>) -> std::io::Result<LineTransport>
 where
     R: AsyncRead + Unpin + Send + 'static,
 {
-    futures::stream::unfold(
+    let (output, sink) = Output::spawn(writer)?;
+    Ok(LineTransport {
+        lines: Lines::new(sink, incoming(reader)),
+        output,
+    })
+}
+
+fn incoming<R>(reader: R) -> Incoming
+where
+    R: AsyncRead + Unpin + Send + 'static,
+{
+    Box::pin(futures::stream::unfold(
         BufReader::new(reader).split(b'\n'),
         async |mut lines| match lines.next_segment().await {
             Ok(Some(line)) => {
@@ -35,7 +67,7 @@ where
             Ok(None) => None,
             Err(e) => Some((Err(e), lines)),
         },
-    )
+    ))
 }
 
 /// The line as text, without its `\r` (as `BufRead::lines` does).
@@ -49,17 +81,5 @@ fn decode(mut line: Vec<u8>) -> String {
             "received a line that is not valid UTF-8; answering it as a parse error"
         );
         NOT_UTF8.to_owned()
-    })
-}
-
-fn outgoing<W>(writer: W) -> impl Sink<String, Error = std::io::Error> + Send + 'static
-where
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    futures::sink::unfold(writer, async |mut writer, line: String| {
-        writer.write_all(line.as_bytes()).await?;
-        writer.write_all(b"\n").await?;
-        writer.flush().await?;
-        Ok(writer)
     })
 }

@@ -43,6 +43,7 @@ async fn stats_answers_with_the_token_usage_of_each_prompt_id_without_calling_th
         client.updates()[before..].to_vec(),
         vec![message(
             "Session stats\nturns 2 · tool calls 1 (1 completed, 0 failed)\n\
+             context: 15 of 32768 tokens (0%)\n\
              main: input 10 (cached 0) · output 5 (reasoning 0) · total 15"
         )]
     );

@@ -50,6 +50,8 @@ async fn a_tool_task_streams_preparing_then_in_progress_then_completed() {
         })
     );
     client.assert_no_card_left_pending();
+    // Each answer tells how full the context window is (an unknown model: the default window).
+    assert_eq!(client.context_fills(), vec![(15, 32_768)]);
 }
 
 #[tokio::test]

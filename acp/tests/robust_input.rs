@@ -5,97 +5,15 @@
 
 mod common;
 
-use std::time::Duration;
-
+use common::raw::RawClient;
 use common::*;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
-
-/// A client speaking raw lines to corvid's server.
-struct RawClient {
-    write: WriteHalf<DuplexStream>,
-    read: BufReader<ReadHalf<DuplexStream>>,
-}
-
-impl RawClient {
-    fn start(provider: std::sync::Arc<ScriptedProvider>) -> Self {
-        let (agent_io, client_io) = tokio::io::duplex(1 << 16);
-        let (agent_read, agent_write) = tokio::io::split(agent_io);
-        tokio::spawn(corvid_acp::serve(
-            TestFactory::new(provider),
-            corvid_acp::line_transport(agent_read, agent_write),
-        ));
-        let (read, write) = tokio::io::split(client_io);
-        Self {
-            write,
-            read: BufReader::new(read),
-        }
-    }
-
-    async fn send_bytes(&mut self, line: &[u8]) {
-        self.write.write_all(line).await.unwrap();
-        self.write.write_all(b"\n").await.unwrap();
-    }
-
-    async fn send(&mut self, message: Value) {
-        self.send_bytes(message.to_string().as_bytes()).await;
-    }
-
-    /// The next line the server wrote, as JSON.
-    async fn next(&mut self) -> Value {
-        let mut line = String::new();
-        let read = tokio::time::timeout(Duration::from_secs(20), self.read.read_line(&mut line))
-            .await
-            .expect("the server went silent")
-            .unwrap();
-        assert!(read > 0, "the server closed the connection");
-        serde_json::from_str(&line).unwrap()
-    }
-
-    /// Reads lines until an answer (anything but a notification or a request).
-    async fn answer(&mut self) -> Value {
-        loop {
-            let message = self.next().await;
-            if message.get("method").is_none() {
-                return message;
-            }
-        }
-    }
-
-    /// Reads lines until the response to request `id`.
-    async fn response(&mut self, id: u64) -> Value {
-        loop {
-            let message = self.next().await;
-            if message["id"] == json!(id) && message.get("method").is_none() {
-                return message;
-            }
-        }
-    }
-
-    async fn initialize(&mut self) {
-        self.send(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": 1}}))
-            .await;
-        assert_eq!(
-            self.response(0).await["result"]["protocolVersion"],
-            json!(1)
-        );
-    }
-
-    async fn new_session(&mut self, id: u64, cwd: &std::path::Path) -> String {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": "session/new",
-            "params": {"cwd": cwd, "mcpServers": []}}))
-            .await;
-        let response = self.response(id).await;
-        response["result"]["sessionId"].as_str().unwrap().to_owned()
-    }
-}
 
 #[tokio::test]
 async fn invalid_utf8_on_acp_stdin_is_a_parse_error() {
     let dir = project();
-    let mut client = RawClient::start(ScriptedProvider::new(vec![answer("Still here.")]));
+    let mut client = RawClient::start(1 << 16, ScriptedProvider::new(vec![answer("Still here.")]));
     client.initialize().await;
     let sid = client.new_session(1, dir.path()).await;
 
@@ -127,7 +45,7 @@ async fn invalid_utf8_on_acp_stdin_is_a_parse_error() {
 async fn a_prompt_with_unknown_fields_is_accepted() {
     let dir = project();
     let provider = ScriptedProvider::new(vec![answer("Fine.")]);
-    let mut client = RawClient::start(provider.clone());
+    let mut client = RawClient::start(1 << 16, provider.clone());
     client.initialize().await;
     let sid = client.new_session(1, dir.path()).await;
     client
@@ -175,7 +93,7 @@ async fn ignored_prompt_fields_are_logged_at_debug_by_name() {
     let _guard = tracing::subscriber::set_default(subscriber);
     let dir = project();
     let provider = ScriptedProvider::new(vec![answer("Fine.")]);
-    let mut client = RawClient::start(provider.clone());
+    let mut client = RawClient::start(1 << 16, provider.clone());
     client.initialize().await;
     let sid = client.new_session(1, dir.path()).await;
     client
@@ -206,7 +124,7 @@ async fn ignored_prompt_fields_are_logged_at_debug_by_name() {
 
 #[tokio::test]
 async fn a_request_on_an_unknown_session_is_an_error_naming_it() {
-    let mut client = RawClient::start(ScriptedProvider::new(vec![]));
+    let mut client = RawClient::start(1 << 16, ScriptedProvider::new(vec![]));
     client.initialize().await;
     client
         .send(json!({"jsonrpc": "2.0", "id": 1, "method": "session/prompt",
@@ -230,7 +148,7 @@ async fn a_request_on_an_unknown_session_is_an_error_naming_it() {
 async fn a_second_prompt_while_one_runs_is_refused_and_the_first_goes_on() {
     let dir = project();
     let provider = ScriptedProvider::new(vec![vec![text("Working"), Step::Hang]]);
-    let mut client = RawClient::start(provider.clone());
+    let mut client = RawClient::start(1 << 16, provider.clone());
     client.initialize().await;
     let sid = client.new_session(1, dir.path()).await;
     let prompt = |id: u64, text: &str| {

@@ -183,7 +183,7 @@ impl TermClient {
         let (client_read, client_write) = tokio::io::split(client_io);
         tokio::spawn(corvid_acp::serve(
             factory,
-            corvid_acp::line_transport(agent_read, agent_write),
+            corvid_acp::line_transport(agent_read, agent_write).unwrap(),
         ));
         let (log_tx, log) = mpsc::unbounded_channel::<Value>();
         let terms: Terms = Arc::default();

@@ -3,7 +3,7 @@
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{LoadSessionRequest, LoadSessionResponse};
-use agent_client_protocol::{Client, Error, ErrorCode, UntypedMessage};
+use agent_client_protocol::{Client, Error, ErrorCode};
 use corvid_core::session::{SessionError, replay_events, spawn_resumed};
 use corvid_core::usage::UsageStats;
 use corvid_protocol::CoreEvent;
@@ -15,11 +15,12 @@ use super::{
     session_spec,
 };
 use crate::mapping::Mapper;
+use crate::output::Output;
 use crate::session::Start;
 
 /// Resumes a recorded session (SPEC §9): its transcript is replayed as `session/update` frames
 /// (and summary notifications) before the answer, then prompts go on with the full history.
-pub(super) fn load_session(
+pub(super) async fn load_session(
     server: &Server,
     req: LoadSessionRequest,
     cx: ConnectionTo<Client>,
@@ -66,7 +67,8 @@ pub(super) fn load_session(
             shell: Default::default(),
             live_output: None,
         };
-        replay(&mapper, &replay_events(&loaded, &config.tools, &ctx), &cx)?;
+        let transcript = replay_events(&loaded, &config.tools, &ctx);
+        replay(&mapper, &transcript, &server.output).await?;
         return Ok(LoadSessionResponse::new()
             .modes(modes(session.mode()))
             .config_options(session.config_options()));
@@ -74,7 +76,7 @@ pub(super) fn load_session(
     let other_models = config.fallback_model.iter().cloned().collect();
     let provider = config.provider.clone();
     let resumed = spawn_resumed(config, &store, &loaded).map_err(|e| load_error(&id, e))?;
-    replay(&mapper, &resumed.transcript, &cx)?;
+    replay(&mapper, &resumed.transcript, &server.output).await?;
     // The recorded mode and model, as the agent resumed them (issue 14 defect 12).
     let mut start = Start {
         mode: resumed.approval_mode,
@@ -93,15 +95,21 @@ pub(super) fn load_session(
         .config_options(session.config_options()))
 }
 
-/// Sends a recorded transcript as the frames a client rebuilds the session from.
-fn replay(
-    mapper: &Mapper,
-    transcript: &[CoreEvent],
-    cx: &ConnectionTo<Client>,
-) -> Result<(), Error> {
+/// Sends a recorded transcript as the frames a client rebuilds the session from, straight to
+/// the output and never more than its bound ahead of the client, so a long session is not
+/// queued whole. They are all out before the answer, which goes through the crate after them.
+async fn replay(mapper: &Mapper, transcript: &[CoreEvent], output: &Output) -> Result<(), Error> {
     for event in transcript {
         for frame in mapper.replay_frames(event) {
-            cx.send_notification(UntypedMessage::new(frame.method, frame.params)?)?;
+            output
+                .send(frame.method, &frame.params)
+                .await
+                .map_err(|e| {
+                    Error::new(
+                        ErrorCode::INTERNAL_ERROR,
+                        format!("cannot replay the session: {e}"),
+                    )
+                })?;
         }
     }
     Ok(())

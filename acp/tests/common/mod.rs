@@ -6,6 +6,7 @@
 
 mod driving;
 mod frames;
+pub mod raw;
 
 pub use frames::*;
 
@@ -286,7 +287,7 @@ impl TestClient {
         let (client_read, client_write) = tokio::io::split(client_io);
         let server = tokio::spawn(corvid_acp::serve(
             factory,
-            corvid_acp::line_transport(agent_read, agent_write),
+            corvid_acp::line_transport(agent_read, agent_write).unwrap(),
         ));
         let (close_tx, close_rx) = tokio::sync::oneshot::channel::<()>();
 
@@ -479,15 +480,28 @@ impl TestClient {
     }
 
     /// The `update` of every `session/update` seen so far, in order, without the
-    /// `available_commands_update` each session starts with (see [`Self::command_lists`])
-    /// and the tool-use labels, which arrive whenever they are ready (see [`Self::labels`]).
+    /// `available_commands_update` each session starts with (see [`Self::command_lists`]),
+    /// the context fill (`usage_update`, see [`Self::context_fills`]) and the tool-use labels, which arrive whenever they are ready (see [`Self::labels`]).
     pub fn updates(&self) -> Vec<Value> {
         self.seen
             .iter()
             .filter(|m| m["method"] == "session/update")
             .map(|m| m["params"]["update"].clone())
             .filter(|u| u["sessionUpdate"] != "available_commands_update")
+            .filter(|u| u["sessionUpdate"] != "usage_update")
             .filter(|u| u["_meta"]["toolUseSummary"].is_null())
+            .collect()
+    }
+
+    /// Every `usage_update` seen so far: (tokens used, window size).
+    pub fn context_fills(&self) -> Vec<(u64, u64)> {
+        self.seen
+            .iter()
+            .filter(|m| m["params"]["update"]["sessionUpdate"] == "usage_update")
+            .map(|m| {
+                let u = &m["params"]["update"];
+                (u["used"].as_u64().unwrap(), u["size"].as_u64().unwrap())
+            })
             .collect()
     }
 

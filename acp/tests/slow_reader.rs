@@ -1,0 +1,100 @@
+//! A client that reads slower than the model writes (issue 16): the server's output is bounded
+//! and text coalesces, but the client still gets every delta's text in its place and every
+//! tool frame in order, with the prompt's answer after all of them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::raw::RawClient;
+use common::*;
+use corvid_protocol::FinishReason;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+const DELTAS: usize = 3000;
+
+fn deltas(prefix: &str) -> impl Iterator<Item = String> + '_ {
+    (0..DELTAS).map(move |i| format!("{prefix}{i} "))
+}
+
+#[tokio::test]
+async fn a_slow_reader_gets_all_text_in_place_and_every_tool_frame_in_order() {
+    let dir = project();
+    let mut first: Vec<Step> = deltas("t").map(|t| text(&t)).collect();
+    first.extend([
+        preparing("c1", "read_file"),
+        call("c1", "read_file", json!({"file_path": "a.txt"})),
+        finish(FinishReason::ToolCalls),
+    ]);
+    let mut second: Vec<Step> = deltas("u").map(|t| text(&t)).collect();
+    second.push(finish(FinishReason::Stop));
+    // A 512-byte pipe: the server's writer is blocked most of the time.
+    let mut client = RawClient::start(512, ScriptedProvider::new(vec![first, second]));
+    client.initialize().await;
+    let sid = client.new_session(1, dir.path()).await;
+    client
+        .send(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}}),
+        )
+        .await;
+
+    // Everything up to the answer, read one line at a time with pauses in between.
+    let mut updates: Vec<Value> = Vec::new();
+    loop {
+        for _ in 0..8 {
+            tokio::task::yield_now().await;
+        }
+        let message = client.next().await;
+        if message["id"] == json!(2) && message.get("method").is_none() {
+            assert_eq!(message["result"]["stopReason"], json!("end_turn"));
+            break;
+        }
+        assert_eq!(message.get("id"), None, "no request expected: {message}");
+        updates.push(message["params"]["update"].clone());
+    }
+
+    let chunks: Vec<(usize, &str)> = updates
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|(i, u)| (i, u["content"]["text"].as_str().unwrap()))
+        .collect();
+    let all_text: String = chunks.iter().map(|(_, t)| *t).collect();
+    assert_eq!(
+        all_text,
+        deltas("t").chain(deltas("u")).collect::<String>(),
+        "the text arrives complete and in order"
+    );
+    assert!(chunks.len() <= 2 * DELTAS);
+
+    let cards: Vec<(usize, String)> = updates
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| u["toolCallId"] == "c1")
+        .map(|(i, u)| (i, u["status"].as_str().unwrap_or("").to_owned()))
+        .collect();
+    assert_eq!(
+        cards.iter().map(|(_, s)| s.as_str()).collect::<Vec<_>>(),
+        ["pending", "in_progress", "completed"],
+        "every card frame, in order: {cards:?}"
+    );
+    // No chunk merged across the card: the first answer's text is all before it, the
+    // second's all after it.
+    let (first_card, last_card) = (cards[0].0, cards[2].0);
+    for (at, text) in &chunks {
+        if text.contains('t') {
+            assert!(
+                *at < first_card,
+                "first-answer text after the card: {text:.40}"
+            );
+        }
+        if text.contains('u') {
+            assert!(
+                *at > last_card,
+                "second-answer text before the card: {text:.40}"
+            );
+        }
+    }
+}
