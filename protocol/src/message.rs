@@ -88,3 +88,65 @@ pub struct ToolResult {
     #[serde(default)]
     pub is_error: bool,
 }
+
+/// A conversation's messages, shared: the agent's history and every request built from it
+/// point at the same messages, so sending a long history costs no copy of it (a session's
+/// per-turn cost stays flat as it grows). Appending copies only when a request still holds
+/// the old list.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "Vec<Message>", into = "Vec<Message>")]
+pub struct Messages(std::sync::Arc<Vec<Message>>);
+
+impl Messages {
+    /// Appends a message.
+    pub fn push(&mut self, message: Message) {
+        std::sync::Arc::make_mut(&mut self.0).push(message);
+    }
+}
+
+impl std::ops::Deref for Messages {
+    type Target = Vec<Message>;
+
+    fn deref(&self) -> &Vec<Message> {
+        &self.0
+    }
+}
+
+impl From<Vec<Message>> for Messages {
+    fn from(messages: Vec<Message>) -> Self {
+        Self(std::sync::Arc::new(messages))
+    }
+}
+
+impl From<Messages> for Vec<Message> {
+    fn from(messages: Messages) -> Self {
+        std::sync::Arc::unwrap_or_clone(messages.0)
+    }
+}
+
+impl PartialEq<Vec<Message>> for Messages {
+    fn eq(&self, other: &Vec<Message>) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl<'a> IntoIterator for &'a Messages {
+    type Item = &'a Message;
+    type IntoIter = std::slice::Iter<'a, Message>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl PartialEq<Messages> for Vec<Message> {
+    fn eq(&self, other: &Messages) -> bool {
+        *self == *other.0
+    }
+}
+
+impl Extend<Message> for Messages {
+    fn extend<I: IntoIterator<Item = Message>>(&mut self, messages: I) {
+        std::sync::Arc::make_mut(&mut self.0).extend(messages);
+    }
+}

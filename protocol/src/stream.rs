@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ErrorInfo, Message, ToolCall};
+use crate::{ErrorInfo, Messages, ToolCall};
 
 /// One event of a model response stream, provider-neutral.
 ///
@@ -88,7 +88,7 @@ pub struct ToolSchema {
 pub struct ModelRequest {
     pub model: String,
     pub system: String,
-    pub messages: Vec<Message>,
+    pub messages: Messages,
     pub tools: Vec<ToolSchema>,
     pub max_output_tokens: Option<u32>,
     pub temperature: Option<f64>,

@@ -210,7 +210,7 @@ async fn a_refused_connection_is_a_network_error_without_the_key() {
     let request = corvid_protocol::ModelRequest {
         model: "m".into(),
         system: String::new(),
-        messages: Vec::new(),
+        messages: Vec::new().into(),
         tools: Vec::new(),
         max_output_tokens: None,
         temperature: None,

@@ -24,7 +24,7 @@ fn request() -> ModelRequest {
     ModelRequest {
         model: "m".into(),
         system: String::new(),
-        messages: vec![Message::user_text("hi")],
+        messages: vec![Message::user_text("hi")].into(),
         tools: Vec::new(),
         max_output_tokens: None,
         temperature: None,

@@ -23,7 +23,7 @@ fn request() -> ModelRequest {
     ModelRequest {
         model: "claude-test".into(),
         system: "Be brief.".into(),
-        messages: vec![Message::user_text("Weather in Oslo?")],
+        messages: vec![Message::user_text("Weather in Oslo?")].into(),
         tools: vec![ToolSchema {
             name: "weather".into(),
             description: "Weather for a place".into(),

@@ -28,7 +28,7 @@ fn request() -> ModelRequest {
     ModelRequest {
         model: "gpt-test".into(),
         system: "You are terse.".into(),
-        messages: vec![Message::user_text("What is the weather?")],
+        messages: vec![Message::user_text("What is the weather?")].into(),
         tools: vec![ToolSchema {
             name: "weather".into(),
             description: "Weather for a place".into(),

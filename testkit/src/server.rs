@@ -58,6 +58,7 @@ struct Queued {
 struct State {
     queue: Vec<Queued>,
     requests: Vec<RecordedRequest>,
+    lookups: Vec<RecordedRequest>,
 }
 
 struct Shared {
@@ -114,7 +115,8 @@ impl MockServer {
         format!("http://{}", self.addr)
     }
 
-    /// Queues a response served to the next request that no earlier queued response matches.
+    /// Queues a response served to the next model request (not a `GET` lookup) that no
+    /// earlier queued response matches.
     pub fn push(&self, resp: ScriptedResponse) {
         self.shared.lock().queue.push(Queued {
             predicate: None,
@@ -134,9 +136,15 @@ impl MockServer {
         });
     }
 
-    /// Every request received so far, in arrival order.
+    /// Every model request (anything but `GET`) received so far, in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.lock().requests.clone()
+    }
+
+    /// Every `GET` (model list lookups) received so far, in arrival order. Only responses
+    /// queued with [`Self::push_matching`] answer them; others get a 404.
+    pub fn lookups(&self) -> Vec<RecordedRequest> {
+        self.shared.lock().lookups.clone()
     }
 
     /// Resolves once at least `n` requests arrived; panics after 10 s so tests fail clearly.
@@ -217,6 +225,25 @@ async fn handle(
         raw_body,
         received_at: Instant::now(),
     };
+    // Lookups (`GET /models`) are answered only by responses queued for them, so a client's
+    // background lookup never takes a model request's response.
+    if recorded.method == "GET" {
+        let scripted = {
+            let mut state = shared.lock();
+            let position = state.queue.iter().position(|q| {
+                q.predicate
+                    .as_ref()
+                    .is_some_and(|predicate| predicate(&recorded))
+            });
+            let scripted = position.map(|i| state.queue.remove(i).response);
+            state.lookups.push(recorded);
+            scripted
+        };
+        return Ok(match scripted {
+            Some(scripted) => build(scripted),
+            None => plain(404, "corvid-testkit: no lookup response queued".to_owned()),
+        });
+    }
     let (scripted, count) = {
         let mut state = shared.lock();
         let position = state.queue.iter().position(|q| {

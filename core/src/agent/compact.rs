@@ -78,7 +78,7 @@ pub(super) async fn compact(
     let request = ModelRequest {
         model,
         system: COMPACTION_SYSTEM.to_owned(),
-        messages: summary_request(&state.history[..split], state.meter.bytes(room)),
+        messages: summary_request(&state.history[..split], state.meter.bytes(room)).into(),
         tools: Vec::new(),
         max_output_tokens: Some(SUMMARY_MAX_TOKENS),
         temperature: None,
@@ -87,7 +87,7 @@ pub(super) async fn compact(
     let kept = &state.history[split..];
     let kept_messages = u32::try_from(kept.len()).unwrap_or(u32::MAX);
     let history = compacted_history(&summary, kept);
-    state.replace_history(history);
+    state.replace_history(history.into());
     let tokens_after = next_request_tokens(ctx, state);
     ctx.events.emit(CoreEvent::Compacted {
         summary,
@@ -146,12 +146,12 @@ async fn summarize(ctx: &TaskCtx, request: ModelRequest) -> Result<String, Error
 }
 
 /// `/compress`: a task that only compacts.
-pub(super) async fn run_compaction_task(ctx: TaskCtx, mut state: SessionState) -> SessionState {
+pub(super) async fn run_compaction_task(ctx: TaskCtx, state: &mut SessionState) {
     ctx.events.emit(CoreEvent::TaskStarted {
         task_id: ctx.task_id.clone(),
         prompt: "/compress".to_owned(),
     });
-    let (stop_reason, error) = match compact(&ctx, &mut state, Trigger::Requested).await {
+    let (stop_reason, error) = match compact(&ctx, state, Trigger::Requested).await {
         Ok(()) => (StopReason::EndTurn, None),
         Err(e) if e.kind == ErrorKind::Cancelled => (StopReason::Cancelled, None),
         Err(e) => (
@@ -168,5 +168,4 @@ pub(super) async fn run_compaction_task(ctx: TaskCtx, mut state: SessionState) -
         error,
         pending_summaries: 0,
     });
-    state
 }

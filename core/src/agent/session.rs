@@ -1,12 +1,14 @@
 //! The session actor: owns the history, routes operations, runs one task at a time.
 
 use std::collections::{HashMap, HashSet};
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use corvid_protocol::{ApprovalDecision, ApprovalMode, CoreEvent, Message, Op};
+use corvid_protocol::{ApprovalDecision, ApprovalMode, CoreEvent, Message, Messages, Op};
+use futures::FutureExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{JoinError, JoinHandle};
 use tokio_util::sync::CancellationToken;
@@ -161,7 +163,8 @@ impl Emitter {
 /// The history of a session and the call ids it already uses.
 #[derive(Clone)]
 pub(super) struct SessionState {
-    pub history: Vec<Message>,
+    /// Shared with the requests built from it, so a request copies no message.
+    pub history: Messages,
     pub used_ids: HashSet<String>,
     /// How many tokens the history makes, calibrated on the provider's counts.
     pub meter: ContextMeter,
@@ -181,10 +184,23 @@ impl SessionState {
     }
 
     /// Swaps in a compacted history (the `Compacted` event records it).
-    pub(super) fn replace_history(&mut self, history: Vec<Message>) {
+    pub(super) fn replace_history(&mut self, history: Messages) {
         self.history_bytes = history.iter().map(message_bytes).sum();
         self.history = history;
         self.meter.history_replaced();
+    }
+
+    /// The state for a task to work on, moved out of the session (which keeps an empty one
+    /// until the task hands it back): copying a long history per task would make every
+    /// turn cost more as the session grows.
+    fn hand_over(&mut self) -> SessionState {
+        SessionState {
+            history: std::mem::take(&mut self.history),
+            used_ids: std::mem::take(&mut self.used_ids),
+            meter: self.meter,
+            history_bytes: std::mem::take(&mut self.history_bytes),
+            recording: self.recording.clone(),
+        }
     }
 
     /// The bytes the history adds to a request.
@@ -204,11 +220,43 @@ pub(super) struct TaskCtx {
 }
 
 struct Running {
-    handle: JoinHandle<SessionState>,
+    handle: JoinHandle<TaskEnd>,
     cancel: CancellationToken,
     task_id: String,
     /// Set once the task sent its `TaskFinished`.
     done: Arc<AtomicBool>,
+}
+
+/// What a task hands back: the session state it worked on (moved to it, never copied) and
+/// whether it panicked (its state then holds what it appended before).
+struct TaskEnd {
+    state: SessionState,
+    panicked: bool,
+}
+
+/// Runs `op`'s task on `state`, catching a panic so the state comes back either way.
+async fn run_caught(ctx: TaskCtx, mut state: SessionState, op: Op) -> TaskEnd {
+    let run = super::user_shell::run_job(ctx, &mut state, op);
+    let panicked = AssertUnwindSafe(run).catch_unwind().await.is_err();
+    TaskEnd { state, panicked }
+}
+
+/// Puts a finished task's state back into the session.
+fn take_back(
+    state: &mut SessionState,
+    joined: Result<TaskEnd, JoinError>,
+    events: &Emitter,
+    task_id: &str,
+) {
+    match joined {
+        Ok(end) => {
+            *state = end.state;
+            if end.panicked {
+                abnormal_end(events, task_id, "it panicked");
+            }
+        }
+        Err(err) => abnormal_end(events, task_id, &err.to_string()),
+    }
 }
 
 /// Takes back the state of a task that already said it finished: a front end may send the
@@ -222,13 +270,10 @@ async fn settle_finished(
     let Some(r) = running.take_if(|r| r.done.load(Ordering::Acquire)) else {
         return;
     };
-    match r.handle.await {
-        Ok(after) => *state = after,
-        Err(err) => abnormal_end(events, &r.task_id, &err),
-    }
+    take_back(state, r.handle.await, events, &r.task_id);
 }
 
-async fn finished(running: &mut Option<Running>) -> Result<SessionState, JoinError> {
+async fn finished(running: &mut Option<Running>) -> Result<TaskEnd, JoinError> {
     match running {
         Some(r) => (&mut r.handle).await,
         None => std::future::pending().await,
@@ -267,7 +312,7 @@ pub(super) async fn run_session(
     let mut state = SessionState {
         used_ids: ids_in_history(&config.history),
         history_bytes: config.history.iter().map(message_bytes).sum(),
-        history: config.history,
+        history: config.history.into(),
         meter: ContextMeter::default(),
         recording: events.clone(),
     };
@@ -297,7 +342,7 @@ pub(super) async fn run_session(
                             task_id: format!("{session_id}-{tasks}"),
                         };
                         let task_id = ctx.task_id.clone();
-                        let handle = tokio::spawn(super::user_shell::run_job(ctx, state.clone(), op));
+                        let handle = tokio::spawn(run_caught(ctx, state.hand_over(), op));
                         running = Some(Running { handle, cancel, task_id, done });
                     }
                     Op::Cancel => {
@@ -330,7 +375,7 @@ pub(super) async fn run_session(
                             });
                         } else {
                             // Call ids stay reserved: a later call must not reuse one.
-                            state.replace_history(Vec::new());
+                            state.replace_history(Messages::default());
                             events.emit(CoreEvent::HistoryCleared);
                         }
                     }
@@ -338,25 +383,20 @@ pub(super) async fn run_session(
             }
             joined = finished(&mut running) => {
                 if let Some(r) = running.take() {
-                    match joined {
-                        Ok(after) => state = after,
-                        Err(err) => abnormal_end(&events, &r.task_id, &err),
-                    }
+                    take_back(&mut state, joined, &events, &r.task_id);
                 }
             }
         }
     }
     shared.close_approvals();
-    if let Some(r) = running.take()
-        && let Err(err) = r.handle.await
-    {
-        abnormal_end(&events, &r.task_id, &err);
+    if let Some(r) = running.take() {
+        take_back(&mut state, r.handle.await, &events, &r.task_id);
     }
 }
 
-/// A task that panicked still ends visibly; the history stays as it was before the task.
-fn abnormal_end(events: &Emitter, task_id: &str, err: &JoinError) {
-    tracing::error!(%err, "the task ended abnormally; history restored to its start");
+/// A task that panicked still ends visibly; the history keeps what the task appended.
+fn abnormal_end(events: &Emitter, task_id: &str, err: &str) {
+    tracing::error!(%err, "the task ended abnormally");
     events.emit(CoreEvent::TaskFinished {
         task_id: task_id.to_owned(),
         stop_reason: corvid_protocol::StopReason::Error,

@@ -35,14 +35,14 @@ enum TurnEnd {
     Failed(ErrorInfo),
 }
 
-/// Runs one task for `prompt` and hands the updated session state back.
+/// Runs one task for `prompt` on the session's state.
 pub(super) async fn run_task(
     ctx: TaskCtx,
-    mut state: SessionState,
+    state: &mut SessionState,
     prompt: String,
     images: Vec<ImageData>,
     context: Vec<String>,
-) -> SessionState {
+) {
     ctx.events.emit(CoreEvent::TaskStarted {
         task_id: ctx.task_id.clone(),
         prompt: prompt.clone(),
@@ -53,12 +53,11 @@ pub(super) async fn run_task(
         Ok(message) => state.append(message),
         Err(err) => {
             summaries.finish_task(&ctx, StopReason::Error, Some(err));
-            return state;
+            return;
         }
     }
-    let (stop_reason, error) = run_turns(&ctx, &mut state, &summaries).await;
+    let (stop_reason, error) = run_turns(&ctx, state, &summaries).await;
     summaries.finish_task(&ctx, stop_reason, error);
-    state
 }
 
 async fn run_turns(

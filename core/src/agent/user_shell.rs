@@ -14,12 +14,8 @@ use super::task::run_task;
 /// The built-in tool `!command` runs through.
 const SHELL_TOOL: &str = "run_shell_command";
 
-/// Runs `command` as a task of its own and hands the updated session state back.
-pub(super) async fn run_user_shell(
-    ctx: TaskCtx,
-    mut state: SessionState,
-    command: String,
-) -> SessionState {
+/// Runs `command` as a task of its own on the session's state.
+pub(super) async fn run_user_shell(ctx: TaskCtx, state: &mut SessionState, command: String) {
     ctx.events.emit(CoreEvent::TaskStarted {
         task_id: ctx.task_id.clone(),
         prompt: format!("!{command}"),
@@ -30,7 +26,7 @@ pub(super) async fn run_user_shell(
             StopReason::Error,
             Some("this session has no shell tool; `!command` cannot run".into()),
         );
-        return state;
+        return;
     };
     let call_id = generated_call_id();
     state.used_ids.insert(call_id.clone());
@@ -84,7 +80,6 @@ pub(super) async fn run_user_shell(
         StopReason::EndTurn
     };
     finish(&ctx, stop, None);
-    state
 }
 
 fn finish(ctx: &TaskCtx, stop_reason: StopReason, error: Option<String>) {
@@ -99,7 +94,7 @@ fn finish(ctx: &TaskCtx, stop_reason: StopReason, error: Option<String>) {
 
 /// Runs the task an operation starts: a model task for a user turn, the command for
 /// `!command`, a compaction for `/compress` (other operations start none).
-pub(super) async fn run_job(ctx: TaskCtx, state: SessionState, op: Op) -> SessionState {
+pub(super) async fn run_job(ctx: TaskCtx, state: &mut SessionState, op: Op) {
     match op {
         Op::UserTurn {
             prompt,
@@ -108,6 +103,6 @@ pub(super) async fn run_job(ctx: TaskCtx, state: SessionState, op: Op) -> Sessio
         } => run_task(ctx, state, prompt, images, context).await,
         Op::UserShell { command } => run_user_shell(ctx, state, command).await,
         Op::Compact => super::compact::run_compaction_task(ctx, state).await,
-        _ => state,
+        _ => {}
     }
 }

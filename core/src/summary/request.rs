@@ -31,7 +31,7 @@ pub fn build_summary_request(model: &str, batch: &BatchForSummary) -> ModelReque
     ModelRequest {
         model: model.to_owned(),
         system: SYSTEM_PROMPT.to_owned(),
-        messages: vec![Message::user_text(summary_user_message(batch))],
+        messages: vec![Message::user_text(summary_user_message(batch))].into(),
         tools: Vec::new(),
         max_output_tokens: Some(MAX_OUTPUT_TOKENS),
         temperature: Some(TEMPERATURE),

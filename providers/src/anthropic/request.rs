@@ -152,7 +152,8 @@ mod tests {
                         data_base64: "/9j/4A==".into(),
                     }),
                 ],
-            }],
+            }]
+            .into(),
             tools: Vec::new(),
             max_output_tokens: None,
             temperature: None,
@@ -192,7 +193,8 @@ mod tests {
                         },
                     ],
                 },
-            ],
+            ]
+            .into(),
             tools: Vec::new(),
             max_output_tokens: None,
             temperature: None,

@@ -198,7 +198,7 @@ mod tests {
         ModelRequest {
             model: "corvid-demo".into(),
             system: "sys".into(),
-            messages,
+            messages: messages.into(),
             tools: vec![ToolSchema {
                 name: "list_directory".into(),
                 description: String::new(),

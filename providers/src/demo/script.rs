@@ -260,7 +260,7 @@ mod tests {
         ModelRequest {
             model: "corvid-demo".into(),
             system: String::new(),
-            messages,
+            messages: messages.into(),
             tools: [
                 "list_directory",
                 "read_file",

@@ -165,7 +165,7 @@ mod tests {
         ModelRequest {
             model: "gpt-4o".into(),
             system: String::new(),
-            messages,
+            messages: messages.into(),
             tools: Vec::new(),
             max_output_tokens: None,
             temperature: None,
