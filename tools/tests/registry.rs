@@ -11,7 +11,8 @@ use serde_json::json;
 #[test]
 fn the_builtin_registry_describes_every_tool_of_the_spec() {
     let registry = builtin_tools();
-    let described: Vec<(&str, &str, ToolKind, bool, bool)> = registry
+    let tools: Vec<_> = registry.iter().collect();
+    let described: Vec<(&str, &str, ToolKind, bool, bool)> = tools
         .iter()
         .map(|t| {
             (

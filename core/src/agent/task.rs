@@ -137,6 +137,8 @@ async fn run_turn(
     let mut attempt = 1u32;
     let mut overloaded_in_a_row = 0u32;
     loop {
+        // Tools still starting (MCP servers) get a bounded chance to be listed.
+        ctx.stat.tools.settled().await;
         let model = lock(&ctx.shared.model).clone();
         let request = ModelRequest {
             model: model.clone(),
