@@ -10,6 +10,7 @@ mod acp_factory;
 mod args;
 mod headless;
 mod logging;
+mod mcp_cmd;
 mod replay;
 mod sessions;
 mod sessions_cmd;
@@ -22,7 +23,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::args::{Cli, Command, DebugCommand, SessionsCommand};
+use crate::args::{Cli, Command, DebugCommand, McpCommand, SessionsCommand};
 use crate::wiring::{ConfigError, Setup};
 
 /// A usage or configuration error.
@@ -77,6 +78,20 @@ async fn run(cli: Cli) -> ExitCode {
             // `corvid sessions show ID | head` closes the pipe early; that is not an error.
             Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
             Err(e) => config_error(&ConfigError(format!("{e:#}"))),
+        };
+    }
+    if let Some(Command::Mcp {
+        command: McpCommand::List,
+    }) = &cli.command
+    {
+        let setup = match Setup::load(&cli) {
+            Ok(setup) => setup,
+            Err(e) => return config_error(&e),
+        };
+        return match mcp_cmd::list(&setup, &mut std::io::stdout().lock()).await {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => config_error(&e),
         };
     }
     if cli.acp {

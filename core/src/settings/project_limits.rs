@@ -99,6 +99,15 @@ const LIMITED_KEYS: &[LimitedKey] = &[
         limit: Limit::UserLevel(|p| p.shell_env.take().is_some()),
     },
     LimitedKey {
+        // A trusted server's calls run unasked.
+        key: "mcpServers.*.trust",
+        limit: Limit::UserLevel(|p| {
+            p.mcp_servers
+                .iter_mut()
+                .fold(false, |any, s| std::mem::take(&mut s.trust) || any)
+        }),
+    },
+    LimitedKey {
         key: "tools.allow",
         limit: Limit::UserLevel(|p| !std::mem::take(&mut p.allow).is_empty()),
     },
