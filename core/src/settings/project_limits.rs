@@ -102,9 +102,11 @@ const LIMITED_KEYS: &[LimitedKey] = &[
         // A trusted server's calls run unasked.
         key: "mcpServers.*.trust",
         limit: Limit::UserLevel(|p| {
-            p.mcp_servers
-                .iter_mut()
-                .fold(false, |any, s| std::mem::take(&mut s.trust) || any)
+            let mut any = false;
+            for server in &mut p.mcp_servers {
+                any |= std::mem::take(&mut server.trust);
+            }
+            any
         }),
     },
     LimitedKey {
