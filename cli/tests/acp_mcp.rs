@@ -1,0 +1,154 @@
+//! End to end: the official ACP client (`tests/acp/client.mjs`) opens a session of the real
+//! `corvid --acp` with an `mcpServers` stdio entry for `@modelcontextprotocol/server-everything`
+//! (`tests/mcp`); the mock model calls its `echo`. Missing installs fail these tests.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{client_dir, require_client, text_turn, turn};
+use corvid_testkit::{MockServer, ScriptedResponse};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+fn everything_js() -> String {
+    let js = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        js.is_file(),
+        "the MCP tests need tests/mcp/node_modules: run `bash tests/run.sh` or `cd tests/mcp && npm ci`"
+    );
+    js.canonicalize().unwrap().display().to_string()
+}
+
+fn echo_call() -> ScriptedResponse {
+    ScriptedResponse::sse(turn(
+        json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_echo",
+               "type": "function", "function": {"name": "mcp__everything__echo",
+               "arguments": "{\"message\":\"from the editor\"}"}}]}),
+        "tool_calls",
+    ))
+}
+
+/// Processes whose environment holds `marker` (`NAME=value`).
+fn processes_with(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editors_stdio_mcp_server_gives_the_session_a_callable_tool_and_stops_with_it() {
+    require_client();
+    let project = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    // The first request waits for the server's tools (no timing in tests).
+    std::fs::write(
+        home.path().join("settings.json"),
+        json!({"mcp": {"startupTimeoutMs": 120_000}}).to_string(),
+    )
+    .unwrap();
+    let marker_value = format!("acp-{}", std::process::id());
+    let entry = json!({"name": "everything", "command": "node", "args": [everything_js()],
+                       "env": [{"name": "CORVID_MCP_ACP_E2E", "value": marker_value}]});
+    let server = MockServer::start().await;
+    server.push(echo_call());
+    server.push(text_turn("The server echoed."));
+
+    let output = tokio::process::Command::new("node")
+        .arg(client_dir().join("client.mjs"))
+        .args(["--cwd", project.path().to_str().unwrap(), "--timeout", "60"])
+        .args([
+            "--mcp-server",
+            &entry.to_string(),
+            "--prompt",
+            "echo something",
+        ])
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_corvid"))
+        .arg("--acp")
+        .current_dir(project.path())
+        .env("CORVID_HOME", home.path())
+        .env("OPENAI_BASE_URL", server.url())
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_MODEL", "mock-model")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("CORVID_EMIT_TOOL_USE_SUMMARIES", "0")
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "client failed ({}):\n{stdout}",
+        output.status
+    );
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+
+    let init = lines.iter().find(|l| l["kind"] == "initialize").unwrap();
+    assert_eq!(
+        init["response"]["agentCapabilities"]["mcpCapabilities"]["http"],
+        true
+    );
+    let requests = server.requests();
+    let offered: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(offered.contains(&"mcp__everything__echo"), "{offered:?}");
+
+    let cards: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["kind"] == "update" && l["update"]["toolCallId"] == "call_echo")
+        .map(|l| &l["update"])
+        .collect();
+    let first = cards.first().expect("a card for the MCP call");
+    assert_eq!(
+        first["_meta"],
+        json!({"toolName": "mcp__everything__echo", "provenance": "mcp", "serverId": "everything",
+               "phase": "preparing"})
+    );
+    let last = cards.last().unwrap();
+    assert_eq!(last["status"], "completed");
+    assert_eq!(
+        last["content"][0]["content"]["text"],
+        "Echo: from the editor"
+    );
+    assert_eq!(
+        (
+            last["_meta"]["provenance"].clone(),
+            last["_meta"]["serverId"].clone()
+        ),
+        (json!("mcp"), json!("everything"))
+    );
+    let answer = lines.iter().find(|l| l["kind"] == "response").unwrap();
+    assert_eq!(answer["response"]["stopReason"], "end_turn");
+
+    // The client closed the connection and corvid exited: the server is gone with it.
+    let marker = format!("CORVID_MCP_ACP_E2E={marker_value}");
+    for _ in 0..100 {
+        if processes_with(&marker).is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!(
+        "MCP server outlived the session: {:?}",
+        processes_with(&marker)
+    );
+}
