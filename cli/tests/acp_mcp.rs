@@ -5,24 +5,12 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Stdio;
-use std::time::Duration;
 
-use common::{client_dir, require_client, text_turn, turn};
+use common::{assert_gone, client_dir, everything_js, require_client, text_turn, turn};
 use corvid_testkit::{MockServer, ScriptedResponse};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-
-fn everything_js() -> String {
-    let js = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        js.is_file(),
-        "the MCP tests need tests/mcp/node_modules: run `bash tests/run.sh` or `cd tests/mcp && npm ci`"
-    );
-    js.canonicalize().unwrap().display().to_string()
-}
 
 fn echo_call() -> ScriptedResponse {
     ScriptedResponse::sse(turn(
@@ -31,18 +19,6 @@ fn echo_call() -> ScriptedResponse {
                "arguments": "{\"message\":\"from the editor\"}"}}]}),
         "tool_calls",
     ))
-}
-
-/// Processes whose environment holds `marker` (`NAME=value`).
-fn processes_with(marker: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()))
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -140,15 +116,5 @@ async fn an_editors_stdio_mcp_server_gives_the_session_a_callable_tool_and_stops
     assert_eq!(answer["response"]["stopReason"], "end_turn");
 
     // The client closed the connection and corvid exited: the server is gone with it.
-    let marker = format!("CORVID_MCP_ACP_E2E={marker_value}");
-    for _ in 0..100 {
-        if processes_with(&marker).is_empty() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!(
-        "MCP server outlived the session: {:?}",
-        processes_with(&marker)
-    );
+    assert_gone(&format!("CORVID_MCP_ACP_E2E={marker_value}")).await;
 }

@@ -5,34 +5,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use common::{Sandbox, assert_success, json_lines, kind, run, text_turn, turn};
+use common::{
+    Sandbox, assert_gone, assert_success, everything_js, faulty_js, http_everything, json_lines,
+    kind, run, text_turn, turn,
+};
 use corvid_testkit::{MockServer, ScriptedResponse};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-
-/// `tests/mcp`, with its packages installed.
-fn mcp_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp");
-    assert!(
-        dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-            .is_file(),
-        "the MCP tests need tests/mcp/node_modules: run `bash tests/run.sh` (it installs them) \
-         or `cd tests/mcp && npm ci`"
-    );
-    dir.canonicalize().unwrap()
-}
-
-fn everything_js() -> String {
-    let path = "node_modules/@modelcontextprotocol/server-everything/dist/index.js";
-    mcp_dir().join(path).display().to_string()
-}
-
-fn faulty_js() -> String {
-    mcp_dir().join("faulty_server.mjs").display().to_string()
-}
 
 /// User settings with these servers; the first request waits for them (no timing in tests).
 fn settings_with(sb: &Sandbox, servers: Value) {
@@ -92,18 +71,6 @@ fn block(msgs: &[Value], kind_: &str, call_id: &str) -> Value {
         .find(|b| b["type"] == kind_ && b[key] == call_id)
         .cloned()
         .unwrap_or_else(|| panic!("no {kind_} for {call_id} in {msgs:#?}"))
-}
-
-/// Processes whose environment holds `marker` (`NAME=value`).
-fn processes_with(marker: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == marker.as_bytes()))
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,17 +135,7 @@ async fn the_model_calls_server_everything_tools_and_gets_their_results() {
     assert_eq!(kind(msgs.last().unwrap()), "result");
 
     // The session ended with the process: its server is gone too.
-    let marker = format!("CORVID_MCP_E2E={marker_value}");
-    for _ in 0..100 {
-        if processes_with(&marker).is_empty() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!(
-        "MCP server processes outlived corvid: {:?}",
-        processes_with(&marker)
-    );
+    assert_gone(&format!("CORVID_MCP_E2E={marker_value}")).await;
 }
 
 /// Runs one task calling the non-read-only `toggle-simulated-logging` with `trust` set as given.
@@ -275,5 +232,34 @@ async fn server_faults_fail_their_calls_naming_the_server_and_the_session_goes_o
             "mcp__faulty__hang",
             "mcp__faulty__ping"
         ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_calls_server_everything_over_streamable_http() {
+    let (_everything, port) = http_everything().await;
+    let sb = Sandbox::new();
+    settings_with(
+        &sb,
+        json!({"web": {"httpUrl": format!("http://127.0.0.1:{port}/mcp"),
+                       "headers": {"X-Corvid-Test": "yes"}}}),
+    );
+    let server = MockServer::start().await;
+    server.push(calls_turn(&[(
+        "call_echo",
+        "mcp__web__echo",
+        json!({"message": "over http"}),
+    )]));
+    server.push(text_turn("Echoed."));
+    let out = headless(&sb, &server, &[]).await;
+    assert_success(&out);
+    assert_eq!(
+        tool_message(&server.requests()[1].body, "call_echo")["content"],
+        "Echo: over http"
+    );
+    let msgs = json_lines(&out);
+    assert_eq!(
+        block(&msgs, "tool_use", "call_echo")["_meta"],
+        json!({"provenance": "mcp", "serverId": "web"})
     );
 }

@@ -256,3 +256,62 @@ async fn dropping_the_servers_stops_their_processes() {
         processes_with(&marker)
     );
 }
+
+/// server-everything in its streamable HTTP mode on a free local port, once it listens.
+async fn http_everything() -> (tokio::process::Child, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = tokio::process::Command::new("node")
+        .args([everything_js().as_str(), "streamableHttp"])
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stderr));
+    while let Some(line) = lines.next_line().await.unwrap() {
+        if line.contains("listening on port") {
+            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            return (child, port);
+        }
+    }
+    panic!("server-everything (streamableHttp) exited before listening");
+}
+
+#[tokio::test]
+async fn server_everything_over_streamable_http_lists_its_tools_and_answers_calls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (_server, port) = http_everything().await;
+    let servers = McpServers::start(
+        configs(json!({
+            "web": {"httpUrl": format!("http://127.0.0.1:{port}/mcp"),
+                    "headers": {"X-Corvid-Test": "${CORVID_TEST_HEADER:-plain}"}}
+        })),
+        launch(),
+        Duration::from_secs(60),
+    );
+    servers.settled().await;
+    assert_eq!(
+        servers.reports()[0].status,
+        Status::Ready,
+        "{:?}",
+        servers.reports()
+    );
+    let echo = tool(&servers, "mcp__web__echo");
+    assert_eq!(
+        echo.provenance(),
+        Provenance::Mcp {
+            server_id: "web".into()
+        }
+    );
+    let out = echo
+        .execute(json!({"message": "over http"}), tool_ctx())
+        .await
+        .unwrap();
+    assert_eq!(out.text, "Echo: over http");
+}
