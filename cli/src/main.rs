@@ -14,6 +14,7 @@ mod mcp_cmd;
 mod replay;
 mod sessions;
 mod sessions_cmd;
+mod shutdown;
 mod trust_prompt;
 mod wiring;
 
@@ -97,13 +98,16 @@ async fn run(cli: Cli) -> ExitCode {
     if cli.acp {
         let factory =
             acp_factory::SettingsFactory::new(wiring::overrides(&cli), wiring::trust_grant(&cli));
-        return match corvid_acp::run(Arc::new(factory)).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("corvid: ACP server failed: {e:#}");
-                ExitCode::FAILURE
+        let serve = async {
+            match corvid_acp::run(Arc::new(factory)).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("corvid: ACP server failed: {e:#}");
+                    ExitCode::FAILURE
+                }
             }
         };
+        return shutdown::until_stopped(serve, shutdown::AlsoStopOn::Interrupt).await;
     }
     let setup = match Setup::load(&cli) {
         Ok(setup) => setup,
@@ -140,7 +144,7 @@ async fn run(cli: Cli) -> ExitCode {
             init.session_id = started.handle.session_id().to_owned();
             init.model = started.model.clone();
             init.approval_mode = started.approval_mode.as_str().to_owned();
-            headless::run(
+            let task = headless::run(
                 started.handle,
                 init,
                 prompt,
@@ -148,8 +152,8 @@ async fn run(cli: Cli) -> ExitCode {
                 cli.include_partial_messages,
                 sigint,
                 std::io::stdout().lock(),
-            )
-            .await
+            );
+            shutdown::until_stopped(task, shutdown::AlsoStopOn::Nothing).await
         }
         None => {
             let compact = setup.settings.ui.compact_mode;

@@ -1,5 +1,7 @@
 // A deliberately faulty MCP server for corvid's fault tests, on the official TypeScript SDK:
-// `crash` exits the process in the middle of a call, `hang` never answers.
+// `crash` exits the process in the middle of a call, `hang` never answers. With
+// FAULTY_IGNORE_STDIN_END=1 it also outlives the end of its stdin (a timer keeps it alive),
+// like servers that only stop when killed.
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { z } from "zod";
@@ -20,4 +22,5 @@ server.registerTool(
   { description: "Answers pong", inputSchema: { note: z.string().optional() } },
   async () => ({ content: [{ type: "text", text: "pong" }] }),
 );
+if (process.env.FAULTY_IGNORE_STDIN_END === "1") setInterval(() => {}, 60_000);
 await server.connect(new StdioServerTransport());
