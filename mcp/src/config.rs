@@ -67,7 +67,7 @@ pub struct ConfigError {
 }
 
 /// Parses a `mcpServers` object; unknown keys become warnings, anything unusable an error
-/// naming its key. Servers keep the order of the object.
+/// naming its key. Servers come in name order, the same on every start.
 pub fn parse_servers(
     value: &Value,
     warnings: &mut Vec<String>,
