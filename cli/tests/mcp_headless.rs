@@ -230,7 +230,8 @@ async fn server_faults_fail_their_calls_naming_the_server_and_the_session_goes_o
         [
             "mcp__faulty__crash",
             "mcp__faulty__hang",
-            "mcp__faulty__ping"
+            "mcp__faulty__ping",
+            "mcp__faulty__grow"
         ]
     );
 }

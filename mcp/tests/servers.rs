@@ -315,3 +315,33 @@ async fn server_everything_over_streamable_http_lists_its_tools_and_answers_call
         .unwrap();
     assert_eq!(out.text, "Echo: over http");
 }
+
+#[tokio::test]
+async fn a_tool_list_change_is_picked_up_before_the_next_turn() {
+    let servers = faulty(30_000);
+    servers.settled().await;
+    let ctx = tool_ctx();
+    let out = tool(&servers, "mcp__faulty__grow")
+        .execute(json!({}), ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.text, "added");
+    // The notification may trail the call's answer; the next turn's wait picks it up.
+    for _ in 0..100 {
+        servers.settled().await;
+        if servers
+            .tools()
+            .iter()
+            .any(|t| t.name() == "mcp__faulty__grown")
+        {
+            let out = tool(&servers, "mcp__faulty__grown")
+                .execute(json!({}), ctx)
+                .await
+                .unwrap();
+            assert_eq!(out.text, "grown");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the new tool never appeared: {:?}", servers.reports());
+}
