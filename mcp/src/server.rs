@@ -45,6 +45,8 @@ pub struct Server {
     /// `true` once the first start finished, either way.
     started: watch::Sender<bool>,
     tools_changed: Arc<AtomicBool>,
+    /// Held while a call restarts the server, so concurrent calls wait for that one restart.
+    restarting: tokio::sync::Mutex<()>,
 }
 
 struct State {
@@ -81,6 +83,7 @@ impl Server {
             }),
             started,
             tools_changed: Arc::new(AtomicBool::new(false)),
+            restarting: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -207,6 +210,10 @@ impl Server {
 
     /// The live connection, restarting a stopped server when its backoff has passed.
     async fn connection(self: &Arc<Self>) -> Result<Arc<Connection>, ToolError> {
+        if let Some(connection) = self.live_connection() {
+            return Ok(connection);
+        }
+        let _restart = self.restarting.lock().await;
         let (connection, retry_at, status) = {
             let state = lock(&self.state);
             (
@@ -236,6 +243,11 @@ impl Server {
             (None, Status::Failed(message)) => Err(ToolError::new(message.clone())),
             (None, _) => Err(ToolError::new(self.error("is not running"))),
         }
+    }
+
+    fn live_connection(&self) -> Option<Arc<Connection>> {
+        let state = lock(&self.state);
+        state.connection.clone().filter(|c| !c.is_closed())
     }
 
     /// The error of a failed call; a closed connection means the server stopped, so it is
