@@ -77,8 +77,11 @@ pub fn parse_servers(
         Value::Object(servers) => servers,
         other => return Err(wrong("mcpServers", "an object of servers by name", other)),
     };
-    servers
-        .iter()
+    // Sorted here: whether JSON objects keep their order depends on crate features.
+    let mut sorted: Vec<_> = servers.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(b.0));
+    sorted
+        .into_iter()
         .map(|(name, entry)| parse_server(name, entry, warnings))
         .collect()
 }
