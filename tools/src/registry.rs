@@ -43,7 +43,12 @@ impl ToolRegistry {
 
     /// Looks a tool up by the name the model calls.
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.iter().find(|t| t.name() == name)
+        let fixed = self.tools.iter().find(|t| t.name() == name);
+        match (fixed, &self.source) {
+            (Some(tool), _) => Some(tool.clone()),
+            (None, Some(source)) => source.tools().into_iter().find(|t| t.name() == name),
+            (None, None) => None,
+        }
     }
 
     /// The schemas sent to the model.
