@@ -9,7 +9,8 @@ Reports:
     background, so `initialize` must not wait for them;
   * `session/new` sent -> first model request listing `mcp__everything__echo` (median / p90 over
     --sessions fresh processes): the session is prompted right after `session/new` answers, with
-    `mcp.startupTimeoutMs` high, so the request waits exactly until the tools are listed.
+    `mcp.startupTimeoutMs` high, so the request waits exactly until the tools are listed;
+  * for scale, the server alone: spawn -> its `tools/list` answer, spoken to directly.
 Needs `cd tests/mcp && npm ci`. Only 127.0.0.1 is contacted.
 """
 import argparse, json, os, queue, statistics, subprocess, sys, tempfile, threading, time
@@ -67,6 +68,32 @@ class Agent:
             self.proc.kill()
 
 
+def server_alone():
+    """Milliseconds from spawning server-everything to its `tools/list` answer."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(["node", EVERYTHING], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+
+    def send(msg):
+        proc.stdin.write((json.dumps(msg) + "\n").encode())
+        proc.stdin.flush()
+
+    def answer(i):
+        while json.loads(proc.stdout.readline()).get("id") != i:
+            pass
+
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+    answer(1)
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    answer(2)
+    elapsed = (time.perf_counter() - started) * 1000
+    proc.kill()
+    proc.wait()
+    return elapsed
+
+
 def pct(values, p):
     values = sorted(values)
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
@@ -115,6 +142,9 @@ def main():
             agent.close()
         print(f"session/new -> first model request listing server-everything's tools (stdio): "
               f"median {statistics.median(listed):.0f} ms, p90 {pct(listed, 90):.0f} ms ({args.sessions} sessions)")
+    alone = [server_alone() for _ in range(args.sessions)]
+    print(f"server-everything alone, spawn -> tools/list answered: median {statistics.median(alone):.0f} ms, "
+          f"p90 {pct(alone, 90):.0f} ms ({args.sessions} runs)")
     server.shutdown()
 
 
