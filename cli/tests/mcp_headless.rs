@@ -216,6 +216,16 @@ async fn server_faults_fail_their_calls_naming_the_server_and_the_session_goes_o
         (json!(false), json!("pong"))
     );
     assert_eq!(msgs.last().unwrap()["result"], "Recovered.");
+    // The server that could not start is reported once, naming it.
+    let warnings: Vec<&Value> = msgs.iter().filter(|m| m["subtype"] == "warning").collect();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    let warning = warnings[0]["message"].as_str().unwrap();
+    assert!(
+        warning.starts_with(
+            "MCP server `missing` could not start: cannot start `corvid-no-such-mcp-server`"
+        ),
+        "{warning}"
+    );
     // The missing server offered nothing; the others' tools were listed.
     let requests = server.requests();
     let names: Vec<&str> = requests[0].body["tools"]

@@ -53,6 +53,8 @@ struct State {
     status: Status,
     connection: Option<Arc<Connection>>,
     tools: Vec<Arc<dyn Tool>>,
+    /// A start failure not yet shown to the user.
+    unreported: Option<String>,
     /// Consecutive failed starts, and when the next start may be tried.
     failures: u32,
     retry_at: Option<Instant>,
@@ -78,6 +80,7 @@ impl Server {
                 status,
                 connection: None,
                 tools: Vec::new(),
+                unreported: None,
                 failures: 0,
                 retry_at: None,
             }),
@@ -95,6 +98,11 @@ impl Server {
     /// The tools listed by the running server (none while it is not running).
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
         lock(&self.state).tools.clone()
+    }
+
+    /// The start failure the user has not been told about, once.
+    pub(crate) fn take_unreported(&self) -> Option<String> {
+        lock(&self.state).unreported.take()
     }
 
     /// Resolves once the first start has finished, either way.
@@ -131,6 +139,10 @@ impl Server {
                     state.failures += 1;
                     let backoff = Duration::from_secs(1 << state.failures.min(5)).min(MAX_BACKOFF);
                     state.retry_at = Some(Instant::now() + backoff);
+                    // A failed restart is told by the call that tried it.
+                    if !*self.started.borrow() {
+                        state.unreported = Some(message.clone());
+                    }
                     state.status = Status::Failed(message);
                     // Tools listed before a crash stay offered: calling one restarts the server.
                     state.connection = None;

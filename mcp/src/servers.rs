@@ -138,4 +138,12 @@ impl ToolSource for McpServers {
         }
         .boxed()
     }
+
+    fn take_notices(&self) -> Vec<String> {
+        self.inner
+            .servers
+            .iter()
+            .filter_map(|s| s.take_unreported())
+            .collect()
+    }
 }

@@ -15,6 +15,11 @@ pub trait ToolSource: Send + Sync {
     /// Resolves once the tools still starting are ready or the start-up wait has run out, so a
     /// model request lists every tool that arrives in time and never waits longer.
     fn settled(&self) -> BoxFuture<'static, ()>;
+    /// Problems the user has not been told about yet (a server that could not start), each
+    /// returned once.
+    fn take_notices(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The tools of a session, in the order they are offered to the model: the fixed ones, then
@@ -73,6 +78,14 @@ impl ToolRegistry {
             .filter(|t| !self.tools.iter().any(|f| f.name() == t.name()))
             .collect::<Vec<_>>();
         self.tools.clone().into_iter().chain(dynamic)
+    }
+
+    /// See [`ToolSource::take_notices`].
+    pub fn take_notices(&self) -> Vec<String> {
+        self.source
+            .as_ref()
+            .map(|source| source.take_notices())
+            .unwrap_or_default()
     }
 
     /// Waits (boundedly) for tools still starting; see [`ToolSource::settled`].

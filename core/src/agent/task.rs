@@ -139,6 +139,9 @@ async fn run_turn(
     loop {
         // Tools still starting (MCP servers) get a bounded chance to be listed.
         ctx.stat.tools.settled().await;
+        for message in ctx.stat.tools.take_notices() {
+            ctx.events.emit(CoreEvent::Warning { message });
+        }
         let model = lock(&ctx.shared.model).clone();
         let request = ModelRequest {
             model: model.clone(),
