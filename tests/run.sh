@@ -2,7 +2,9 @@
 # The whole test suite on a fresh machine: installs what the tests drive, then runs every test.
 # No test skips: a missing tool makes its test fail, so this script installs them first.
 #   tmux                    real-terminal test of the TUI (tests/tui/tmux_demo.sh)
-#   node + npm packages     the official ACP client (tests/acp) and xterm.js (tests/tui)
+#   node + npm packages     the official ACP client (tests/acp), xterm.js (tests/tui), and the
+#                           MCP servers (tests/mcp: @modelcontextprotocol/server-everything and
+#                           the SDK for the faulty test server)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +22,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   "${sudo_cmd[@]}" apt-get update -qq
   "${sudo_cmd[@]}" apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
-for dir in tests/acp tests/tui; do
+for dir in tests/acp tests/tui tests/mcp; do
   (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 done
 

@@ -40,7 +40,8 @@ pub struct SessionSpec {
     pub cwd: PathBuf,
     /// The editor's buffers when the client offers `fs/*`, else local disk.
     pub fs: Arc<dyn FileSystem>,
-    /// The `mcpServers` of `session/new`, kept as sent for when MCP support lands.
+    /// The `mcpServers` of `session/new` or `session/load` as sent (stdio and http entries);
+    /// the factory starts them with the session.
     pub mcp_servers: Vec<serde_json::Value>,
 }
 

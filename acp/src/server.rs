@@ -10,10 +10,10 @@ use agent_client_protocol::v1::schema::{
     AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest, AuthenticateResponse,
     CancelNotification, FileSystemCapabilities, Implementation, InitializeRequest,
     InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    LoadSessionResponse, McpServer, NewSessionRequest, NewSessionResponse, PromptCapabilities,
-    PromptRequest, PromptResponse, SessionCapabilities, SessionId, SessionListCapabilities,
-    SessionMode, SessionModeState, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest, SetSessionModeResponse,
+    LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse,
+    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities, SessionId,
+    SessionListCapabilities, SessionMode, SessionModeState, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, ErrorCode};
@@ -219,6 +219,8 @@ fn initialize_response(accepts_images: bool) -> InitializeResponse {
         .agent_capabilities(
             AgentCapabilities::new()
                 .load_session(LOAD_SESSION)
+                // Editors' stdio and streamable HTTP servers start with the session.
+                .mcp_capabilities(McpCapabilities::new().http(true))
                 .session_capabilities(
                     SessionCapabilities::new().list(SessionListCapabilities::new()),
                 )

@@ -44,7 +44,10 @@ impl AgentFactory for SettingsFactory {
     }
 
     fn build(&self, spec: SessionSpec) -> Result<AgentConfig, FactoryError> {
-        let settings = self.load(&spec.cwd)?;
+        let mut settings = self.load(&spec.cwd)?;
+        let editor_servers = corvid_mcp::parse_acp_servers(&spec.mcp_servers)
+            .map_err(|e| FactoryError::Invalid(format!("session `{}` {}", e.key, e.message)))?;
+        settings.mcp.add_servers(editor_servers);
         let mut config =
             settings::agent_config(&settings, process_env, &spec.cwd, &spec.session_id)
                 .map_err(to_factory)?;

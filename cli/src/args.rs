@@ -92,6 +92,11 @@ pub enum Command {
         #[command(subcommand)]
         command: SessionsCommand,
     },
+    /// MCP servers from the settings.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
     /// Tools for diagnosing providers.
     Debug {
         #[command(subcommand)]
@@ -109,6 +114,13 @@ pub enum SessionsCommand {
         /// The session id (or a unique prefix of it).
         id: String,
     },
+}
+
+/// `corvid mcp ...`
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Starts every configured server and shows its status, tools and errors.
+    List,
 }
 
 /// `corvid debug ...`

@@ -10,9 +10,11 @@ mod acp_factory;
 mod args;
 mod headless;
 mod logging;
+mod mcp_cmd;
 mod replay;
 mod sessions;
 mod sessions_cmd;
+mod shutdown;
 mod trust_prompt;
 mod wiring;
 
@@ -22,7 +24,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::args::{Cli, Command, DebugCommand, SessionsCommand};
+use crate::args::{Cli, Command, DebugCommand, McpCommand, SessionsCommand};
 use crate::wiring::{ConfigError, Setup};
 
 /// A usage or configuration error.
@@ -79,16 +81,33 @@ async fn run(cli: Cli) -> ExitCode {
             Err(e) => config_error(&ConfigError(format!("{e:#}"))),
         };
     }
+    if let Some(Command::Mcp {
+        command: McpCommand::List,
+    }) = &cli.command
+    {
+        let setup = match Setup::load(&cli) {
+            Ok(setup) => setup,
+            Err(e) => return config_error(&e),
+        };
+        return match mcp_cmd::list(&setup, &mut std::io::stdout().lock()).await {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => config_error(&e),
+        };
+    }
     if cli.acp {
         let factory =
             acp_factory::SettingsFactory::new(wiring::overrides(&cli), wiring::trust_grant(&cli));
-        return match corvid_acp::run(Arc::new(factory)).await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("corvid: ACP server failed: {e:#}");
-                ExitCode::FAILURE
+        let serve = async {
+            match corvid_acp::run(Arc::new(factory)).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("corvid: ACP server failed: {e:#}");
+                    ExitCode::FAILURE
+                }
             }
         };
+        return shutdown::until_stopped(serve, shutdown::AlsoStopOn::Interrupt).await;
     }
     let setup = match Setup::load(&cli) {
         Ok(setup) => setup,
@@ -125,7 +144,7 @@ async fn run(cli: Cli) -> ExitCode {
             init.session_id = started.handle.session_id().to_owned();
             init.model = started.model.clone();
             init.approval_mode = started.approval_mode.as_str().to_owned();
-            headless::run(
+            let task = headless::run(
                 started.handle,
                 init,
                 prompt,
@@ -133,8 +152,8 @@ async fn run(cli: Cli) -> ExitCode {
                 cli.include_partial_messages,
                 sigint,
                 std::io::stdout().lock(),
-            )
-            .await
+            );
+            shutdown::until_stopped(task, shutdown::AlsoStopOn::Nothing).await
         }
         None => {
             let compact = setup.settings.ui.compact_mode;

@@ -13,7 +13,7 @@
 //
 // Usage: node client.mjs [--prompt TEXT]... [--reject] [--cancel-on-tool-call] [--timeout SECONDS]
 //                        [--cwd DIR] [--load SESSION_ID] [--wait-summary] [--fs] [--reload]
-//                        [--summary-notification] -- AGENT_CMD [ARGS...]
+//                        [--summary-notification] [--mcp-server JSON]... -- AGENT_CMD [ARGS...]
 // Each --prompt is sent in turn (default: one "hello").
 // --load resumes a recorded session with session/load instead of session/new, then prompts.
 // --reload sends session/load of the open session after the first prompt, on the same
@@ -21,6 +21,7 @@
 // --fs advertises fs/read_text_file and fs/write_text_file and serves them from disk; a read
 // of a missing file throws, which the library answers with a plain -32603 (as the official
 // Python client does).
+// --mcp-server adds an ACP McpServer entry (JSON) to session/new and session/load.
 // --summary-notification opts in to `_corvid/tool_use_summary` in initialize.
 // --wait-summary keeps the connection open after the last answer until a tool-use label
 // arrived (`_meta.toolUseSummary` on a tool_call_update; labels may follow the answer).
@@ -52,6 +53,7 @@ const options = {
   fs: false,
   reload: false,
   summaryNotification: false,
+  mcpServers: [],
 };
 for (let i = 0; i < flags.length; i++) {
   switch (flags[i]) {
@@ -65,6 +67,7 @@ for (let i = 0; i < flags.length; i++) {
     case "--fs": options.fs = true; break;
     case "--reload": options.reload = true; break;
     case "--summary-notification": options.summaryNotification = true; break;
+    case "--mcp-server": options.mcpServers.push(JSON.parse(flags[++i])); break;
     default: usage(`unknown flag ${flags[i]}`);
   }
 }
@@ -152,11 +155,11 @@ try {
       const loaded = await ctx.request(acp.methods.agent.session.load, {
         sessionId,
         cwd: options.cwd,
-        mcpServers: [],
+        mcpServers: options.mcpServers,
       });
       emit({ kind: "loaded", response: loaded });
     } else {
-      const session = await ctx.request(acp.methods.agent.session.new, { cwd: options.cwd, mcpServers: [] });
+      const session = await ctx.request(acp.methods.agent.session.new, { cwd: options.cwd, mcpServers: options.mcpServers });
       sessionId = session.sessionId;
       emit({ kind: "session", sessionId });
     }
@@ -171,7 +174,7 @@ try {
         const reloaded = await ctx.request(acp.methods.agent.session.load, {
           sessionId,
           cwd: options.cwd,
-          mcpServers: [],
+          mcpServers: options.mcpServers,
         });
         emit({ kind: "reloaded", response: reloaded });
       }

@@ -31,7 +31,7 @@ pub use list_directory::ListDirectory;
 pub use live_output::LiveOutput;
 pub use local_fs::LocalFs;
 pub use read_file::ReadFile;
-pub use registry::ToolRegistry;
+pub use registry::{ToolRegistry, ToolSource};
 pub use shell::RunShellCommand;
 pub use todo_write::TodoWrite;
 pub use write_file::WriteFile;
@@ -40,7 +40,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use corvid_protocol::{ApprovalPreview, ToolDisplay, ToolKind, ToolOutput};
+use corvid_protocol::{ApprovalPreview, Provenance, ToolDisplay, ToolKind, ToolOutput};
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -110,14 +110,18 @@ impl ToolError {
 /// One tool the model can call.
 pub trait Tool: Send + Sync {
     /// The name the model calls (`read_file`).
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     /// The name shown on a card before the arguments are known (`ReadFile`).
-    fn display_name(&self) -> &'static str;
+    fn display_name(&self) -> &str;
     /// What the model is told the tool does.
-    fn description(&self) -> &'static str;
+    fn description(&self) -> &str;
     /// JSON Schema of the arguments object.
     fn parameters(&self) -> Value;
     fn kind(&self) -> ToolKind;
+    /// Where the tool comes from, for cards (`_meta.provenance`): built in unless overridden.
+    fn provenance(&self) -> Provenance {
+        Provenance::Builtin
+    }
     /// Mutating calls of a batch run in order; the others run concurrently.
     fn mutates(&self) -> bool;
     /// Whether plan mode offers and runs it: tools that change nothing, and planning aids.

@@ -11,7 +11,8 @@ use serde_json::json;
 #[test]
 fn the_builtin_registry_describes_every_tool_of_the_spec() {
     let registry = builtin_tools();
-    let described: Vec<(&str, &str, ToolKind, bool, bool)> = registry
+    let tools: Vec<_> = registry.iter().collect();
+    let described: Vec<(&str, &str, ToolKind, bool, bool)> = tools
         .iter()
         .map(|t| {
             (
@@ -115,4 +116,31 @@ async fn todo_write_refuses_bad_statuses_and_duplicate_ids() {
         .await,
         "todo id `1` is used twice; every todo needs its own id"
     );
+}
+
+/// A dynamic source offering a tool that shadows a built-in one and a tool of its own.
+struct Source(Vec<std::sync::Arc<dyn Tool>>);
+
+impl corvid_tools::ToolSource for Source {
+    fn tools(&self) -> Vec<std::sync::Arc<dyn Tool>> {
+        self.0.clone()
+    }
+
+    fn settled(&self) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(std::future::ready(()))
+    }
+}
+
+#[test]
+fn a_dynamic_source_adds_its_tools_after_the_fixed_ones_which_win_on_a_name_clash() {
+    let source = Source(vec![
+        std::sync::Arc::new(TodoWrite),
+        std::sync::Arc::new(corvid_tools::ReadFile),
+    ]);
+    let fixed = corvid_tools::ToolRegistry::new(vec![std::sync::Arc::new(corvid_tools::ReadFile)]);
+    let registry = fixed.with_source(std::sync::Arc::new(source));
+    let names: Vec<String> = registry.iter().map(|t| t.name().to_owned()).collect();
+    assert_eq!(names, ["read_file", "todo_write"]);
+    assert_eq!(registry.get("todo_write").unwrap().name(), "todo_write");
+    assert_eq!(registry.schemas().len(), 2);
 }

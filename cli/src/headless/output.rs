@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Write};
 
 use corvid_core::usage::UsageStats;
-use corvid_protocol::{ApprovalPreview, CoreEvent, StopReason, ToolStatus};
+use corvid_protocol::{ApprovalPreview, CoreEvent, Provenance, StopReason, ToolStatus};
 use serde_json::{Value, json};
 
 use super::terminal_text::TextSafety;
@@ -50,6 +50,9 @@ pub struct Printer<W: Write> {
     /// Text streamed since the last flush into an `assistant` message.
     pending_text: String,
     announced_calls: HashSet<String>,
+    /// Where each prepared call's tool comes from, for a `tool_use` announced by its
+    /// permission request (which does not say).
+    provenances: HashMap<String, Provenance>,
     /// Calls headless mode refused, with what to report instead of the core's "rejected".
     refusals: HashMap<String, String>,
     pub summaries: Vec<SummaryItem>,
@@ -77,6 +80,7 @@ impl<W: Write> Printer<W> {
             turn_text: String::new(),
             pending_text: String::new(),
             announced_calls: HashSet::new(),
+            provenances: HashMap::new(),
             refusals: HashMap::new(),
             summaries: Vec::new(),
             stats: UsageStats::default(),
@@ -124,6 +128,14 @@ impl<W: Write> Printer<W> {
         ) {
             self.turn_text.clear();
         }
+        if let CoreEvent::ToolPreparing {
+            call_id,
+            provenance,
+            ..
+        } = ev
+        {
+            self.provenances.insert(call_id.clone(), provenance.clone());
+        }
         match ev {
             CoreEvent::TextDelta { text } => {
                 self.turn_text.push_str(text);
@@ -160,9 +172,10 @@ impl<W: Write> Printer<W> {
                 tool_name,
                 args,
                 display,
+                provenance,
                 ..
             } => {
-                self.tool_use(call_id, tool_name, args.clone())?;
+                self.tool_use(call_id, tool_name, args.clone(), Some(provenance))?;
                 self.progress(&format!("● {}", display.title));
             }
             CoreEvent::PermissionRequested {
@@ -176,7 +189,8 @@ impl<W: Write> Printer<W> {
                     ApprovalPreview::Diff(diff) => json!({ "file_path": diff.path }),
                     ApprovalPreview::Text { .. } => json!({}),
                 };
-                self.tool_use(call_id, tool_name, input)?;
+                let provenance = self.provenances.get(call_id).cloned();
+                self.tool_use(call_id, tool_name, input, provenance.as_ref())?;
             }
             CoreEvent::ToolFinished {
                 call_id,
@@ -338,15 +352,29 @@ impl<W: Write> Printer<W> {
         self.out.flush()
     }
 
-    fn tool_use(&mut self, call_id: &str, name: &str, input: Value) -> std::io::Result<()> {
+    /// Announces a call once; a tool that is not built in carries the ACP cards' `_meta`
+    /// (`provenance`, and `serverId` for MCP tools).
+    fn tool_use(
+        &mut self,
+        call_id: &str,
+        name: &str,
+        input: Value,
+        provenance: Option<&Provenance>,
+    ) -> std::io::Result<()> {
         if !self.announced_calls.insert(call_id.to_owned()) {
             return Ok(());
         }
+        let mut block = json!({"type": "tool_use", "id": call_id, "name": name, "input": input});
+        match provenance {
+            None | Some(Provenance::Builtin) => {}
+            Some(Provenance::Mcp { server_id }) => {
+                block["_meta"] = json!({"provenance": "mcp", "serverId": server_id});
+            }
+            Some(other) => block["_meta"] = json!({"provenance": other.as_str()}),
+        }
         self.emit(json!({
             "type": "assistant",
-            "message": {"role": "assistant", "content": [{
-                "type": "tool_use", "id": call_id, "name": name, "input": input,
-            }]},
+            "message": {"role": "assistant", "content": [block]},
         }))
     }
 

@@ -3,9 +3,11 @@
 #![allow(dead_code, unused_imports, clippy::unwrap_used, clippy::expect_used)]
 
 mod acp_client;
+mod mcp;
 mod openai;
 
 pub use acp_client::*;
+pub use mcp::*;
 pub use openai::*;
 
 use std::path::{Path, PathBuf};

@@ -95,7 +95,7 @@ pub(super) async fn run_attempt(
                     tool_name,
                     display_name,
                     kind,
-                    provenance: Provenance::Builtin,
+                    provenance: tool.map_or(Provenance::Builtin, |t| t.provenance()),
                 });
             }
             StreamEvent::ToolCall(call) => {
@@ -165,7 +165,7 @@ pub(super) fn discard_prepared(
             call_id: call_id.clone(),
             tool_name: tool_name.clone(),
             reason,
-            provenance: Provenance::Builtin,
+            provenance: super::exec::provenance_of(ctx, tool_name),
         });
     }
 }

@@ -134,7 +134,7 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
     }
     let mut tool_ctx = tool_context(ctx, &call.call_id);
     let Some(tool) = p.tool else {
-        let known: Vec<&str> = ctx.stat.tools.iter().map(|t| t.name()).collect();
+        let known: Vec<String> = ctx.stat.tools.iter().map(|t| t.name().to_owned()).collect();
         let message = format!(
             "unknown tool `{}`; the available tools are: {}",
             call.name,
@@ -205,7 +205,7 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
             tool_name: call.name.clone(),
             status,
             output: output.clone(),
-            provenance: Provenance::Builtin,
+            provenance: provenance_of(ctx, &call.name),
         });
     } else if succeeded && let Some(todos) = plan_from(&output.raw) {
         ctx.events.emit(CoreEvent::Plan { todos });
@@ -291,7 +291,7 @@ fn finished_without_running(
             tool_name: call.name.clone(),
             status: ToolStatus::Failed,
             output: text_output(message.clone()),
-            provenance: Provenance::Builtin,
+            provenance: provenance_of(ctx, &call.name),
         });
     }
     CallEnd {
@@ -329,7 +329,7 @@ fn not_started(ctx: &TaskCtx, call: ToolCall, prepared: bool) -> CallEnd {
             call_id: call.call_id.clone(),
             tool_name: call.name.clone(),
             reason: DiscardReason::Cancelled,
-            provenance: Provenance::Builtin,
+            provenance: provenance_of(ctx, &call.name),
         });
     }
     CallEnd {
@@ -384,7 +384,15 @@ fn emit_started(ctx: &TaskCtx, call: &ToolCall, display: ToolDisplay, was_prepar
         tool_name: call.name.clone(),
         args: call.args.clone(),
         display,
-        provenance: Provenance::Builtin,
+        provenance: provenance_of(ctx, &call.name),
         was_prepared,
     });
+}
+
+/// Where the named tool comes from (an unknown tool counts as built in), for its cards.
+pub(super) fn provenance_of(ctx: &TaskCtx, tool_name: &str) -> Provenance {
+    ctx.stat
+        .tools
+        .get(tool_name)
+        .map_or(Provenance::Builtin, |tool| tool.provenance())
 }

@@ -154,6 +154,11 @@ async fn run_turn(
     let mut overloaded_in_a_row = 0u32;
     let mut compacted_for_overflow = false;
     loop {
+        // Tools still starting (MCP servers) get a bounded chance to be listed.
+        ctx.stat.tools.settled().await;
+        for message in ctx.stat.tools.take_notices() {
+            ctx.events.emit(CoreEvent::Warning { message });
+        }
         let model = lock(&ctx.shared.model).clone();
         let request = ModelRequest {
             model: model.clone(),

@@ -152,6 +152,13 @@ impl Replay<'_> {
         self.tools.get(name).is_none_or(|t| t.shows_card())
     }
 
+    /// Where the named tool comes from (MCP tools of servers still starting count as built in).
+    fn provenance(&self, name: &str) -> Provenance {
+        self.tools
+            .get(name)
+            .map_or(Provenance::Builtin, |t| t.provenance())
+    }
+
     fn started(&mut self, call_id: &str, name: &str, args: &serde_json::Value) {
         if !self.shows_card(name) {
             if let Ok(todos) = serde_json::from_value::<Vec<Todo>>(args["todos"].clone()) {
@@ -172,7 +179,7 @@ impl Replay<'_> {
             tool_name: name.to_owned(),
             args: args.clone(),
             display,
-            provenance: Provenance::Builtin,
+            provenance: self.provenance(name),
             was_prepared: false,
         });
     }
@@ -200,7 +207,7 @@ impl Replay<'_> {
                 diffs: Vec::new(),
                 raw: serde_json::Value::Null,
             },
-            provenance: Provenance::Builtin,
+            provenance: self.provenance(name),
         });
     }
 

@@ -42,6 +42,9 @@ pub(super) struct Partial {
     pub initial_delay_ms: Option<u64>,
     pub max_delay_ms: Option<u64>,
     pub max_turns: Option<u32>,
+    /// `mcpServers`: a later file's server replaces an earlier one of the same name.
+    pub mcp_servers: Vec<corvid_mcp::ServerConfig>,
+    pub mcp_startup_ms: Option<u64>,
 }
 
 impl Partial {
@@ -83,6 +86,8 @@ impl Partial {
         over(&mut self.initial_delay_ms, higher.initial_delay_ms);
         over(&mut self.max_delay_ms, higher.max_delay_ms);
         over(&mut self.max_turns, higher.max_turns);
+        self.mcp_servers.extend(higher.mcp_servers);
+        over(&mut self.mcp_startup_ms, higher.mcp_startup_ms);
     }
 
     /// The defaults with every set value applied.
@@ -132,6 +137,10 @@ impl Partial {
         }
         if let Some(v) = self.max_turns {
             s.agent.max_turns = v;
+        }
+        s.mcp.add_servers(self.mcp_servers);
+        if let Some(ms) = self.mcp_startup_ms {
+            s.mcp.startup_wait = std::time::Duration::from_millis(ms);
         }
         s
     }
@@ -232,6 +241,20 @@ impl Validator<'_> {
                 "tools" => self.tools(value)?,
                 "retry" => self.retry(value)?,
                 "agent" => self.agent(value)?,
+                "mcpServers" => {
+                    let servers = super::mcp::parse_servers(self.path, value, self.warnings)?;
+                    self.out.mcp_servers = servers;
+                }
+                "mcp" => {
+                    for (k, v) in self.section("mcp", value)? {
+                        match k.as_str() {
+                            "startupTimeoutMs" => {
+                                self.out.mcp_startup_ms = self.number("mcp.startupTimeoutMs", v)?
+                            }
+                            _ => self.unknown(&format!("mcp.{k}")),
+                        }
+                    }
+                }
                 // Editors add a schema reference; it configures nothing.
                 "$schema" => {}
                 _ => self.unknown(key),

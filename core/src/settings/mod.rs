@@ -7,6 +7,7 @@
 //! decide where it comes from.
 
 mod file;
+mod mcp;
 mod project_limits;
 mod provider;
 mod trust;
@@ -16,11 +17,12 @@ use std::path::{Path, PathBuf};
 
 use corvid_protocol::ApprovalMode;
 
+pub use mcp::McpSettings;
 pub use provider::{
     DEMO_FAST_MODEL, DEMO_MODEL, ResolvedModel, Secret, resolve_fast_model, resolve_provider,
 };
 pub use trust::{TRUSTED_FOLDERS_FILE, Trust, TrustGrant, TrustedFolders};
-pub use wiring::{DEMO_PACING_ENV, agent_config};
+pub use wiring::{DEMO_PACING_ENV, agent_config, start_mcp_servers};
 
 /// Env var naming corvid's home directory (settings, sessions).
 pub const CORVID_HOME_ENV: &str = "CORVID_HOME";
@@ -67,6 +69,8 @@ pub struct Settings {
     pub tools: ToolSettings,
     pub retry: RetrySettings,
     pub agent: AgentSettings,
+    /// `mcpServers` and `mcp.*`.
+    pub mcp: McpSettings,
 }
 
 /// `model.*`: the main model. Unset values are filled in by [`resolve_provider`].
@@ -196,6 +200,7 @@ impl Default for Settings {
             agent: AgentSettings {
                 max_turns: crate::policy::MaxTurns::DEFAULT.0,
             },
+            mcp: McpSettings::default(),
         }
     }
 }

@@ -99,6 +99,17 @@ const LIMITED_KEYS: &[LimitedKey] = &[
         limit: Limit::UserLevel(|p| p.shell_env.take().is_some()),
     },
     LimitedKey {
+        // A trusted server's calls run unasked.
+        key: "mcpServers.*.trust",
+        limit: Limit::UserLevel(|p| {
+            let mut any = false;
+            for server in &mut p.mcp_servers {
+                any |= std::mem::take(&mut server.trust);
+            }
+            any
+        }),
+    },
+    LimitedKey {
         key: "tools.allow",
         limit: Limit::UserLevel(|p| !std::mem::take(&mut p.allow).is_empty()),
     },

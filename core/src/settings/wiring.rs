@@ -73,6 +73,11 @@ pub fn agent_config(
         _ => None,
     };
 
+    let policy = approval_policy(settings, &env)?;
+    let mut tools = corvid_tools::builtin_tools();
+    if let Some(servers) = super::mcp::start(&settings.mcp, policy.shell.env.clone(), cwd)? {
+        tools = tools.with_source(Arc::new(servers));
+    }
     Ok(AgentConfig {
         session_id: session_id.to_owned(),
         provider,
@@ -81,7 +86,7 @@ pub fn agent_config(
         max_output_tokens: settings.model.max_output_tokens,
         system_prompt: default_system_prompt(cwd),
         cwd: cwd.to_owned(),
-        tools: corvid_tools::builtin_tools(),
+        tools,
         fs: Arc::new(corvid_tools::LocalFs),
         approval_mode: settings.tools.approval_mode,
         retry: RetryPolicy {
@@ -92,8 +97,22 @@ pub fn agent_config(
         shell_timeout: Duration::from_millis(settings.tools.shell_timeout_ms),
         summaries,
         history: Vec::new(),
-        policy: approval_policy(settings, &env)?,
+        policy,
     })
+}
+
+/// The configured MCP servers, started in the background (for `corvid mcp list`; sessions
+/// start theirs in [`agent_config`]); `None` when none is configured.
+pub fn start_mcp_servers(
+    settings: &Settings,
+    cwd: &Path,
+) -> Result<Option<corvid_mcp::McpServers>, SettingsError> {
+    let filter = shell_policy(settings).map_err(|e| SettingsError::InvalidValue {
+        origin: "settings".to_owned(),
+        key: "tools.shellEnv".to_owned(),
+        message: format!("is invalid: {e}"),
+    })?;
+    super::mcp::start(&settings.mcp, filter.env, cwd)
 }
 
 /// Protected paths and permission rules from `tools.*` (the user's `$CORVID_HOME` included).

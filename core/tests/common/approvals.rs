@@ -126,7 +126,6 @@ pub fn tools_with_fake_shell(ran: &Ran) -> corvid_tools::ToolRegistry {
     let mut tools: Vec<Arc<dyn Tool>> = corvid_tools::builtin_tools()
         .iter()
         .filter(|t| t.name() != "run_shell_command")
-        .cloned()
         .collect();
     tools.push(Arc::new(FakeShell { ran: ran.clone() }));
     corvid_tools::ToolRegistry::new(tools)

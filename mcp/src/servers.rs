@@ -1,0 +1,149 @@
+//! The MCP servers of one session: all started at once in the background, their tools offered
+//! to the core as a [`ToolSource`], all stopped when the session lets go of them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use corvid_tools::{Tool, ToolSource};
+use futures::FutureExt;
+use futures::future::{BoxFuture, join_all};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::config::ServerConfig;
+use crate::connect::Launch;
+use crate::names::server_ids;
+use crate::server::{Server, Status};
+
+/// How long the first model request waits for tool lists when `mcp.startupTimeoutMs` is unset.
+pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(3);
+
+/// A session's servers. Dropping the last clone stops them all (child processes are killed).
+#[derive(Clone)]
+pub struct McpServers {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    servers: Vec<Arc<Server>>,
+    /// Model requests stop waiting for servers still starting at this moment.
+    startup_deadline: Instant,
+    starts: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for start in &self.starts {
+            start.abort();
+        }
+    }
+}
+
+/// What `corvid mcp list` shows of a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerReport {
+    pub name: String,
+    /// `stdio: npx -y pkg` or `http: https://…` (no header or environment values).
+    pub target: String,
+    pub status: Status,
+    pub tools: Vec<String>,
+}
+
+impl McpServers {
+    /// Starts every enabled server in the background (on the current tokio runtime) and
+    /// returns at once; `startup_wait` bounds how long model requests wait for their tools.
+    pub fn start(configs: Vec<ServerConfig>, launch: Launch, startup_wait: Duration) -> Self {
+        let ids = server_ids(configs.iter().map(|c| c.name.as_str()));
+        let servers: Vec<Arc<Server>> = configs
+            .into_iter()
+            .zip(ids)
+            .map(|(config, id)| Server::new(config, id, launch.clone()))
+            .collect();
+        let starts = servers
+            .iter()
+            .filter(|s| s.config.enabled)
+            .map(|s| {
+                let server = s.clone();
+                tokio::spawn(async move { server.start().await })
+            })
+            .collect();
+        Self {
+            inner: Arc::new(Inner {
+                servers,
+                startup_deadline: Instant::now() + startup_wait,
+                starts,
+            }),
+        }
+    }
+
+    /// Whether any server is configured.
+    pub fn is_empty(&self) -> bool {
+        self.inner.servers.is_empty()
+    }
+
+    /// Waits until every server finished starting (each bounded by its own timeout).
+    pub async fn wait_started(&self) {
+        join_all(self.inner.servers.iter().map(|s| s.wait_started())).await;
+    }
+
+    /// Each server's status and tools, in configuration order.
+    pub fn reports(&self) -> Vec<ServerReport> {
+        self.inner
+            .servers
+            .iter()
+            .map(|s| ServerReport {
+                name: s.config.name.clone(),
+                target: target(&s.config),
+                status: s.status(),
+                tools: s.tools().iter().map(|t| t.name().to_owned()).collect(),
+            })
+            .collect()
+    }
+}
+
+fn target(config: &ServerConfig) -> String {
+    match &config.transport {
+        crate::config::Transport::Stdio { command, args, .. } => {
+            format!(
+                "stdio: {}",
+                std::iter::once(command)
+                    .chain(args)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        }
+        crate::config::Transport::Http { url, .. } => format!("http: {url}"),
+    }
+}
+
+impl ToolSource for McpServers {
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.inner.servers.iter().flat_map(|s| s.tools()).collect()
+    }
+
+    fn settled(&self) -> BoxFuture<'static, ()> {
+        let inner = self.inner.clone();
+        async move {
+            let all = join_all(inner.servers.iter().map(|s| s.wait_started()));
+            if tokio::time::timeout_at(inner.startup_deadline, all)
+                .await
+                .is_err()
+            {
+                tracing::info!(
+                    "some MCP servers are still starting; their tools join a later turn"
+                );
+            }
+            join_all(inner.servers.iter().map(|s| s.refresh_if_changed())).await;
+        }
+        .boxed()
+    }
+
+    fn take_notices(&self) -> Vec<String> {
+        self.inner
+            .servers
+            .iter()
+            .filter_map(|s| s.take_unreported())
+            .collect()
+    }
+}
