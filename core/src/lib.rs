@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod attach;
+pub mod context;
 pub mod images;
 pub mod policy;
 pub mod retry;

@@ -48,6 +48,8 @@ pub(super) struct Shared {
     /// Sequence number of the latest completed batch (stale summaries are dropped); held
     /// while a batch completion or a summary is announced so the two never cross.
     pub latest_batch: Mutex<u64>,
+    /// Reads whose results are in the history (repeats become short notes).
+    pub reads: Mutex<crate::context::read_cache::ReadCache>,
 }
 
 #[derive(Default)]
@@ -203,6 +205,7 @@ pub(super) async fn run_session(
         approvals: Mutex::new(PendingApprovals::default()),
         remembered: Mutex::new(Default::default()),
         latest_batch: Mutex::new(0),
+        reads: Mutex::default(),
     });
     let mut state = SessionState {
         used_ids: ids_in_history(&config.history),
@@ -266,6 +269,7 @@ pub(super) async fn run_session(
                         } else {
                             // Call ids stay reserved: a later call must not reuse one.
                             state.history.clear();
+                            lock(&shared.reads).clear();
                             events.emit(CoreEvent::HistoryCleared);
                         }
                     }

@@ -23,6 +23,8 @@ pub struct SessionPolicy {
     pub shell: corvid_tools::shell::ShellPolicy,
     /// `model.supportsImages`: whether prompts with images may go to the model.
     pub images: crate::images::ImageSupport,
+    /// `tools.maxResultTokens`: how much of one tool result the history keeps.
+    pub result_budget: crate::context::result_budget::ResultBudget,
 }
 
 /// The most model turns one task may take (`agent.maxTurns`): a model that keeps calling tools

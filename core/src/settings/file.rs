@@ -36,6 +36,8 @@ pub(super) struct Partial {
     pub initial_delay_ms: Option<u64>,
     pub max_delay_ms: Option<u64>,
     pub max_turns: Option<u32>,
+    pub max_result_tokens: Option<u32>,
+    pub context_file_names: Option<Vec<String>>,
 }
 
 impl Partial {
@@ -74,6 +76,8 @@ impl Partial {
         over(&mut self.initial_delay_ms, higher.initial_delay_ms);
         over(&mut self.max_delay_ms, higher.max_delay_ms);
         over(&mut self.max_turns, higher.max_turns);
+        over(&mut self.max_result_tokens, higher.max_result_tokens);
+        over(&mut self.context_file_names, higher.context_file_names);
     }
 
     /// The defaults with every set value applied.
@@ -121,6 +125,10 @@ impl Partial {
         if let Some(v) = self.max_turns {
             s.agent.max_turns = v;
         }
+        if let Some(v) = self.max_result_tokens {
+            s.tools.max_result_tokens = v;
+        }
+        s.context.file_names = self.context_file_names;
         s
     }
 }
@@ -220,6 +228,7 @@ impl Validator<'_> {
                 "tools" => self.tools(value)?,
                 "retry" => self.retry(value)?,
                 "agent" => self.agent(value)?,
+                "context" => self.context(value)?,
                 // Editors add a schema reference; it configures nothing.
                 "$schema" => {}
                 _ => self.unknown(key),
@@ -317,6 +326,12 @@ impl Validator<'_> {
                         .map_err(|e| self.invalid_entry(&key, e))?;
                     self.out.protected_paths = list;
                 }
+                "maxResultTokens" => {
+                    self.out.max_result_tokens = match self.number::<u32>(&key, v)? {
+                        Some(0) => return Err(self.invalid(&key, "0", "at least 1")),
+                        n => n,
+                    }
+                }
                 "allow" => self.out.allow = self.rule_list(&key, v)?,
                 "deny" => self.out.deny = self.rule_list(&key, v)?,
                 _ => self.unknown(&key),
@@ -368,6 +383,25 @@ impl Validator<'_> {
                         Some(0) => return Err(self.invalid(&key, "0", "at least 1")),
                         n => n,
                     }
+                }
+                _ => self.unknown(&key),
+            }
+        }
+        Ok(())
+    }
+
+    fn context(&mut self, value: &Value) -> Result<(), SettingsError> {
+        for (k, v) in self.section("context", value)? {
+            let key = format!("context.{k}");
+            match k.as_str() {
+                "fileNames" if v.is_null() => self.out.context_file_names = None,
+                "fileNames" => {
+                    let names = self.string_list(&key, v)?;
+                    for name in &names {
+                        crate::context::instructions::check_file_name(name)
+                            .map_err(|e| self.invalid_entry(&key, e))?;
+                    }
+                    self.out.context_file_names = Some(names);
                 }
                 _ => self.unknown(&key),
             }

@@ -15,6 +15,7 @@ use super::{
     resolve_provider,
 };
 use crate::agent::{AgentConfig, default_system_prompt};
+use crate::context::instructions::{self, FileNames, ProjectInstructions};
 use crate::policy::SessionPolicy;
 use crate::policy::protected::ProtectedPaths;
 use crate::policy::rules::PermissionRules;
@@ -51,6 +52,7 @@ pub fn agent_config(
             .collect(),
     };
     let provider = build_provider(&main, cwd, pacing, &endpoint)?;
+    let instructions = project_instructions(settings, &env, cwd);
 
     let summaries = match fast {
         Some(fast)
@@ -79,7 +81,8 @@ pub fn agent_config(
         model: main.model,
         fallback_model: settings.model.fallback.clone(),
         max_output_tokens: settings.model.max_output_tokens,
-        system_prompt: default_system_prompt(cwd),
+        system_prompt: instructions.append_to(default_system_prompt(cwd)),
+        instructions,
         cwd: cwd.to_owned(),
         tools: corvid_tools::builtin_tools(),
         fs: Arc::new(corvid_tools::LocalFs),
@@ -94,6 +97,21 @@ pub fn agent_config(
         history: Vec::new(),
         policy: approval_policy(settings, &env)?,
     })
+}
+
+/// The instructions files for a session in `cwd` (`context.fileNames` picks their names).
+fn project_instructions(
+    settings: &Settings,
+    env: impl Fn(&str) -> Option<String>,
+    cwd: &Path,
+) -> ProjectInstructions {
+    let names = match &settings.context.file_names {
+        Some(names) => FileNames::Custom(names.clone()),
+        None => FileNames::Standard,
+    };
+    let corvid_home = super::corvid_home(&env);
+    let user_home = super::user_home(&env);
+    instructions::load(cwd, corvid_home.as_deref(), user_home.as_deref(), &names)
 }
 
 /// Protected paths and permission rules from `tools.*` (the user's `$CORVID_HOME` included).
@@ -117,6 +135,9 @@ fn approval_policy(
         shell: shell_policy(settings).map_err(|e| invalid("tools.shellEnv", e))?,
         images: crate::images::ImageSupport {
             setting: settings.model.supports_images,
+        },
+        result_budget: crate::context::result_budget::ResultBudget {
+            max_tokens: settings.tools.max_result_tokens,
         },
     })
 }
