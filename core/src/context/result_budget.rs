@@ -189,3 +189,84 @@ fn ceil_char_boundary(text: &str, at: usize) -> usize {
     }
     at
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    const SMALL: ResultBudget = ResultBudget { max_tokens: 250 };
+
+    fn numbered(n: usize) -> String {
+        (1..=n).map(|i| format!("{i:05}\n")).collect()
+    }
+
+    #[test]
+    fn a_result_within_the_budget_is_kept_whole() {
+        let text = numbered(100);
+        assert_eq!(
+            SMALL.fit("grep_search", &json!({}), &Value::Null, text.clone()),
+            text
+        );
+    }
+
+    #[test]
+    fn a_long_command_output_keeps_its_headline_and_its_end() {
+        let text = format!("Exit code: 1\n\nStdout:\n{}", numbered(1000));
+        let got = SMALL.fit("run_shell_command", &json!({}), &Value::Null, text.clone());
+        assert!(got.len() <= SMALL.max_bytes(), "{} bytes", got.len());
+        let mut lines = got.lines();
+        assert_eq!(lines.next(), Some("Exit code: 1"));
+        let marker = lines.next().unwrap();
+        let kept_tail: Vec<&str> = lines.collect();
+        assert_eq!(kept_tail.last(), Some(&"01000"));
+        let kept = kept_tail.join("\n") + "\n";
+        assert!(text.ends_with(&kept));
+        let left_out = text.len() - "Exit code: 1\n".len() - kept.len();
+        assert_eq!(
+            marker,
+            format!(
+                "[Cut to fit the tool result budget (250 tokens): {left_out} bytes of output were \
+                 left out here; the end is kept. To see them, run the command again with its \
+                 output filtered (`| head -n 200`, `| grep PATTERN`) or redirected to a file \
+                 that you read in parts with read_file.]"
+            )
+        );
+    }
+
+    #[test]
+    fn long_search_results_say_how_many_lines_were_left_out_and_how_to_narrow() {
+        let text = numbered(1000);
+        let got = SMALL.fit("grep_search", &json!({"pattern": "x"}), &Value::Null, text);
+        let (kept, marker) = got.rsplit_once('\n').unwrap();
+        // 6 bytes a line: 488 bytes beside the marker hold 81 lines.
+        assert_eq!(kept, numbered(81).trim_end());
+        assert_eq!(
+            marker,
+            format!(
+                "[Cut to fit the tool result budget (250 tokens): 919 more lines of matches \
+                 ({} bytes) were left out. Narrow the search to see them: a more specific \
+                 pattern, a `path` to one folder or file, or a `glob` such as `*.rs`.]",
+                919 * 6
+            )
+        );
+    }
+
+    #[test]
+    fn a_single_huge_line_is_cut_on_a_character_boundary() {
+        let text = "é".repeat(2000);
+        let got = SMALL.fit("list_directory", &json!({}), &Value::Null, text.clone());
+        let (kept, marker) = got.rsplit_once('\n').unwrap();
+        assert_eq!(kept, "é".repeat(244));
+        assert_eq!(
+            marker,
+            format!(
+                "[Cut to fit the tool result budget (250 tokens): the last {} bytes were left out.]",
+                text.len() - 488
+            )
+        );
+        let tail = SMALL.fit("run_shell_command", &json!({}), &Value::Null, text);
+        assert!(tail.ends_with('é') && tail.len() <= SMALL.max_bytes());
+    }
+}
