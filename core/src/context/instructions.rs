@@ -79,6 +79,26 @@ pub struct InstructionsFile {
     pub included: usize,
 }
 
+/// What `/memory` shows: the files in the model's prompt with their sizes, or where corvid
+/// looks when there are none.
+pub fn report(files: &[InstructionsFile]) -> String {
+    if files.is_empty() {
+        return "No instructions files are in the model's prompt. corvid reads AGENTS.md and \
+                CORVID.md (CLAUDE.md, QWEN.md or GEMINI.md where no AGENTS.md is) in \
+                $CORVID_HOME, the repository root and each folder down to the working \
+                directory; context.fileNames changes the names."
+            .to_owned();
+    }
+    let mut text = String::from("Instructions files in the model's prompt, outermost first:");
+    for file in files {
+        text.push_str(&format!("\n  {}  {} bytes", file.path.display(), file.size));
+        if file.included as u64 != file.size {
+            text.push_str(&format!(" (only the first {} included)", file.included));
+        }
+    }
+    text
+}
+
 /// What was found at session start.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProjectInstructions {
