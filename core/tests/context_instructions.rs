@@ -274,6 +274,28 @@ async fn context_file_names_replaces_the_standard_names() {
 }
 
 #[test]
+fn a_project_file_cannot_choose_the_instructions_file_names() {
+    let ws = Workspace::new();
+    let project = ws.repo.join(".corvid").join("settings.json");
+    std::fs::create_dir_all(project.parent().unwrap()).unwrap();
+    ws.write(&project, r#"{"context": {"fileNames": ["settings.json"]}}"#);
+    let files = SettingsFiles {
+        user: None,
+        project: Some(project.clone()),
+    };
+    let loaded = load_from(&files, Trust::Trusted, ws.env(), &Overrides::default()).unwrap();
+    assert_eq!(loaded.settings.context.file_names, None);
+    assert_eq!(
+        loaded.warnings,
+        vec![format!(
+            "{}: settings key `context.fileNames` can only be set in your user settings, not in \
+             a project file (ignored)",
+            project.display()
+        )]
+    );
+}
+
+#[test]
 fn a_context_file_name_with_a_folder_is_an_error_naming_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let user = dir.path().join("settings.json");
