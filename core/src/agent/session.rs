@@ -279,7 +279,11 @@ pub(super) async fn run_session(
                 if let Some(r) = running.take() {
                     match joined {
                         Ok(after) => state = after,
-                        Err(err) => abnormal_end(&events, &r.task_id, &err),
+                        Err(err) => {
+                            // The history is back at the task's start, without its reads.
+                            lock(&shared.reads).clear();
+                            abnormal_end(&events, &r.task_id, &err);
+                        }
                     }
                 }
             }
