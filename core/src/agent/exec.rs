@@ -217,9 +217,8 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
         output: output.text.clone(),
         succeeded,
     });
-    let policy = &ctx.stat.policy;
     let kept = history_text(
-        policy.result_budget,
+        ctx.stat.policy.result_budget,
         &ctx.shared.reads,
         &call,
         &output,
