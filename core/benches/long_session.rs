@@ -100,6 +100,7 @@ fn config(model: Arc<InstantModel>, context: ContextPolicy) -> AgentConfig {
         summaries: None,
         history: Vec::new(),
         policy,
+        instructions: Default::default(),
     }
 }
 

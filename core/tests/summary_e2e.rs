@@ -109,6 +109,7 @@ async fn start(fast_model: FastModel) -> Harness {
         summaries,
         history: Vec::new(),
         policy: Default::default(),
+        instructions: Default::default(),
     });
     Harness { server, agent, dir }
 }

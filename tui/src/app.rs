@@ -13,6 +13,7 @@ use crate::composer::Composer;
 use crate::live::{APPROVAL_CHOICES, LiveView, StatusInfo};
 use crate::picker::{PickerOutcome, SessionLauncher, SessionPicker};
 use crate::replay::replay_order;
+use corvid_core::context::instructions::{self, InstructionsFile};
 use corvid_core::usage::UsageStats;
 
 /// How long a first Ctrl+C on an idle prompt waits for the second one.
@@ -24,6 +25,7 @@ pub const APPROVAL_GUARD: Duration = Duration::from_millis(400);
 const HELP: &str = "Commands
 /help           this list
 /stats          token usage per prompt id, turns and tool calls
+/memory         the instructions files (AGENTS.md...) in the model's prompt
 /view [MODE]    tool groups `compact` or `full`; alone toggles (also ctrl+o)
 /model NAME     use another model for later turns
 /resume [ID]    go back to an earlier session of this project
@@ -91,6 +93,8 @@ pub struct App {
     frame: usize,
     /// `@path` attachments and their completion, in the working directory.
     pub mentions: crate::mention::Mentions,
+    /// The instructions files the agent loaded, for `/memory`.
+    pub instructions: Vec<InstructionsFile>,
 }
 
 impl App {
@@ -114,6 +118,7 @@ impl App {
             ctrl_c_at: None,
             frame: 0,
             mentions: crate::mention::Mentions::new(std::env::current_dir().unwrap_or_default()),
+            instructions: Vec::new(),
         }
     }
 
@@ -439,6 +444,7 @@ impl App {
                 ))
             }
             "/compress" | "/compact" => return vec![Action::Submit(Op::Compact)],
+            "/memory" => info(self, instructions::report(&self.instructions)),
             "/view" => self.view_command(arg),
             "/model" if arg.is_empty() => info(self, format!("Model: {}", self.status.model)),
             "/model" => {

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use corvid_core::agent::{AgentHandle, EventReceiver, OpSender};
+use corvid_core::context::instructions::InstructionsFile;
 use corvid_protocol::Op;
 use crossterm::event::{
     DisableBracketedPaste, EnableBracketedPaste, Event, EventStream, KeyboardEnhancementFlags,
@@ -38,6 +39,7 @@ pub async fn run(handle: AgentHandle, options: TuiOptions) -> anyhow::Result<()>
 /// The agent the UI talks to; `/resume` replaces it.
 struct Agent {
     session_id: String,
+    instructions: Vec<InstructionsFile>,
     sender: OpSender,
     events: EventReceiver,
 }
@@ -45,9 +47,11 @@ struct Agent {
 impl Agent {
     fn new(handle: AgentHandle) -> Self {
         let session_id = handle.session_id().to_owned();
+        let instructions = handle.instructions().to_vec();
         let (sender, events) = handle.split();
         Self {
             session_id,
+            instructions,
             sender,
             events,
         }
@@ -129,6 +133,7 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
     )?;
     let mut app = App::new(&options);
     app.session_id.clone_from(&agent.session_id);
+    app.instructions.clone_from(&agent.instructions);
     if !options.transcript.is_empty() {
         app.on_resumed(&agent.session_id, &options.transcript);
     }
@@ -287,6 +292,7 @@ fn resume(
         Ok(resumed) => {
             // Dropping the old agent's sender ends it; its recording is complete (flushed per record).
             *agent = Agent::new(resumed.handle);
+            app.instructions.clone_from(&agent.instructions);
             app.on_resumed(&agent.session_id, &resumed.transcript);
             true
         }

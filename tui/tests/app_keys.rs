@@ -6,6 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
+use corvid_core::context::instructions::InstructionsFile;
 use corvid_protocol::{ApprovalDecision, ApprovalMode, ApprovalPreview, CoreEvent, Op, Usage};
 use corvid_tui::app::{Action, App, TuiOptions};
 use corvid_tui::cells::HistoryCell;
@@ -319,6 +320,38 @@ fn slash_stats_reports_usage_per_prompt_id_turns_and_tool_calls() {
         "Session stats\nturns 1 · tool calls 1 (1 completed, 0 failed)\n\
          main: input 100 (cached 0) · output 20 (reasoning 0) · total 120\n\
          tool_use_summary_generation: input 50 (cached 0) · output 5 (reasoning 0) · total 55"
+    );
+}
+
+#[test]
+fn memory_lists_the_instructions_files_in_the_prompt_with_their_sizes() {
+    let mut a = app();
+    a.command("/memory");
+    let Some(HistoryCell::Notice(_, empty)) = a.chat.transcript().last() else {
+        panic!("no memory notice");
+    };
+    assert!(empty.starts_with("No instructions files are in the model's prompt."));
+    a.instructions = vec![
+        InstructionsFile {
+            path: "/home/u/.corvid/AGENTS.md".into(),
+            size: 120,
+            included: 120,
+        },
+        InstructionsFile {
+            path: "/repo/AGENTS.md".into(),
+            size: 40_000,
+            included: 16_380,
+        },
+    ];
+    a.command("/memory");
+    let Some(HistoryCell::Notice(_, text)) = a.chat.transcript().last() else {
+        panic!("no memory notice");
+    };
+    assert_eq!(
+        text,
+        "Instructions files in the model's prompt, outermost first:\n  \
+         /home/u/.corvid/AGENTS.md  120 bytes\n  \
+         /repo/AGENTS.md  40000 bytes (only the first 16380 included)"
     );
 }
 

@@ -239,6 +239,7 @@ impl AgentFactory for TestFactory {
             }),
             history: Vec::new(),
             policy: Default::default(),
+            instructions: Default::default(),
         })
     }
 

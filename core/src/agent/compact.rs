@@ -88,6 +88,8 @@ pub(super) async fn compact(
     let kept_messages = u32::try_from(kept.len()).unwrap_or(u32::MAX);
     let history = compacted_history(&summary, kept);
     state.replace_history(history.into());
+    // The reads the summary replaced are no longer in the conversation to point back to.
+    lock(&ctx.shared.reads).clear();
     let tokens_after = next_request_tokens(ctx, state);
     ctx.events.emit(CoreEvent::Compacted {
         summary,

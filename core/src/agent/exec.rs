@@ -18,6 +18,7 @@ use super::approval::Approval;
 use super::live_feed::LiveFeed;
 use super::plan_mode;
 use super::session::TaskCtx;
+use crate::context::tool_results::history_text;
 use crate::summary::SummaryCall;
 
 /// How long a cancelled tool may take to report how it stopped before it is abandoned.
@@ -216,11 +217,18 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
         output: output.text.clone(),
         succeeded,
     });
+    let kept = history_text(
+        ctx.stat.policy.result_budget,
+        &ctx.shared.reads,
+        &call,
+        &output,
+        succeeded,
+    );
     CallEnd {
         result: ToolResult {
             call_id: call.call_id,
             name: call.name,
-            output: output.text,
+            output: kept,
             is_error: !succeeded,
         },
         reached_result: true,

@@ -74,6 +74,9 @@ pub struct AgentConfig {
     pub history: Vec<Message>,
     /// Permission rules, protected paths, limits and shell confinement.
     pub policy: crate::policy::SessionPolicy,
+    /// The instructions files whose text `system_prompt` holds, and the warnings about them
+    /// (emitted as the session's first events).
+    pub instructions: crate::context::instructions::ProjectInstructions,
 }
 
 /// Starts the session actor on the current tokio runtime and returns its queue pair.
@@ -105,13 +108,20 @@ pub fn spawn_agent_observed(
     start(config, Some(observer))
 }
 
-fn start(config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) -> AgentHandle {
+fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) -> AgentHandle {
     let (op_tx, op_rx) = mpsc::unbounded_channel();
     let (ev_tx, ev_rx) = mpsc::unbounded_channel();
     let session_id = config.session_id.clone();
+    let instructions = std::mem::take(&mut config.instructions);
+    for message in &instructions.warnings {
+        let _ = ev_tx.send(CoreEvent::Warning {
+            message: message.clone(),
+        });
+    }
     tokio::spawn(session::run_session(config, observer, op_rx, ev_tx));
     AgentHandle {
         session_id,
+        instructions: instructions.files,
         ops: OpSender { tx: op_tx },
         events: EventReceiver { rx: ev_rx },
     }
@@ -125,6 +135,7 @@ pub struct AgentClosed;
 /// A front end's connection to one session: submit operations, read core events.
 pub struct AgentHandle {
     session_id: String,
+    instructions: Vec<crate::context::instructions::InstructionsFile>,
     ops: OpSender,
     events: EventReceiver,
 }
@@ -133,6 +144,11 @@ impl AgentHandle {
     /// The id of the session this handle drives.
     pub fn session_id(&self) -> &str {
         &self.session_id
+    }
+
+    /// The instructions files loaded into the system prompt at start (for `/memory`).
+    pub fn instructions(&self) -> &[crate::context::instructions::InstructionsFile] {
+        &self.instructions
     }
 
     /// Queues an operation for the agent.

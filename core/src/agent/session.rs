@@ -53,6 +53,8 @@ pub(super) struct Shared {
     /// Sequence number of the latest completed batch (stale summaries are dropped); held
     /// while a batch completion or a summary is announced so the two never cross.
     pub latest_batch: Mutex<u64>,
+    /// Reads whose results are in the history (repeats become short notes).
+    pub reads: Mutex<crate::context::read_cache::ReadCache>,
 }
 
 #[derive(Default)]
@@ -247,6 +249,7 @@ fn take_back(
     joined: Result<TaskEnd, JoinError>,
     events: &Emitter,
     task_id: &str,
+    shared: &Shared,
 ) {
     match joined {
         Ok(end) => {
@@ -255,7 +258,11 @@ fn take_back(
                 abnormal_end(events, task_id, "it panicked");
             }
         }
-        Err(err) => abnormal_end(events, task_id, &err.to_string()),
+        Err(err) => {
+            // The task took the history with it: its reads are gone too.
+            lock(&shared.reads).clear();
+            abnormal_end(events, task_id, &err.to_string());
+        }
     }
 }
 
@@ -266,11 +273,12 @@ async fn settle_finished(
     running: &mut Option<Running>,
     state: &mut SessionState,
     events: &Emitter,
+    shared: &Shared,
 ) {
     let Some(r) = running.take_if(|r| r.done.load(Ordering::Acquire)) else {
         return;
     };
-    take_back(state, r.handle.await, events, &r.task_id);
+    take_back(state, r.handle.await, events, &r.task_id, shared);
 }
 
 async fn finished(running: &mut Option<Running>) -> Result<TaskEnd, JoinError> {
@@ -308,6 +316,7 @@ pub(super) async fn run_session(
         approvals: Mutex::new(PendingApprovals::default()),
         remembered: Mutex::new(Default::default()),
         latest_batch: Mutex::new(0),
+        reads: Mutex::default(),
     });
     let mut state = SessionState {
         used_ids: ids_in_history(&config.history),
@@ -324,7 +333,7 @@ pub(super) async fn run_session(
                 let Some(op) = op else { break };
                 match op {
                     op @ (Op::UserTurn { .. } | Op::UserShell { .. } | Op::Compact) => {
-                        settle_finished(&mut running, &mut state, &events).await;
+                        settle_finished(&mut running, &mut state, &events, &shared).await;
                         if running.is_some() {
                             events.emit(CoreEvent::Warning {
                                 message: "a task is already running; wait for it to finish or cancel it first".into(),
@@ -368,7 +377,7 @@ pub(super) async fn run_session(
                         }
                     }
                     Op::ClearHistory => {
-                        settle_finished(&mut running, &mut state, &events).await;
+                        settle_finished(&mut running, &mut state, &events, &shared).await;
                         if running.is_some() {
                             events.emit(CoreEvent::Warning {
                                 message: "a task is running; the history is cleared only between tasks".into(),
@@ -376,6 +385,7 @@ pub(super) async fn run_session(
                         } else {
                             // Call ids stay reserved: a later call must not reuse one.
                             state.replace_history(Messages::default());
+                            lock(&shared.reads).clear();
                             events.emit(CoreEvent::HistoryCleared);
                         }
                     }
@@ -383,14 +393,14 @@ pub(super) async fn run_session(
             }
             joined = finished(&mut running) => {
                 if let Some(r) = running.take() {
-                    take_back(&mut state, joined, &events, &r.task_id);
+                    take_back(&mut state, joined, &events, &r.task_id, &shared);
                 }
             }
         }
     }
     shared.close_approvals();
     if let Some(r) = running.take() {
-        take_back(&mut state, r.handle.await, &events, &r.task_id);
+        take_back(&mut state, r.handle.await, &events, &r.task_id, &shared);
     }
 }
 

@@ -25,6 +25,8 @@ pub struct SessionPolicy {
     pub images: crate::images::ImageSupport,
     /// `model.contextWindow`, `model.compactThreshold`, `model.autoCompact`.
     pub context: crate::context::ContextPolicy,
+    /// `tools.maxResultTokens`: how much of one tool result the history keeps.
+    pub result_budget: crate::context::result_budget::ResultBudget,
 }
 
 /// The most model turns one task may take (`agent.maxTurns`): a model that keeps calling tools

@@ -45,6 +45,8 @@ pub(super) struct Partial {
     /// `mcpServers`: a later file's server replaces an earlier one of the same name.
     pub mcp_servers: Vec<corvid_mcp::ServerConfig>,
     pub mcp_startup_ms: Option<u64>,
+    pub max_result_tokens: Option<u32>,
+    pub context_file_names: Option<Vec<String>>,
 }
 
 impl Partial {
@@ -88,6 +90,8 @@ impl Partial {
         over(&mut self.max_turns, higher.max_turns);
         self.mcp_servers.extend(higher.mcp_servers);
         over(&mut self.mcp_startup_ms, higher.mcp_startup_ms);
+        over(&mut self.max_result_tokens, higher.max_result_tokens);
+        over(&mut self.context_file_names, higher.context_file_names);
     }
 
     /// The defaults with every set value applied.
@@ -142,6 +146,10 @@ impl Partial {
         if let Some(ms) = self.mcp_startup_ms {
             s.mcp.startup_wait = std::time::Duration::from_millis(ms);
         }
+        if let Some(v) = self.max_result_tokens {
+            s.tools.max_result_tokens = v;
+        }
+        s.context.file_names = self.context_file_names;
         s
     }
 }
@@ -255,6 +263,7 @@ impl Validator<'_> {
                         }
                     }
                 }
+                "context" => self.context(value)?,
                 // Editors add a schema reference; it configures nothing.
                 "$schema" => {}
                 _ => self.unknown(key),
@@ -382,6 +391,12 @@ impl Validator<'_> {
                         .map_err(|e| self.invalid_entry(&key, e))?;
                     self.out.protected_paths = list;
                 }
+                "maxResultTokens" => {
+                    self.out.max_result_tokens = match self.number::<u32>(&key, v)? {
+                        Some(0) => return Err(self.invalid(&key, "0", "at least 1")),
+                        n => n,
+                    }
+                }
                 "allow" => self.out.allow = self.rule_list(&key, v)?,
                 "deny" => self.out.deny = self.rule_list(&key, v)?,
                 _ => self.unknown(&key),
@@ -433,6 +448,25 @@ impl Validator<'_> {
                         Some(0) => return Err(self.invalid(&key, "0", "at least 1")),
                         n => n,
                     }
+                }
+                _ => self.unknown(&key),
+            }
+        }
+        Ok(())
+    }
+
+    fn context(&mut self, value: &Value) -> Result<(), SettingsError> {
+        for (k, v) in self.section("context", value)? {
+            let key = format!("context.{k}");
+            match k.as_str() {
+                "fileNames" if v.is_null() => self.out.context_file_names = None,
+                "fileNames" => {
+                    let names = self.string_list(&key, v)?;
+                    for name in &names {
+                        crate::context::instructions::check_file_name(name)
+                            .map_err(|e| self.invalid_entry(&key, e))?;
+                    }
+                    self.out.context_file_names = Some(names);
                 }
                 _ => self.unknown(&key),
             }

@@ -71,6 +71,7 @@ pub struct Settings {
     pub agent: AgentSettings,
     /// `mcpServers` and `mcp.*`.
     pub mcp: McpSettings,
+    pub context: ContextSettings,
 }
 
 /// `model.*`: the main model. Unset values are filled in by [`resolve_provider`].
@@ -145,6 +146,9 @@ pub struct ToolSettings {
     pub allow: Vec<String>,
     /// `tools.deny`: rules refused without asking; they win over every allow.
     pub deny: Vec<String>,
+    /// `tools.maxResultTokens`: a tool result longer than this (estimated at 4 bytes a token)
+    /// is cut before it enters the history.
+    pub max_result_tokens: u32,
 }
 
 /// `tools.shellEnv`: name patterns (names or globs, case-insensitive) overriding which
@@ -162,6 +166,14 @@ pub struct ShellEnvSettings {
 pub struct AgentSettings {
     /// `agent.maxTurns`: the most model turns one task may take (at least 1).
     pub max_turns: u32,
+}
+
+/// `context.*`: what goes into the model's context besides the conversation.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ContextSettings {
+    /// `context.fileNames`: the instructions file names read in each folder (unset: the
+    /// standard `AGENTS.md`/`CORVID.md` set).
+    pub file_names: Option<Vec<String>>,
 }
 
 /// `retry.*`.
@@ -191,6 +203,7 @@ impl Default for Settings {
                 protected_paths: Vec::new(),
                 allow: Vec::new(),
                 deny: Vec::new(),
+                max_result_tokens: crate::context::result_budget::DEFAULT_MAX_RESULT_TOKENS,
             },
             retry: RetrySettings {
                 max_attempts: 5,
@@ -201,6 +214,7 @@ impl Default for Settings {
                 max_turns: crate::policy::MaxTurns::DEFAULT.0,
             },
             mcp: McpSettings::default(),
+            context: ContextSettings::default(),
         }
     }
 }
@@ -232,11 +246,7 @@ impl SettingsFiles {
     /// `/tmp` must not configure every folder below it. The user's own file is never taken
     /// for a project file.
     pub fn discover(cwd: &Path, env: impl Fn(&str) -> Option<String>) -> Self {
-        let home = env("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-            .or_else(dirs::home_dir)
-            .map(|h| h.canonicalize().unwrap_or(h));
+        let home = user_home(&env);
         let user = corvid_home(env).map(|home| home.join("settings.json"));
         let project = project_search_dirs(cwd, home.as_deref())
             .into_iter()
@@ -295,6 +305,15 @@ fn same_file(a: &Path, b: &Path) -> bool {
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,
     }
+}
+
+/// The user's home directory (`$HOME`, else the system's idea of it), canonical when it exists.
+pub(crate) fn user_home(env: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    env("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(dirs::home_dir)
+        .map(|h| h.canonicalize().unwrap_or(h))
 }
 
 /// `$CORVID_HOME`, else `~/.corvid`; `None` only when there is no home directory at all.

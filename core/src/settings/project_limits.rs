@@ -114,6 +114,12 @@ const LIMITED_KEYS: &[LimitedKey] = &[
         limit: Limit::UserLevel(|p| !std::mem::take(&mut p.allow).is_empty()),
     },
     LimitedKey {
+        // The names are read in `$CORVID_HOME` too: a project must not pick which of the
+        // user's files go to the model.
+        key: "context.fileNames",
+        limit: Limit::UserLevel(|p| p.context_file_names.take().is_some()),
+    },
+    LimitedKey {
         key: "tools.protectedPaths",
         // `!glob` lifts a protection (a built-in one or the user's); a plain glob adds one.
         limit: Limit::AddEntries(|p| {

@@ -15,6 +15,7 @@ use super::{
     resolve_provider,
 };
 use crate::agent::{AgentConfig, default_system_prompt};
+use crate::context::instructions::{self, FileNames, ProjectInstructions};
 use crate::policy::SessionPolicy;
 use crate::policy::protected::ProtectedPaths;
 use crate::policy::rules::PermissionRules;
@@ -51,6 +52,7 @@ pub fn agent_config(
             .collect(),
     };
     let provider = build_provider(&main, cwd, pacing, &endpoint)?;
+    let instructions = project_instructions(settings, &env, cwd);
 
     let summaries = match fast {
         Some(fast)
@@ -84,7 +86,8 @@ pub fn agent_config(
         model: main.model,
         fallback_model: settings.model.fallback.clone(),
         max_output_tokens: settings.model.max_output_tokens,
-        system_prompt: default_system_prompt(cwd),
+        system_prompt: instructions.append_to(default_system_prompt(cwd)),
+        instructions,
         cwd: cwd.to_owned(),
         tools,
         fs: Arc::new(corvid_tools::LocalFs),
@@ -113,6 +116,21 @@ pub fn start_mcp_servers(
         message: format!("is invalid: {e}"),
     })?;
     super::mcp::start(&settings.mcp, filter.env, cwd)
+}
+
+/// The instructions files for a session in `cwd` (`context.fileNames` picks their names).
+fn project_instructions(
+    settings: &Settings,
+    env: impl Fn(&str) -> Option<String>,
+    cwd: &Path,
+) -> ProjectInstructions {
+    let names = match &settings.context.file_names {
+        Some(names) => FileNames::Custom(names.clone()),
+        None => FileNames::Standard,
+    };
+    let corvid_home = super::corvid_home(&env);
+    let user_home = super::user_home(&env);
+    instructions::load(cwd, corvid_home.as_deref(), user_home.as_deref(), &names)
 }
 
 /// Protected paths and permission rules from `tools.*` (the user's `$CORVID_HOME` included).
@@ -144,6 +162,9 @@ fn approval_policy(
                 .compact_threshold
                 .unwrap_or(crate::context::window::DEFAULT_THRESHOLD),
             auto_compact: settings.model.auto_compact.unwrap_or(true),
+        },
+        result_budget: crate::context::result_budget::ResultBudget {
+            max_tokens: settings.tools.max_result_tokens,
         },
     })
 }

@@ -41,6 +41,7 @@ pub fn test_config(provider: Arc<dyn Provider>, tools: Vec<Arc<dyn Tool>>) -> Ag
         summaries: None,
         history: Vec::new(),
         policy: Default::default(),
+        instructions: Default::default(),
     }
 }
 
