@@ -2,14 +2,26 @@
 //! advertised with `available_commands_update`, and a prompt starting with one runs it
 //! instead of reaching the model.
 
+use corvid_protocol::Op;
+
 use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, SessionId,
     SessionNotification, SessionUpdate, UnstructuredCommandInput,
 };
 
 /// A command a prompt asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Command {
+    /// Answered at once by the session.
+    Reply(Reply),
+    /// Runs as a task of the agent, answered like a prompt when it ends: compacting the
+    /// conversation (`/compress`, or `/compact` as other agents call it).
+    Task(Op),
+}
+
+/// A command the session answers at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reply {
     /// Token usage per prompt id, turns and tool calls.
     Stats,
     /// A fresh conversation in the same session.
@@ -26,10 +38,13 @@ pub(crate) fn parse(prompt: &str) -> Option<Command> {
         .split_once(char::is_whitespace)
         .map_or((line, ""), |(name, arg)| (name, arg.trim()));
     match name {
-        "/stats" if arg.is_empty() => Some(Command::Stats),
-        "/clear" if arg.is_empty() => Some(Command::Clear),
-        "/model" if arg.is_empty() => Some(Command::Model(None)),
-        "/model" if !arg.contains(char::is_whitespace) => Some(Command::Model(Some(arg.into()))),
+        "/stats" if arg.is_empty() => Some(Command::Reply(Reply::Stats)),
+        "/clear" if arg.is_empty() => Some(Command::Reply(Reply::Clear)),
+        "/compress" | "/compact" if arg.is_empty() => Some(Command::Task(Op::Compact)),
+        "/model" if arg.is_empty() => Some(Command::Reply(Reply::Model(None))),
+        "/model" if !arg.contains(char::is_whitespace) => {
+            Some(Command::Reply(Reply::Model(Some(arg.into()))))
+        }
         _ => None,
     }
 }
@@ -39,6 +54,10 @@ pub(crate) fn available(session_id: SessionId) -> SessionNotification {
     let commands = vec![
         AvailableCommand::new("stats", "Token usage per prompt id, turns and tool calls"),
         AvailableCommand::new("clear", "Start a fresh conversation in this session"),
+        AvailableCommand::new(
+            "compress",
+            "Summarize the older conversation to free the context window",
+        ),
         AvailableCommand::new("model", "Show the model, or switch later turns to another").input(
             AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(
                 "model name (empty shows the current one)",
@@ -62,6 +81,8 @@ mod tests {
         let parsed: Vec<Option<Command>> = [
             "/stats",
             "  /clear \n",
+            "/compress",
+            "/compact",
             "/model",
             "/model gpt-5-mini",
             "/model two words",
@@ -75,10 +96,12 @@ mod tests {
         assert_eq!(
             parsed,
             vec![
-                Some(Command::Stats),
-                Some(Command::Clear),
-                Some(Command::Model(None)),
-                Some(Command::Model(Some("gpt-5-mini".into()))),
+                Some(Command::Reply(Reply::Stats)),
+                Some(Command::Reply(Reply::Clear)),
+                Some(Command::Task(Op::Compact)),
+                Some(Command::Task(Op::Compact)),
+                Some(Command::Reply(Reply::Model(None))),
+                Some(Command::Reply(Reply::Model(Some("gpt-5-mini".into())))),
                 None,
                 None,
                 None,

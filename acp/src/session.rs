@@ -26,7 +26,7 @@ use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::coalesce::{ChunkKind, Coalescer, Item};
-use crate::commands::{self, Command};
+use crate::commands::{self, Command, Reply};
 use crate::mapping::{self, Frame, Mapper, PermissionAsk, SESSION_UPDATE_METHOD};
 use crate::model_option;
 use crate::output::{Output, SendError};
@@ -153,16 +153,19 @@ impl Session {
             );
             return None;
         }
-        if let Some(command) = commands::parse(&input.text) {
-            self.run_command(&mut state, command, responder);
-            return None;
-        }
-        let turn = Op::UserTurn {
-            prompt: input.text,
-            images: input.images,
-            context: Vec::new(),
+        let task = match commands::parse(&input.text) {
+            Some(Command::Task(op)) => op,
+            Some(Command::Reply(command)) => {
+                self.run_command(&mut state, command, responder);
+                return None;
+            }
+            None => Op::UserTurn {
+                prompt: input.text,
+                images: input.images,
+                context: Vec::new(),
+            },
         };
-        if self.ops.submit(turn).is_err() {
+        if self.ops.submit(task).is_err() {
             refuse(responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE);
             return None;
         }
@@ -187,22 +190,17 @@ impl Session {
     }
 
     /// Runs a slash command at once; its answer is the agent's text, then `end_turn`.
-    fn run_command(
-        &self,
-        state: &mut State,
-        command: Command,
-        responder: Responder<PromptResponse>,
-    ) {
+    fn run_command(&self, state: &mut State, command: Reply, responder: Responder<PromptResponse>) {
         let reply = match command {
-            Command::Stats => state.stats.report(),
-            Command::Clear => match self.ops.submit(Op::ClearHistory) {
+            Reply::Stats => state.stats.report(),
+            Reply::Clear => match self.ops.submit(Op::ClearHistory) {
                 Ok(()) => "History cleared: the next prompt starts a fresh conversation in \
                            this session."
                     .to_owned(),
                 Err(_) => return refuse(responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE),
             },
-            Command::Model(None) => format!("Model: {}", state.model),
-            Command::Model(Some(model)) => {
+            Reply::Model(None) => format!("Model: {}", state.model),
+            Reply::Model(Some(model)) => {
                 if !self.switch_model_locked(state, &model) {
                     return refuse(responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE);
                 }

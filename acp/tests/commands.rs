@@ -192,3 +192,41 @@ async fn the_model_option_offers_the_models_the_provider_lists_once_the_session_
         .collect();
     assert_eq!(offered, vec!["scripted-main", "listed-a", "listed-b"]);
 }
+
+#[tokio::test]
+async fn compress_compacts_the_conversation_and_answers_when_the_summary_is_in() {
+    let dir = project();
+    let provider = ScriptedProvider::new(vec![
+        answer("First."),
+        answer("Goal: say hello. Files: none."),
+        answer("Second."),
+    ]);
+    let mut client =
+        TestClient::start(TestFactory::new(provider.clone()), fs_caps(false, false)).await;
+    let sid = client.new_session(dir.path()).await;
+    client.prompt(&sid, "hello").await.unwrap().unwrap();
+    let response = client.prompt(&sid, "/compress").await.unwrap().unwrap();
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    client.drain();
+    let texts: Vec<String> = client
+        .updates()
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("compacted the conversation")),
+        "{texts:?}"
+    );
+    client.prompt(&sid, "again").await.unwrap().unwrap();
+    let requests = provider.requests();
+    assert!(
+        requests[1].system.starts_with("You summarize"),
+        "{}",
+        requests[1].system
+    );
+    // The next turn starts from the summary.
+    assert!(requests[2].messages[0].text().contains("Goal: say hello."));
+}

@@ -173,7 +173,9 @@ async fn an_image_prompt_reaches_an_anthropic_model_as_a_base64_image_block() {
         last_message(&server),
         json!({"role": "user", "content": [
             {"type": "text", "text": "What is in this picture?"},
-            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+            // The last block carries the prompt cache's breakpoint.
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG},
+             "cache_control": {"type": "ephemeral"}},
         ]})
     );
 }

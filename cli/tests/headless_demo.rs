@@ -59,6 +59,7 @@ async fn json_output_is_one_result_object_with_the_documented_fields() {
         "usage_by_prompt",
         "tool_use_summaries",
         "is_error",
+        "context",
     ]
     .into_iter()
     .collect();

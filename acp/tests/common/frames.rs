@@ -127,5 +127,10 @@ pub fn replayed_read_result(id: &str, status: &str, output: impl Into<Value>) ->
 
 /// The names `available_commands_update` lists for every session.
 pub fn commands() -> Vec<String> {
-    vec!["stats".into(), "clear".into(), "model".into()]
+    vec![
+        "stats".into(),
+        "clear".into(),
+        "compress".into(),
+        "model".into(),
+    ]
 }
