@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -192,12 +193,7 @@ impl Endpoint {
         if rustls::crypto::CryptoProvider::get_default().is_none() {
             let _ = rustls::crypto::ring::default_provider().install_default();
         }
-        // No read timeout here: the idle timeout is enforced around every read instead, so
-        // its error can name the setting.
-        let client = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .build()
-            .map_err(|e| ConfigError::Client(e.to_string()))?;
+        let client = shared_client()?;
         let reading = Reading {
             limits: StreamLimits::default(),
             idle_timeout: config.idle_timeout,
@@ -296,6 +292,24 @@ impl Endpoint {
         let redactor = self.reading.redactor.clone();
         result.await.map_err(|e| reported(&redactor, e))
     }
+}
+
+/// The process's one HTTP client (a connection pool and the system's root certificates),
+/// shared by every provider of every session: a client per session cost each one about
+/// 150 KiB and a read of the certificate store. Keys travel per request, never per client.
+fn shared_client() -> Result<reqwest::Client, ConfigError> {
+    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            // No read timeout here: the idle timeout is enforced around every read instead,
+            // so its error can name the setting.
+            reqwest::Client::builder()
+                .connect_timeout(CONNECT_TIMEOUT)
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(ConfigError::Client)
 }
 
 /// `path` under the base URL's path; a query in the base URL (`?key=`) stays a query.
