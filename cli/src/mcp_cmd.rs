@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use corvid_core::settings::start_mcp_servers;
-use corvid_mcp::{ServerReport, Status};
+use corvid_mcp::Status;
 
 use crate::wiring::{ConfigError, Setup};
 
@@ -23,35 +23,10 @@ pub async fn list(setup: &Setup, out: &mut impl Write) -> Result<bool, ConfigErr
     };
     servers.wait_started().await;
     let reports = servers.reports();
-    for report in &reports {
-        write_report(out, report).map_err(write_error)?;
-    }
+    write!(out, "{}", corvid_mcp::describe(&reports)).map_err(write_error)?;
     Ok(!reports
         .iter()
         .any(|r| matches!(r.status, Status::Failed(_))))
-}
-
-fn write_report(out: &mut impl Write, report: &ServerReport) -> std::io::Result<()> {
-    let status = match &report.status {
-        Status::Disabled => "disabled",
-        Status::Starting => "starting",
-        Status::Ready => "ready",
-        Status::Failed(_) => "failed",
-    };
-    let count = report.tools.len();
-    let tools = if count == 1 { "tool" } else { "tools" };
-    writeln!(
-        out,
-        "{}  {status}  {count} {tools}  ({})",
-        report.name, report.target
-    )?;
-    if let Status::Failed(message) = &report.status {
-        writeln!(out, "  error: {message}")?;
-    }
-    if !report.tools.is_empty() {
-        writeln!(out, "  {}", report.tools.join(", "))?;
-    }
-    Ok(())
 }
 
 fn write_error(e: std::io::Error) -> ConfigError {

@@ -18,4 +18,4 @@ mod tool;
 pub use config::{ConfigError, ServerConfig, Transport, parse_acp_servers, parse_servers};
 pub use connect::{EnvLookup, Launch};
 pub use server::Status;
-pub use servers::{DEFAULT_STARTUP_WAIT, McpServers, ServerReport};
+pub use servers::{DEFAULT_STARTUP_WAIT, McpServers, ServerReport, describe};

@@ -146,4 +146,35 @@ impl ToolSource for McpServers {
             .filter_map(|s| s.take_unreported())
             .collect()
     }
+
+    fn status_report(&self) -> String {
+        describe(&self.reports())
+    }
+}
+
+/// Servers as `corvid mcp list` and `/mcp` show them: per server its name, status, tool
+/// count and target, then its error and its tools' names.
+pub fn describe(reports: &[ServerReport]) -> String {
+    let mut out = String::new();
+    for report in reports {
+        let status = match &report.status {
+            Status::Disabled => "disabled",
+            Status::Starting => "starting",
+            Status::Ready => "ready",
+            Status::Failed(_) => "failed",
+        };
+        let count = report.tools.len();
+        let tools = if count == 1 { "tool" } else { "tools" };
+        out.push_str(&format!(
+            "{}  {status}  {count} {tools}  ({})\n",
+            report.name, report.target
+        ));
+        if let Status::Failed(message) = &report.status {
+            out.push_str(&format!("  error: {message}\n"));
+        }
+        if !report.tools.is_empty() {
+            out.push_str(&format!("  {}\n", report.tools.join(", ")));
+        }
+    }
+    out
 }

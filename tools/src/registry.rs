@@ -20,6 +20,8 @@ pub trait ToolSource: Send + Sync {
     fn take_notices(&self) -> Vec<String> {
         Vec::new()
     }
+    /// What the source is doing right now, for people (`/mcp`): one block per server.
+    fn status_report(&self) -> String;
 }
 
 /// The tools of a session, in the order they are offered to the model: the fixed ones, then
@@ -37,6 +39,11 @@ impl ToolRegistry {
             tools,
             source: None,
         }
+    }
+
+    /// The dynamic source's status report (`/mcp`), or `None` when the session has none.
+    pub fn source_report(&self) -> Option<String> {
+        self.source.as_ref().map(|source| source.status_report())
     }
 
     /// This registry plus the tools of `source`; a fixed tool wins over a source tool of the

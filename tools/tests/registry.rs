@@ -129,6 +129,9 @@ impl corvid_tools::ToolSource for Source {
     fn settled(&self) -> futures::future::BoxFuture<'static, ()> {
         Box::pin(std::future::ready(()))
     }
+    fn status_report(&self) -> String {
+        "one test source".to_owned()
+    }
 }
 
 #[test]

@@ -26,6 +26,7 @@ const HELP: &str = "Commands
 /help           this list
 /stats          token usage per prompt id, turns and tool calls
 /memory         the instructions files (AGENTS.md...) in the model's prompt
+/mcp            the MCP servers of this session: status, tools, errors
 /view [MODE]    tool groups `compact` or `full`; alone toggles (also ctrl+o)
 /model NAME     use another model for later turns
 /resume [ID]    go back to an earlier session of this project
@@ -33,6 +34,10 @@ const HELP: &str = "Commands
 /clear          start a fresh conversation: clears the screen and the model's history
 /quit           exit
 Keys: enter send · shift+enter or ctrl+j newline · up/down history · esc or ctrl+c cancel · ctrl+c twice exit · shift+tab mode (default, auto-edit, plan)";
+
+/// What `/mcp` says in a session without MCP servers.
+const NO_MCP_SERVERS: &str = "No MCP servers in this session. Add them under `mcpServers` in \
+~/.corvid/settings.json or the project's .corvid/settings.json.";
 
 /// How the UI starts (from flags and settings).
 #[derive(Clone)]
@@ -95,6 +100,8 @@ pub struct App {
     pub mentions: crate::mention::Mentions,
     /// The instructions files the agent loaded, for `/memory`.
     pub instructions: Vec<InstructionsFile>,
+    /// The session's tools, for `/mcp`.
+    pub tools: corvid_tools::ToolRegistry,
 }
 
 impl App {
@@ -119,6 +126,7 @@ impl App {
             frame: 0,
             mentions: crate::mention::Mentions::new(std::env::current_dir().unwrap_or_default()),
             instructions: Vec::new(),
+            tools: corvid_tools::ToolRegistry::default(),
         }
     }
 
@@ -445,6 +453,12 @@ impl App {
             }
             "/compress" | "/compact" => return vec![Action::Submit(Op::Compact)],
             "/memory" => info(self, instructions::report(&self.instructions)),
+            "/mcp" => info(
+                self,
+                self.tools
+                    .source_report()
+                    .unwrap_or_else(|| NO_MCP_SERVERS.to_owned()),
+            ),
             "/view" => self.view_command(arg),
             "/model" if arg.is_empty() => info(self, format!("Model: {}", self.status.model)),
             "/model" => {

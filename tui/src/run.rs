@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use corvid_core::agent::{AgentHandle, EventReceiver, OpSender};
 use corvid_core::context::instructions::InstructionsFile;
 use corvid_protocol::Op;
+use corvid_tools::ToolRegistry;
 use crossterm::event::{
     DisableBracketedPaste, EnableBracketedPaste, Event, EventStream, KeyboardEnhancementFlags,
     PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
@@ -40,6 +41,7 @@ pub async fn run(handle: AgentHandle, options: TuiOptions) -> anyhow::Result<()>
 struct Agent {
     session_id: String,
     instructions: Vec<InstructionsFile>,
+    tools: ToolRegistry,
     sender: OpSender,
     events: EventReceiver,
 }
@@ -48,10 +50,12 @@ impl Agent {
     fn new(handle: AgentHandle) -> Self {
         let session_id = handle.session_id().to_owned();
         let instructions = handle.instructions().to_vec();
+        let tools = handle.tools().clone();
         let (sender, events) = handle.split();
         Self {
             session_id,
             instructions,
+            tools,
             sender,
             events,
         }
@@ -134,6 +138,7 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
     let mut app = App::new(&options);
     app.session_id.clone_from(&agent.session_id);
     app.instructions.clone_from(&agent.instructions);
+    app.tools.clone_from(&agent.tools);
     if !options.transcript.is_empty() {
         app.on_resumed(&agent.session_id, &options.transcript);
     }
@@ -293,6 +298,7 @@ fn resume(
             // Dropping the old agent's sender ends it; its recording is complete (flushed per record).
             *agent = Agent::new(resumed.handle);
             app.instructions.clone_from(&agent.instructions);
+            app.tools.clone_from(&agent.tools);
             app.on_resumed(&agent.session_id, &resumed.transcript);
             true
         }

@@ -501,3 +501,36 @@ fn a_resumed_session_prints_a_notice_then_its_transcript() {
     );
     assert!(!a.chat.is_running());
 }
+
+/// A tool source standing in for the session's MCP servers.
+struct Servers;
+
+impl corvid_tools::ToolSource for Servers {
+    fn tools(&self) -> Vec<std::sync::Arc<dyn corvid_tools::Tool>> {
+        Vec::new()
+    }
+    fn settled(&self) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
+    fn status_report(&self) -> String {
+        "everything  ready  2 tools  (stdio: npx server-everything)\n  echo, add\n".to_owned()
+    }
+}
+
+#[test]
+fn mcp_shows_the_sessions_servers_or_how_to_add_some() {
+    let mut a = app();
+    a.command("/mcp");
+    assert!(
+        last_notice(&a).starts_with("No MCP servers in this session."),
+        "{}",
+        last_notice(&a)
+    );
+    a.tools = corvid_tools::ToolRegistry::default().with_source(std::sync::Arc::new(Servers));
+    a.command("/mcp");
+    assert!(
+        last_notice(&a).contains("everything  ready  2 tools"),
+        "{}",
+        last_notice(&a)
+    );
+}

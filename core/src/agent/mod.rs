@@ -118,10 +118,12 @@ fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) ->
             message: message.clone(),
         });
     }
+    let tools = config.tools.clone();
     tokio::spawn(session::run_session(config, observer, op_rx, ev_tx));
     AgentHandle {
         session_id,
         instructions: instructions.files,
+        tools,
         ops: OpSender { tx: op_tx },
         events: EventReceiver { rx: ev_rx },
     }
@@ -136,6 +138,7 @@ pub struct AgentClosed;
 pub struct AgentHandle {
     session_id: String,
     instructions: Vec<crate::context::instructions::InstructionsFile>,
+    tools: corvid_tools::ToolRegistry,
     ops: OpSender,
     events: EventReceiver,
 }
@@ -144,6 +147,11 @@ impl AgentHandle {
     /// The id of the session this handle drives.
     pub fn session_id(&self) -> &str {
         &self.session_id
+    }
+
+    /// The session's tools, for what the front end shows of them (`/mcp`).
+    pub fn tools(&self) -> &corvid_tools::ToolRegistry {
+        &self.tools
     }
 
     /// The instructions files loaded into the system prompt at start (for `/memory`).
