@@ -66,62 +66,6 @@ async fn a_prompt_with_unknown_fields_is_accepted() {
     );
 }
 
-/// A writer the test's log subscriber fills, read back after the prompt.
-#[derive(Clone, Default)]
-struct LogBuffer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogBuffer {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-#[tokio::test]
-async fn ignored_prompt_fields_are_logged_at_debug_by_name() {
-    let logs = LogBuffer::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    // The test runtime is single-threaded, so the server's tasks log through this subscriber.
-    let _guard = tracing::subscriber::set_default(subscriber);
-    let dir = project();
-    let provider = ScriptedProvider::new(vec![answer("Fine.")]);
-    let mut client = RawClient::start(1 << 16, provider.clone());
-    client.initialize().await;
-    let sid = client.new_session(1, dir.path()).await;
-    client
-        .send(
-            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {
-                "sessionId": sid,
-                "prompt": [{"type": "text", "text": "hi", "futureField": 7}],
-                "futureOption": {"nested": true},
-            }}),
-        )
-        .await;
-    assert_eq!(
-        client.response(2).await["result"]["stopReason"],
-        json!("end_turn")
-    );
-    let logged = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
-    let line = logged
-        .lines()
-        .find(|l| l.contains("ignored request fields"))
-        .unwrap_or_else(|| panic!("no ignored-fields line in the log:\n{logged}"));
-    assert!(line.contains("DEBUG"), "{line}");
-    assert!(line.contains("session/prompt"), "{line}");
-    assert!(
-        line.contains(r#"["futureOption", "prompt[0].futureField"]"#),
-        "{line}"
-    );
-}
-
 #[tokio::test]
 async fn a_request_on_an_unknown_session_is_an_error_naming_it() {
     let mut client = RawClient::start(1 << 16, ScriptedProvider::new(vec![]));
