@@ -400,7 +400,10 @@ async fn the_official_client_loads_a_recorded_session_and_sees_it_replayed_with_
             json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Again."}})
         ]
     );
-    assert_eq!(command_names(live), vec![vec!["stats", "clear", "compress", "model"]]);
+    assert_eq!(
+        command_names(live),
+        vec![vec!["stats", "clear", "compress", "model"]]
+    );
     assert_eq!(stop_reason(&lines), json!("end_turn"));
 
     // The resumed model request carries the whole earlier conversation, call paired with result.
@@ -540,7 +543,10 @@ async fn the_official_client_gets_the_command_list_and_a_stats_answer() {
     let server = MockServer::start().await;
     let lines = run_client(&server, &["--prompt", "/stats"]).await;
 
-    assert_eq!(command_names(&lines), vec![vec!["stats", "clear", "compress", "model"]]);
+    assert_eq!(
+        command_names(&lines),
+        vec![vec!["stats", "clear", "compress", "model"]]
+    );
     assert_eq!(
         updates(&lines),
         vec![

@@ -62,14 +62,22 @@ impl Rule {
                 (tool.trim(), Some(inner.trim()))
             }
         };
-        let valid_name = !tool.is_empty()
-            && tool
+        let name = tool.strip_suffix('*').unwrap_or(tool);
+        let valid_name = !name.is_empty()
+            && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.');
         if !valid_name {
             return Err(format!(
-                "must start with a tool name such as `run_shell_command` or `write_file`, \
-                 found `{tool}`"
+                "must start with a tool name such as `run_shell_command` or `write_file` \
+                 (or a name ending in `*`, such as `mcp__github__*` for every tool of an MCP \
+                 server), found `{tool}`"
+            ));
+        }
+        if name.len() < tool.len() && spec.is_some() {
+            return Err(format!(
+                "names every tool starting with `{name}`; such a rule covers them whole, so \
+                 write it without parentheses"
             ));
         }
         let spec = match spec {
@@ -152,8 +160,17 @@ impl Rule {
 
     /// Whether this deny-side rule refuses the call: it matches any part of a command, or any
     /// spelling of any path.
+    /// Whether the rule is about `tool`: its own name, or every name starting with what comes
+    /// before a trailing `*` (`mcp__github__*`: all tools of the MCP server `github`).
+    fn names(&self, tool: &str) -> bool {
+        match self.tool.strip_suffix('*') {
+            Some(prefix) => tool.starts_with(prefix),
+            None => self.tool == tool,
+        }
+    }
+
     fn refuses(&self, s: &Subject<'_>) -> bool {
-        if self.tool != s.tool {
+        if !self.names(s.tool) {
             return false;
         }
         match (&self.spec, s.command) {
@@ -178,7 +195,7 @@ impl Rule {
 /// Whether `rules` together allow the call: each part of a command needs a prefix (and the
 /// line must be plain), every spelling of every path needs a pattern, a file its own entry.
 pub(super) fn allows<'r>(rules: impl Iterator<Item = &'r Rule> + Clone, s: &Subject<'_>) -> bool {
-    let mine = rules.filter(|r| r.tool == s.tool);
+    let mine = rules.filter(|r| r.names(s.tool));
     if mine.clone().any(|r| matches!(r.spec, Spec::Whole)) {
         return true;
     }
@@ -285,6 +302,26 @@ mod tests {
     }
 
     #[test]
+    fn a_trailing_star_covers_every_tool_of_an_mcp_server_and_no_other() {
+        let call = |tool| Subject {
+            tool,
+            command: None,
+            file: None,
+            paths: &[],
+        };
+        let rules = PermissionRules::new(
+            &["mcp__github__*".into()],
+            &["mcp__github__delete_repo".into()],
+        )
+        .unwrap();
+        assert!(rules.allow(&call("mcp__github__create_issue")));
+        assert!(!rules.allow(&call("mcp__gitlab__create_issue")));
+        assert!(!rules.allow(&call("run_shell_command")));
+        assert!(rules.denying(&call("mcp__github__delete_repo")).is_some());
+        assert!(rules.denying(&call("mcp__github__create_issue")).is_none());
+    }
+
+    #[test]
     fn malformed_rules_are_errors_naming_the_entry() {
         assert_eq!(
             PermissionRules::new(&["run_shell_command(git status".into()], &[]).unwrap_err(),
@@ -294,8 +331,15 @@ mod tests {
         assert_eq!(
             PermissionRules::new(&[], &["(x)".into()]).unwrap_err(),
             "`tools.deny` entry `(x)` must start with a tool name such as `run_shell_command` \
-             or `write_file`, found ``"
+             or `write_file` (or a name ending in `*`, such as `mcp__github__*` for every tool \
+             of an MCP server), found ``"
         );
+        assert_eq!(
+            PermissionRules::new(&["mcp__github__*(x)".into()], &[]).unwrap_err(),
+            "`tools.allow` entry `mcp__github__*(x)` names every tool starting with \
+             `mcp__github__`; such a rule covers them whole, so write it without parentheses"
+        );
+        assert!(PermissionRules::new(&["*".into()], &[]).is_err());
         assert_eq!(
             PermissionRules::new(&["edit()".into()], &[]).unwrap_err(),
             "`tools.allow` entry `edit()` has empty parentheses; write the bare tool name"
