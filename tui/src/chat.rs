@@ -254,7 +254,10 @@ impl ChatState {
                 self.summary_settled();
             }
             // `/clear` already cleared the screen when it was typed; the footer shows the fill.
-            CoreEvent::HistoryCleared | CoreEvent::ContextUsage { .. } => {}
+            // A subagent's steps are not shown yet: its `task` card shows the result.
+            CoreEvent::HistoryCleared
+            | CoreEvent::ContextUsage { .. }
+            | CoreEvent::Subagent { .. } => {}
             CoreEvent::Compacted {
                 tokens_before,
                 tokens_after,

@@ -28,6 +28,7 @@ mod live_feed;
 mod plan_mode;
 mod prompt;
 mod session;
+mod subagent;
 mod summaries;
 mod task;
 mod user_shell;

@@ -166,6 +166,9 @@ fn approval_policy(
         result_budget: crate::context::result_budget::ResultBudget {
             max_tokens: settings.tools.max_result_tokens,
         },
+        subagents: crate::policy::Subagents::On {
+            max_turns: crate::policy::MaxTurns::SUBAGENT_DEFAULT,
+        },
     })
 }
 
