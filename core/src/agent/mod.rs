@@ -114,7 +114,11 @@ fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) ->
     let (ev_tx, ev_rx) = mpsc::unbounded_channel();
     let session_id = config.session_id.clone();
     let instructions = std::mem::take(&mut config.instructions);
-    for message in &instructions.warnings {
+    let agent_files = match &config.policy.subagents {
+        crate::policy::Subagents::On { types, .. } => types.warnings.as_slice(),
+        crate::policy::Subagents::Off => &[],
+    };
+    for message in instructions.warnings.iter().chain(agent_files) {
         let _ = ev_tx.send(CoreEvent::Warning {
             message: message.clone(),
         });

@@ -378,8 +378,9 @@ pub(super) async fn run_session(
         summaries: config.summaries,
         policy: config.policy,
     };
-    if let crate::policy::Subagents::On { max_turns } = stat.policy.subagents {
-        stat.tools = super::subagent::with_task_tool(&stat, &shared, &events, max_turns);
+    if let crate::policy::Subagents::On { max_turns, types } = &stat.policy.subagents {
+        let types = types.types.clone();
+        stat.tools = super::subagent::with_task_tool(&stat, &shared, &events, *max_turns, types);
     }
     let stat = Arc::new(stat);
     let mut state = SessionState {

@@ -3,8 +3,8 @@
 use std::collections::HashSet;
 
 use corvid_protocol::{
-    CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, ImageData, Message,
-    ModelRequest, Part, Role, StopReason, ToolCall,
+    CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, ImageData, Message, ModelRequest,
+    Part, Role, StopReason, ToolCall,
 };
 
 use super::attempt::{AttemptEnd, AttemptOutput, discard_prepared, run_attempt};

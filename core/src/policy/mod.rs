@@ -32,13 +32,16 @@ pub struct SessionPolicy {
 }
 
 /// Whether the model may hand self-contained jobs to child agents with the `task` tool.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum Subagents {
     /// No `task` tool.
     #[default]
     Off,
-    /// A `task` tool whose children stop after `max_turns` model turns.
-    On { max_turns: MaxTurns },
+    /// A `task` tool offering `types`, whose children stop after `max_turns` model turns.
+    On {
+        max_turns: MaxTurns,
+        types: crate::agents::AgentTypes,
+    },
 }
 
 /// The most model turns one task may take (`agent.maxTurns`): a model that keeps calling tools

@@ -75,7 +75,11 @@ pub fn agent_config(
         _ => None,
     };
 
-    let policy = approval_policy(settings, &env)?;
+    let mut policy = approval_policy(settings, &env)?;
+    policy.subagents = crate::policy::Subagents::On {
+        max_turns: crate::policy::MaxTurns::SUBAGENT_DEFAULT,
+        types: crate::agents::files::load(super::corvid_home(&env).as_deref(), cwd),
+    };
     let mut tools = corvid_tools::builtin_tools();
     if let Some(servers) = super::mcp::start(&settings.mcp, policy.shell.env.clone(), cwd)? {
         tools = tools.with_source(Arc::new(servers));
@@ -166,9 +170,8 @@ fn approval_policy(
         result_budget: crate::context::result_budget::ResultBudget {
             max_tokens: settings.tools.max_result_tokens,
         },
-        subagents: crate::policy::Subagents::On {
-            max_turns: crate::policy::MaxTurns::SUBAGENT_DEFAULT,
-        },
+        // Set by `agent_config`, which knows the project.
+        subagents: crate::policy::Subagents::Off,
     })
 }
 

@@ -189,7 +189,7 @@ pub fn check_invariants(events: &[CoreEvent], suppressed: &[&str]) -> Result<(),
                 }
                 children
                     .entry(parent_call_id.clone())
-                    .or_insert_with(Vec::new)
+                    .or_default()
                     .push((**event).clone());
             }
             CoreEvent::TextDelta { .. }

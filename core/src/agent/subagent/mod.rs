@@ -4,7 +4,6 @@
 //! ([`corvid_protocol::CoreEvent::Subagent`]); its usage counts under the `subagent` prompt id.
 
 mod run;
-mod types;
 
 use std::sync::Arc;
 
@@ -14,8 +13,8 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::session::{Emitter, Shared, Static};
+use crate::agents::{AgentType, DEFAULT_TYPE, child_system_prompt};
 use crate::policy::MaxTurns;
-use types::{AgentType, DEFAULT_TYPE, builtin_types, child_system_prompt};
 
 /// The name the model calls.
 pub(super) const TASK_TOOL: &str = "task";
@@ -27,11 +26,11 @@ pub(super) fn with_task_tool(
     shared: &Arc<Shared>,
     events: &Emitter,
     max_turns: MaxTurns,
+    types: Vec<AgentType>,
 ) -> ToolRegistry {
     let mut base = stat.clone();
     base.summaries = None;
     base.policy.max_turns = max_turns;
-    let types = builtin_types();
     let tool = TaskTool {
         description: tool_description(&types),
         env: Arc::new(ChildEnv {
@@ -172,7 +171,12 @@ impl Tool for TaskTool {
             .and_then(Value::as_str)
             .unwrap_or(DEFAULT_TYPE);
         match self.env.agent_type(name) {
-            Ok(agent) => self.env.child_static(agent).tools.iter().any(|t| t.mutates()),
+            Ok(agent) => self
+                .env
+                .child_static(agent)
+                .tools
+                .iter()
+                .any(|t| t.mutates()),
             // Refused at once without touching anything.
             Err(_) => false,
         }

@@ -10,7 +10,7 @@ use super::super::session::{SessionState, TaskCtx, lock};
 use super::super::summaries::SummaryTracker;
 use super::super::task::run_turns;
 use super::ChildEnv;
-use super::types::AgentType;
+use crate::agents::AgentType;
 
 /// Runs a child of type `agent` on `prompt` until it answers; any other end (failure, turn
 /// limit, cancellation) is the `task` call's failure.

@@ -1,4 +1,7 @@
-//! Agent types: which tools, model and instructions a child of a `task` call gets.
+//! Agent types: which tools, model and instructions a child of a `task` call gets; built in
+//! (`general`, `explore`) or defined by the user in agent files ([`files`]).
+
+pub mod files;
 
 use std::path::Path;
 
@@ -6,11 +9,11 @@ use corvid_tools::Tool;
 use corvid_tools::exit_plan_mode::EXIT_PLAN_MODE;
 
 /// The type used when a `task` call names none.
-pub(super) const DEFAULT_TYPE: &str = "general";
+pub const DEFAULT_TYPE: &str = "general";
 
 /// One kind of child agent the model may start.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct AgentType {
+pub struct AgentType {
     /// What the model passes as `subagent_type`.
     pub name: String,
     /// When to use it, listed in the `task` tool's description.
@@ -25,7 +28,7 @@ pub(super) struct AgentType {
 /// The tools a child is offered (never `task`: children do not nest, and never
 /// `exit_plan_mode`: only the user's session plans).
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum ToolChoice {
+pub enum ToolChoice {
     /// Every tool of the session.
     All,
     /// Only tools that change nothing.
@@ -36,7 +39,7 @@ pub(super) enum ToolChoice {
 
 impl ToolChoice {
     /// Whether a child of this type is offered `tool`.
-    pub(super) fn allows(&self, tool: &dyn Tool) -> bool {
+    pub fn allows(&self, tool: &dyn Tool) -> bool {
         if tool.name() == EXIT_PLAN_MODE {
             return false;
         }
@@ -49,7 +52,7 @@ impl ToolChoice {
 }
 
 /// The built-in types: `general` (every tool) and `explore` (read-only).
-pub(super) fn builtin_types() -> Vec<AgentType> {
+pub fn builtin_types() -> Vec<AgentType> {
     vec![
         AgentType {
             name: DEFAULT_TYPE.to_owned(),
@@ -75,7 +78,7 @@ pub(super) fn builtin_types() -> Vec<AgentType> {
 }
 
 /// The system prompt of a child of type `agent` working in `cwd`.
-pub(super) fn child_system_prompt(agent: &AgentType, cwd: &Path) -> String {
+pub(crate) fn child_system_prompt(agent: &AgentType, cwd: &Path) -> String {
     let mut prompt = format!(
         "You are a corvid subagent: another agent handed you one self-contained job in the \
          software project at {cwd}. Every path you use resolves inside it. Work on your own \
@@ -89,4 +92,33 @@ pub(super) fn child_system_prompt(agent: &AgentType, cwd: &Path) -> String {
         prompt.push_str(agent.instructions.trim());
     }
     prompt
+}
+
+/// The agent types of a session: the built-in ones, replaced or joined by those of agent
+/// files, and what was wrong with the files left out.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentTypes {
+    pub types: Vec<AgentType>,
+    /// One message per agent file that could not be used, naming the file.
+    pub warnings: Vec<String>,
+}
+
+impl AgentTypes {
+    /// The built-in types alone.
+    pub fn default_types() -> Self {
+        Self::with_defined(Vec::new(), Vec::new())
+    }
+
+    /// The built-in types followed by `defined` (a later type replaces an earlier one of the
+    /// same name, so project files override user files, which override built-ins).
+    pub fn with_defined(defined: Vec<AgentType>, warnings: Vec<String>) -> Self {
+        let mut types = builtin_types();
+        for agent in defined {
+            match types.iter_mut().find(|t| t.name == agent.name) {
+                Some(existing) => *existing = agent,
+                None => types.push(agent),
+            }
+        }
+        Self { types, warnings }
+    }
 }
