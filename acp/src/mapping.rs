@@ -155,6 +155,10 @@ impl Mapper {
             CoreEvent::ContextUsage { used, window } => Some(json_of(&SessionUpdate::UsageUpdate(
                 UsageUpdate::new(*used, *window),
             ))),
+            CoreEvent::Subagent {
+                parent_call_id,
+                event,
+            } => return self.subagent(parent_call_id, event),
             _ => None,
         };
         update
@@ -203,6 +207,33 @@ impl Mapper {
             });
         }
         frames
+    }
+
+    /// A subagent's own cards (run calls only: its preparations and text stay inside the
+    /// `task` card), each marked `_meta.subagent` with the `task` call's id.
+    fn subagent(&self, parent: &str, event: &CoreEvent) -> Vec<Frame> {
+        let card = match event {
+            // Its preparation was not shown, so the card is new.
+            CoreEvent::ToolStarted {
+                call_id,
+                tool_name,
+                args,
+                display,
+                provenance,
+                ..
+            } => self.started(call_id, tool_name, args, display, provenance, false),
+            CoreEvent::ToolFinished {
+                call_id,
+                tool_name,
+                status,
+                output,
+                provenance,
+            } => self.finished(call_id, tool_name, *status, output, provenance),
+            _ => return Vec::new(),
+        };
+        let mut card = card;
+        card["_meta"]["subagent"] = json!({"parentToolCallId": parent});
+        vec![self.update_frame(card)]
     }
 
     fn update_frame(&self, update: Value) -> Frame {

@@ -153,7 +153,12 @@ async fn drive<W: Write>(
             }));
         };
         printer.event(&ev)?;
-        match &ev {
+        // A subagent's approvals are the session's: refused the same way.
+        let asked = match &ev {
+            CoreEvent::Subagent { event, .. } => event.as_ref(),
+            ev => ev,
+        };
+        match asked {
             CoreEvent::PermissionRequested {
                 call_id,
                 display,
