@@ -166,6 +166,8 @@ pub struct ShellEnvSettings {
 pub struct AgentSettings {
     /// `agent.maxTurns`: the most model turns one task may take (at least 1).
     pub max_turns: u32,
+    /// `agent.subagentMaxTurns`: the most model turns a `task` call's child may take.
+    pub subagent_max_turns: u32,
 }
 
 /// `context.*`: what goes into the model's context besides the conversation.
@@ -212,6 +214,7 @@ impl Default for Settings {
             },
             agent: AgentSettings {
                 max_turns: crate::policy::MaxTurns::DEFAULT.0,
+                subagent_max_turns: crate::policy::MaxTurns::SUBAGENT_DEFAULT.0,
             },
             mcp: McpSettings::default(),
             context: ContextSettings::default(),

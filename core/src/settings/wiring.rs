@@ -77,7 +77,7 @@ pub fn agent_config(
 
     let mut policy = approval_policy(settings, &env)?;
     policy.subagents = crate::policy::Subagents::On {
-        max_turns: crate::policy::MaxTurns::SUBAGENT_DEFAULT,
+        max_turns: crate::policy::MaxTurns(settings.agent.subagent_max_turns),
         types: crate::agents::files::load(super::corvid_home(&env).as_deref(), cwd),
     };
     let mut tools = corvid_tools::builtin_tools();
