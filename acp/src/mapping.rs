@@ -210,7 +210,8 @@ impl Mapper {
     }
 
     /// A subagent's own cards (run calls only: its preparations and text stay inside the
-    /// `task` card), each marked `_meta.subagent` with the `task` call's id.
+    /// `task` card), each marked `_meta.subagent` with the `task` call's id. Their ids are
+    /// prefixed with it: a child's call ids are unique in the child only.
     fn subagent(&self, parent: &str, event: &CoreEvent) -> Vec<Frame> {
         let card = match event {
             // Its preparation was not shown, so the card is new.
@@ -232,6 +233,9 @@ impl Mapper {
             _ => return Vec::new(),
         };
         let mut card = card;
+        if let Some(id) = card["toolCallId"].as_str() {
+            card["toolCallId"] = json!(format!("{parent}/{id}"));
+        }
         card["_meta"]["subagent"] = json!({"parentToolCallId": parent});
         vec![self.update_frame(card)]
     }

@@ -390,7 +390,7 @@ fn a_subagents_cards_are_marked_with_the_task_call_and_its_text_is_not_shown() {
         was_prepared: true,
     }));
     assert_eq!(update["sessionUpdate"], json!("tool_call"));
-    assert_eq!(update["toolCallId"], json!("c1"));
+    assert_eq!(update["toolCallId"], json!("t1/c1"));
     assert_eq!(
         update["_meta"]["subagent"],
         json!({"parentToolCallId": "t1"})
