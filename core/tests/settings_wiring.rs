@@ -160,10 +160,16 @@ fn sessions_get_the_task_tool_with_the_projects_agent_files_and_the_subagent_tur
     )
     .unwrap();
     let config = agent_config(&s, |k| env.get(k).cloned(), dir.path(), "s").unwrap();
-    let corvid_core::policy::Subagents::On { max_turns, types } = config.policy.subagents else {
+    let corvid_core::policy::Subagents::On {
+        max_turns,
+        time_limit,
+        types,
+    } = config.policy.subagents
+    else {
         panic!("subagents are off");
     };
     assert_eq!(max_turns, corvid_core::policy::MaxTurns(7));
+    assert_eq!(time_limit, Duration::from_secs(600));
     let names: Vec<&str> = types.types.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, vec!["general", "explore", "reviewer"]);
     assert!(types.warnings.is_empty(), "{:?}", types.warnings);

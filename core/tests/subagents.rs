@@ -33,6 +33,7 @@ fn start(provider: &ScriptedProvider, log: &ExecLog, max_turns: u32) -> AgentHan
     );
     config.policy.subagents = Subagents::On {
         max_turns: MaxTurns(max_turns),
+        time_limit: Duration::from_secs(600),
         types: AgentTypes::default_types(),
     };
     spawn_agent(config)
@@ -306,6 +307,7 @@ async fn only_the_parent_batch_is_summarized_never_a_child_batch() {
     );
     config.policy.subagents = Subagents::On {
         max_turns: MaxTurns(5),
+        time_limit: Duration::from_secs(600),
         types: AgentTypes::default_types(),
     };
     config.summaries = Some(SummaryConfig {
@@ -378,6 +380,7 @@ async fn an_agent_file_gives_a_child_with_its_tools_model_and_instructions_and_a
     );
     config.policy.subagents = Subagents::On {
         max_turns: MaxTurns(5),
+        time_limit: Duration::from_secs(600),
         types,
     };
     let mut handle = spawn_agent(config);
@@ -407,4 +410,51 @@ async fn an_agent_file_gives_a_child_with_its_tools_model_and_instructions_and_a
     assert!(requests[1].system.ends_with("Look for bugs only."));
     assert_eq!(requests[2].model, "main-model");
     assert_eq!(last_results(&requests[2])[0].output, "no bugs");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_child_at_its_time_limit_fails_its_call_with_its_cards_ended_and_the_parent_goes_on() {
+    let log = ExecLog::default();
+    let provider = ScriptedProvider::new(vec![
+        vec![
+            task_call("t1", "look everywhere", "explore"),
+            finish(FinishReason::ToolCalls),
+        ],
+        vec![preparing("c1", "read"), Step::Hang],
+        answer("I will look myself"),
+    ]);
+    let mut config = test_config(
+        Arc::new(provider.clone()),
+        vec![FakeTool::reader("read", 1, &log)],
+    );
+    config.policy.subagents = Subagents::On {
+        max_turns: MaxTurns(5),
+        time_limit: Duration::from_secs(30),
+        types: AgentTypes::default_types(),
+    };
+    let mut handle = spawn_agent(config);
+    let events = run_task(&mut handle, "delegate").await;
+    check_invariants(&events, &[]).unwrap();
+    assert!(matches!(
+        events.last(),
+        Some(CoreEvent::TaskFinished {
+            stop_reason: StopReason::EndTurn,
+            ..
+        })
+    ));
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 3);
+    let results = last_results(&requests[2]);
+    assert!(results[0].is_error);
+    assert_eq!(
+        results[0].output,
+        "subagent `Do look everywhere` stopped at its time limit of 30 s without finishing \
+         (agent.subagentTimeoutMs); give it a narrower job or do the rest yourself"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|ev| matches!(ev, CoreEvent::Subagent { event, .. }
+        if matches!(**event, CoreEvent::PreparationDiscarded { .. })))
+    );
 }

@@ -378,9 +378,18 @@ pub(super) async fn run_session(
         summaries: config.summaries,
         policy: config.policy,
     };
-    if let crate::policy::Subagents::On { max_turns, types } = &stat.policy.subagents {
+    if let crate::policy::Subagents::On {
+        max_turns,
+        time_limit,
+        types,
+    } = &stat.policy.subagents
+    {
+        let limits = super::subagent::Limits {
+            turns: *max_turns,
+            time: *time_limit,
+        };
         let types = types.types.clone();
-        stat.tools = super::subagent::with_task_tool(&stat, &shared, &events, *max_turns, types);
+        stat.tools = super::subagent::with_task_tool(&stat, &shared, &events, limits, types);
     }
     let stat = Arc::new(stat);
     let mut state = SessionState {

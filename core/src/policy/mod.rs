@@ -37,9 +37,11 @@ pub enum Subagents {
     /// No `task` tool.
     #[default]
     Off,
-    /// A `task` tool offering `types`, whose children stop after `max_turns` model turns.
+    /// A `task` tool offering `types`, whose children stop after `max_turns` model turns or
+    /// `time_limit`, whichever comes first.
     On {
         max_turns: MaxTurns,
+        time_limit: std::time::Duration,
         types: crate::agents::AgentTypes,
     },
 }
@@ -55,6 +57,9 @@ impl MaxTurns {
     /// The limit of a subagent (a `task` call's child): a focused job needs fewer turns.
     pub const SUBAGENT_DEFAULT: Self = Self(40);
 }
+
+/// How long a subagent may work when settings give no `agent.subagentTimeoutMs`.
+pub const SUBAGENT_DEFAULT_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl Default for MaxTurns {
     fn default() -> Self {

@@ -6,6 +6,7 @@
 mod run;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use corvid_protocol::{ToolDisplay, ToolKind, ToolOutput};
 use corvid_tools::{ApprovalNeed, Tool, ToolContext, ToolError, ToolRegistry};
@@ -19,24 +20,32 @@ use crate::policy::MaxTurns;
 /// The name the model calls.
 pub(super) const TASK_TOOL: &str = "task";
 
+/// When a child stops unfinished.
+#[derive(Clone, Copy)]
+pub(super) struct Limits {
+    pub turns: MaxTurns,
+    pub time: Duration,
+}
+
 /// The session's `tools` plus the `task` tool, whose children get `stat`'s settings (without
-/// tool-use summaries: their batches are summed up by the parent) and stop after `max_turns`.
+/// tool-use summaries: their batches are summed up by the parent) and stop at `limits`.
 pub(super) fn with_task_tool(
     stat: &Static,
     shared: &Arc<Shared>,
     events: &Emitter,
-    max_turns: MaxTurns,
+    limits: Limits,
     types: Vec<AgentType>,
 ) -> ToolRegistry {
     let mut base = stat.clone();
     base.summaries = None;
-    base.policy.max_turns = max_turns;
+    base.policy.max_turns = limits.turns;
     let tool = TaskTool {
         description: tool_description(&types),
         env: Arc::new(ChildEnv {
             base,
             shared: shared.clone(),
             events: events.clone(),
+            time_limit: limits.time,
             types,
         }),
     };
@@ -51,6 +60,8 @@ struct ChildEnv {
     shared: Arc<Shared>,
     /// The session's event stream.
     events: Emitter,
+    /// How long a child may work.
+    time_limit: Duration,
     types: Vec<AgentType>,
 }
 

@@ -42,7 +42,20 @@ pub(super) async fn run_child(
     });
     // Never asked for a summary: the child's settings have none.
     let summaries = SummaryTracker::new();
-    let (stop, error) = run_turns(&ctx, &mut state, &summaries).await;
+    let mut timed_out = false;
+    let (stop, error) = {
+        let run = run_turns(&ctx, &mut state, &summaries);
+        tokio::pin!(run);
+        tokio::select! {
+            ended = &mut run => ended,
+            () = tokio::time::sleep(env.time_limit) => {
+                // Cancelled like a user's cancel, so its cards still end properly.
+                timed_out = true;
+                ctx.cancel.cancel();
+                run.await
+            }
+        }
+    };
     let last = final_text(&state.history);
     let failed = |why: String| Err(ToolError::new(format!("subagent `{description}` {why}")));
     match stop {
@@ -57,6 +70,11 @@ pub(super) async fn run_child(
             "stopped after {} model turns without finishing (agent.subagentMaxTurns); \
              give it a narrower job or do the rest yourself",
             max_turns.0
+        )),
+        StopReason::Cancelled if timed_out => failed(format!(
+            "stopped at its time limit of {} s without finishing (agent.subagentTimeoutMs); \
+             give it a narrower job or do the rest yourself",
+            env.time_limit.as_secs()
         )),
         StopReason::Cancelled => failed("was cancelled before it finished".to_owned()),
         StopReason::MaxTokens => failed("hit the output token limit".to_owned()),
