@@ -28,7 +28,7 @@ fn start(provider: &ScriptedProvider, log: &ExecLog, max_turns: u32) -> AgentHan
         Arc::new(provider.clone()),
         vec![
             FakeTool::reader("read", 1, log),
-            FakeTool::writer("write", 1, log),
+            FakeTool::editor("write", log),
         ],
     );
     config.policy.subagents = Subagents::On {
@@ -254,7 +254,10 @@ async fn a_child_at_its_turn_limit_fails_its_call_and_the_parent_goes_on() {
             task_call("t1", "keep reading", "general"),
             finish(FinishReason::ToolCalls),
         ],
-        reading("c1"),
+        vec![
+            call("c1", "write", json!({"tag": "src/a.rs"})),
+            finish(FinishReason::ToolCalls),
+        ],
         reading("c2"),
         answer("I will do it myself"),
     ]);
@@ -269,7 +272,7 @@ async fn a_child_at_its_turn_limit_fails_its_call_and_the_parent_goes_on() {
             ..
         })
     ));
-    assert_eq!(log.tags(), vec!["c1", "c2"]);
+    assert_eq!(log.tags(), vec!["src/a.rs", "c2"]);
     let requests = provider.requests();
     assert_eq!(requests.len(), 4);
     // general: every tool but `task`.
@@ -281,7 +284,8 @@ async fn a_child_at_its_turn_limit_fails_its_call_and_the_parent_goes_on() {
     assert_eq!(
         results[0].output,
         "subagent `Do keep reading` stopped after 2 model turns without finishing \
-         (agent.subagentMaxTurns); give it a narrower job or do the rest yourself"
+         (agent.subagentMaxTurns); give it a narrower job or do the rest yourself\n\n\
+         Files changed: src/a.rs"
     );
 }
 

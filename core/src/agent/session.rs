@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use corvid_protocol::{
-    ApprovalDecision, ApprovalMode, CoreEvent, MAIN_PROMPT_ID, Message, Messages, Op,
+    ApprovalDecision, ApprovalMode, CoreEvent, FileDiff, MAIN_PROMPT_ID, Message, Messages, Op,
+    ToolStatus,
 };
 use futures::FutureExt;
 use tokio::sync::{mpsc, oneshot};
@@ -138,6 +139,8 @@ pub(super) struct Emitter {
     task_done: Option<Arc<AtomicBool>>,
     /// Set for a subagent: the `task` call whose child emits here (its events go out tagged).
     parent_call: Option<String>,
+    /// A subagent's file changes (the diffs of its completed calls), for its report.
+    changes: Option<Arc<Mutex<Vec<FileDiff>>>>,
 }
 
 impl Emitter {
@@ -150,6 +153,7 @@ impl Emitter {
             observer,
             task_done: None,
             parent_call: None,
+            changes: None,
         }
     }
 
@@ -163,16 +167,26 @@ impl Emitter {
         (emitter, done)
     }
 
-    /// The emitter of the subagent run by the `task` call `parent_call_id`.
-    pub(super) fn for_child(&self, parent_call_id: &str) -> Self {
-        Self {
+    /// The emitter of the subagent run by the `task` call `parent_call_id`, and where the
+    /// diffs of its completed calls collect.
+    pub(super) fn for_child(&self, parent_call_id: &str) -> (Self, Arc<Mutex<Vec<FileDiff>>>) {
+        let changes = Arc::new(Mutex::new(Vec::new()));
+        let emitter = Self {
             task_done: None,
             parent_call: Some(parent_call_id.to_owned()),
+            changes: Some(changes.clone()),
             ..self.clone()
-        }
+        };
+        (emitter, changes)
     }
 
     pub(super) fn emit(&self, event: CoreEvent) {
+        if let (Some(changes), CoreEvent::ToolFinished { status, output, .. }) =
+            (&self.changes, &event)
+            && *status == ToolStatus::Completed
+        {
+            lock(changes).extend(output.diffs.iter().cloned());
+        }
         // Usage stays untagged so every front end adds it to the session's totals.
         let event = match (&self.parent_call, event) {
             (Some(parent), event) if !matches!(event, CoreEvent::Usage { .. }) => {

@@ -1,8 +1,9 @@
 //! Running one child agent to its final message.
 
+use std::path::Path;
 use std::sync::Arc;
 
-use corvid_protocol::{Message, Part, Role, SUBAGENT_PROMPT_ID, StopReason, ToolOutput};
+use corvid_protocol::{FileDiff, Message, Part, Role, SUBAGENT_PROMPT_ID, StopReason, ToolOutput};
 use corvid_tools::{ToolContext, ToolError};
 use serde_json::json;
 
@@ -27,10 +28,11 @@ pub(super) async fn run_child(
         .unwrap_or_else(|| lock(&env.shared.model).clone());
     let stat = env.child_static(agent);
     let max_turns = stat.policy.max_turns;
+    let (events, changes) = env.events.for_child(&tool_ctx.call_id);
     let ctx = TaskCtx {
         stat: Arc::new(stat),
         shared: Arc::new(env.shared.for_child(model)),
-        events: env.events.for_child(&tool_ctx.call_id),
+        events,
         cancel: tool_ctx.cancel,
         task_id: format!("subagent-{}", tool_ctx.call_id),
         usage_prompt_id: SUBAGENT_PROMPT_ID,
@@ -57,14 +59,24 @@ pub(super) async fn run_child(
         }
     };
     let last = final_text(&state.history);
-    let failed = |why: String| Err(ToolError::new(format!("subagent `{description}` {why}")));
+    let diffs = std::mem::take(&mut *lock(&changes));
+    let changed = changed_files(&diffs, &env.base.cwd);
+    let failed = |why: String| {
+        Err(ToolError::new(format!(
+            "subagent `{description}` {why}{}",
+            changed_note(&changed)
+        )))
+    };
     match stop {
         StopReason::EndTurn => Ok(ToolOutput {
-            text: last
-                .clone()
-                .unwrap_or_else(|| "(the subagent finished without a report)".to_owned()),
-            diffs: Vec::new(),
-            raw: json!({ "subagent_type": agent.name, "report": last }),
+            text: format!(
+                "{}{}",
+                last.as_deref()
+                    .unwrap_or("(the subagent finished without a report)"),
+                changed_note(&changed)
+            ),
+            raw: json!({ "subagent_type": agent.name, "report": last, "changed_files": changed }),
+            diffs,
         }),
         StopReason::MaxTurns => failed(format!(
             "stopped after {} model turns without finishing (agent.subagentMaxTurns); \
@@ -83,6 +95,28 @@ pub(super) async fn run_child(
             "failed: {}",
             error.map_or_else(|| "unknown error".to_owned(), |e| e.message)
         )),
+    }
+}
+
+/// The files the child changed, relative to `cwd` when inside it, each once, in order.
+fn changed_files(diffs: &[FileDiff], cwd: &Path) -> Vec<String> {
+    let mut files: Vec<String> = Vec::new();
+    for diff in diffs {
+        let path = diff.path.strip_prefix(cwd).unwrap_or(&diff.path);
+        let path = path.display().to_string();
+        if !files.contains(&path) {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// The list of changed files that ends a report (nothing when none changed).
+fn changed_note(files: &[String]) -> String {
+    if files.is_empty() {
+        String::new()
+    } else {
+        format!("\n\nFiles changed: {}", files.join(", "))
     }
 }
 
