@@ -213,6 +213,16 @@ impl Mapper {
     /// `task` card), each marked `_meta.subagent` with the `task` call's id. Their ids are
     /// prefixed with it: a child's call ids are unique in the child only.
     fn subagent(&self, parent: &str, event: &CoreEvent) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        if let CoreEvent::ToolStarted { display, .. } = event {
+            // The task's own card says what its child is doing now.
+            frames.push(self.update_frame(json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": parent,
+                "content": [{"type": "content",
+                    "content": {"type": "text", "text": format!("↳ {}", display.title)}}],
+            })));
+        }
         let card = match event {
             // Its preparation was not shown, so the card is new.
             CoreEvent::ToolStarted {
@@ -237,7 +247,8 @@ impl Mapper {
             card["toolCallId"] = json!(format!("{parent}/{id}"));
         }
         card["_meta"]["subagent"] = json!({"parentToolCallId": parent});
-        vec![self.update_frame(card)]
+        frames.push(self.update_frame(card));
+        frames
     }
 
     fn update_frame(&self, update: Value) -> Frame {

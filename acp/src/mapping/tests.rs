@@ -377,7 +377,7 @@ fn a_subagents_cards_are_marked_with_the_task_call_and_its_text_is_not_shown() {
             .frames(&child(CoreEvent::TextDelta { text: "x".into() }))
             .is_empty()
     );
-    let update = only_update(&child(CoreEvent::ToolStarted {
+    let frames = mapper().frames(&child(CoreEvent::ToolStarted {
         call_id: "c1".into(),
         tool_name: "read_file".into(),
         args: json!({"path": "a.rs"}),
@@ -389,6 +389,13 @@ fn a_subagents_cards_are_marked_with_the_task_call_and_its_text_is_not_shown() {
         provenance: Provenance::Builtin,
         was_prepared: true,
     }));
+    assert_eq!(frames.len(), 2, "{frames:?}");
+    assert_eq!(
+        frames[0].params["update"],
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+            "content": [{"type": "content", "content": {"type": "text", "text": "↳ Read a.rs"}}]})
+    );
+    let update = frames[1].params["update"].clone();
     assert_eq!(update["sessionUpdate"], json!("tool_call"));
     assert_eq!(update["toolCallId"], json!("t1/c1"));
     assert_eq!(

@@ -41,6 +41,7 @@ use corvid_protocol::{ApprovalMode, CoreEvent, Message, Op};
 use tokio::sync::mpsc;
 
 pub use prompt::default_system_prompt;
+pub use subagent::TASK_TOOL;
 
 /// Everything a session needs: the model, the tools, the settings and (when resuming) the
 /// history so far.

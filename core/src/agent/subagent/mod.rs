@@ -18,7 +18,7 @@ use crate::agents::{AgentType, DEFAULT_TYPE, child_system_prompt};
 use crate::policy::MaxTurns;
 
 /// The name the model calls.
-pub(super) const TASK_TOOL: &str = "task";
+pub const TASK_TOOL: &str = "task";
 
 /// When a child stops unfinished.
 #[derive(Clone, Copy)]
