@@ -155,6 +155,10 @@ impl Mapper {
             CoreEvent::ContextUsage { used, window } => Some(json_of(&SessionUpdate::UsageUpdate(
                 UsageUpdate::new(*used, *window),
             ))),
+            CoreEvent::Subagent {
+                parent_call_id,
+                event,
+            } => return self.subagent(parent_call_id, event),
             _ => None,
         };
         update
@@ -202,6 +206,48 @@ impl Mapper {
                 }),
             });
         }
+        frames
+    }
+
+    /// A subagent's own cards (run calls only: its preparations and text stay inside the
+    /// `task` card), each marked `_meta.subagent` with the `task` call's id. Their ids are
+    /// prefixed with it: a child's call ids are unique in the child only.
+    fn subagent(&self, parent: &str, event: &CoreEvent) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        if let CoreEvent::ToolStarted { display, .. } = event {
+            // The task's own card says what its child is doing now.
+            frames.push(self.update_frame(json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": parent,
+                "content": [{"type": "content",
+                    "content": {"type": "text", "text": format!("↳ {}", display.title)}}],
+            })));
+        }
+        let card = match event {
+            // Its preparation was not shown, so the card is new.
+            CoreEvent::ToolStarted {
+                call_id,
+                tool_name,
+                args,
+                display,
+                provenance,
+                ..
+            } => self.started(call_id, tool_name, args, display, provenance, false),
+            CoreEvent::ToolFinished {
+                call_id,
+                tool_name,
+                status,
+                output,
+                provenance,
+            } => self.finished(call_id, tool_name, *status, output, provenance),
+            _ => return Vec::new(),
+        };
+        let mut card = card;
+        if let Some(id) = card["toolCallId"].as_str() {
+            card["toolCallId"] = json!(format!("{parent}/{id}"));
+        }
+        card["_meta"]["subagent"] = json!({"parentToolCallId": parent});
+        frames.push(self.update_frame(card));
         frames
     }
 

@@ -504,6 +504,15 @@ impl Pump {
         for frame in self.mapper.frames(&event) {
             self.enqueue_action(Outgoing::Frame(frame));
         }
+        // A subagent's approval is asked like the session's own.
+        let event = match event {
+            CoreEvent::Subagent { event, .. }
+                if matches!(*event, CoreEvent::PermissionRequested { .. }) =>
+            {
+                *event
+            }
+            event => event,
+        };
         match event {
             CoreEvent::ToolStarted { call_id, .. } => {
                 self.enqueue_action(Outgoing::CardOut(call_id))

@@ -2,6 +2,7 @@
 //! approvals, tool-use summaries, usage stats. Every front end consumes its core events.
 
 pub mod agent;
+pub mod agents;
 pub mod attach;
 pub mod context;
 pub mod images;

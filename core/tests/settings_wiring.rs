@@ -145,3 +145,32 @@ fn no_provider_is_the_error_with_the_demo_hint() {
         .unwrap();
     assert!(err.to_string().contains("corvid --demo"), "{err}");
 }
+
+#[test]
+fn sessions_get_the_task_tool_with_the_projects_agent_files_and_the_subagent_turn_limit() {
+    let env = env_of(&[]);
+    let mut s = settings(&env, &demo());
+    s.agent.subagent_max_turns = 7;
+    let dir = tempfile::tempdir().unwrap();
+    let agents = dir.path().join(".corvid").join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("reviewer.md"),
+        "---\ndescription: Reviews a diff\ntools: read_file\n---\nBe strict.\n",
+    )
+    .unwrap();
+    let config = agent_config(&s, |k| env.get(k).cloned(), dir.path(), "s").unwrap();
+    let corvid_core::policy::Subagents::On {
+        max_turns,
+        time_limit,
+        types,
+    } = config.policy.subagents
+    else {
+        panic!("subagents are off");
+    };
+    assert_eq!(max_turns, corvid_core::policy::MaxTurns(7));
+    assert_eq!(time_limit, Duration::from_secs(600));
+    let names: Vec<&str> = types.types.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, vec!["general", "explore", "reviewer"]);
+    assert!(types.warnings.is_empty(), "{:?}", types.warnings);
+}

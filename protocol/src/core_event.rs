@@ -135,6 +135,14 @@ pub enum CoreEvent {
     Usage { prompt_id: String, usage: Usage },
     /// A non-fatal notice for the user (e.g. a malformed tool call answered to the model).
     Warning { message: String },
+    /// An event of the child agent a `task` call runs (its cards, text, approvals), tagged
+    /// with that call's id so front ends can show the child's steps under the task's card.
+    /// The child's own lifecycle follows the same rules as the parent's; its usage arrives
+    /// untagged as `Usage` under the `subagent` prompt id.
+    Subagent {
+        parent_call_id: String,
+        event: Box<CoreEvent>,
+    },
     /// The task ended. `error` is set when it ended because of a failure.
     TaskFinished {
         task_id: String,

@@ -22,3 +22,5 @@ pub const MAIN_PROMPT_ID: &str = "main";
 pub const SUMMARY_PROMPT_ID: &str = "tool_use_summary_generation";
 /// The prompt id of the main model's calls that compact the conversation.
 pub const COMPACTION_PROMPT_ID: &str = "compaction";
+/// The prompt id under which the child agents of `task` calls are counted.
+pub const SUBAGENT_PROMPT_ID: &str = "subagent";

@@ -124,6 +124,11 @@ pub trait Tool: Send + Sync {
     }
     /// Mutating calls of a batch run in order; the others run concurrently.
     fn mutates(&self) -> bool;
+    /// Whether this particular call mutates, for tools where it depends on the arguments
+    /// (a `task` whose agent type only reads runs beside other read-only calls).
+    fn mutates_call(&self, _args: &Value) -> bool {
+        self.mutates()
+    }
     /// Whether plan mode offers and runs it: tools that change nothing, and planning aids.
     fn allowed_in_plan_mode(&self) -> bool {
         !self.mutates()

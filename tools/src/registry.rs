@@ -30,7 +30,12 @@ pub trait ToolSource: Send + Sync {
 pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
     source: Option<Arc<dyn ToolSource>>,
+    /// Which tools this view offers (`None`: all).
+    filter: Option<ToolFilter>,
 }
+
+/// Decides which tools a filtered registry offers.
+type ToolFilter = Arc<dyn Fn(&dyn Tool) -> bool + Send + Sync>;
 
 impl ToolRegistry {
     /// A registry holding exactly these tools.
@@ -38,6 +43,7 @@ impl ToolRegistry {
         Self {
             tools,
             source: None,
+            filter: None,
         }
     }
 
@@ -53,14 +59,42 @@ impl ToolRegistry {
         self
     }
 
+    /// This registry plus `tool`, offered after the other fixed tools.
+    pub fn with_tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// A view of this registry holding only the tools `keep` accepts (tools of the dynamic
+    /// source included, as they arrive).
+    pub fn filtered(&self, keep: impl Fn(&dyn Tool) -> bool + Send + Sync + 'static) -> Self {
+        let keep: ToolFilter = match &self.filter {
+            Some(outer) => {
+                let outer = outer.clone();
+                Arc::new(move |t: &dyn Tool| outer(t) && keep(t))
+            }
+            None => Arc::new(keep),
+        };
+        Self {
+            tools: self.tools.clone(),
+            source: self.source.clone(),
+            filter: Some(keep),
+        }
+    }
+
+    fn kept(&self, tool: &dyn Tool) -> bool {
+        self.filter.as_ref().is_none_or(|keep| keep(tool))
+    }
+
     /// Looks a tool up by the name the model calls.
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         let fixed = self.tools.iter().find(|t| t.name() == name);
-        match (fixed, &self.source) {
+        let found = match (fixed, &self.source) {
             (Some(tool), _) => Some(tool.clone()),
             (None, Some(source)) => source.tools().into_iter().find(|t| t.name() == name),
             (None, None) => None,
-        }
+        };
+        found.filter(|t| self.kept(t.as_ref()))
     }
 
     /// The schemas sent to the model.
@@ -84,7 +118,12 @@ impl ToolRegistry {
             .into_iter()
             .filter(|t| !self.tools.iter().any(|f| f.name() == t.name()))
             .collect::<Vec<_>>();
-        self.tools.clone().into_iter().chain(dynamic)
+        let filter = self.filter.clone();
+        self.tools
+            .clone()
+            .into_iter()
+            .chain(dynamic)
+            .filter(move |t| filter.as_ref().is_none_or(|keep| keep(t.as_ref())))
     }
 
     /// See [`ToolSource::take_notices`].

@@ -145,13 +145,21 @@ impl App {
             }
             CoreEvent::ApprovalModeChanged { mode } => self.status.approval_mode = *mode,
             CoreEvent::ContextUsage { .. } => self.status.context = self.stats.context,
-            CoreEvent::PermissionRequested { .. } => {
-                self.approval_choice = 0;
-                self.approval_armed_at = Some(now + APPROVAL_GUARD);
+            CoreEvent::PermissionRequested { .. } => self.arm_approval(now),
+            CoreEvent::Subagent { event, .. }
+                if matches!(**event, CoreEvent::PermissionRequested { .. }) =>
+            {
+                self.arm_approval(now);
             }
             _ => {}
         }
         self.chat.on_event(ev);
+    }
+
+    /// A new approval dialog starts on its first choice, guarded against keys typed before it.
+    fn arm_approval(&mut self, now: Instant) {
+        self.approval_choice = 0;
+        self.approval_armed_at = Some(now + APPROVAL_GUARD);
     }
 
     /// Shows a recorded transcript through the live event path, with nothing left running:

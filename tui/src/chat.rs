@@ -255,6 +255,10 @@ impl ChatState {
             }
             // `/clear` already cleared the screen when it was typed; the footer shows the fill.
             CoreEvent::HistoryCleared | CoreEvent::ContextUsage { .. } => {}
+            CoreEvent::Subagent {
+                parent_call_id,
+                event,
+            } => self.on_subagent_event(parent_call_id, event),
             CoreEvent::Compacted {
                 tokens_before,
                 tokens_after,
@@ -326,6 +330,49 @@ impl ChatState {
             if !finished.trim().is_empty() {
                 self.commit(HistoryCell::Assistant(finished.trim_end().to_string()));
             }
+        }
+    }
+
+    /// A step of the child agent of the `task` call `parent`: its latest call shows under the
+    /// task's row, and its approvals are asked like the session's own, labelled with the task.
+    fn on_subagent_event(&mut self, parent: &str, event: &CoreEvent) {
+        let task = self.group.as_mut().and_then(|g| g.call_mut(parent));
+        match event {
+            CoreEvent::ToolStarted { display, .. } => {
+                if let Some(c) = task
+                    && c.state == CallState::Running
+                {
+                    c.live = format!("↳ {}", display.title);
+                }
+            }
+            CoreEvent::PermissionRequested {
+                call_id,
+                tool_name,
+                display,
+                preview,
+                reason,
+                always_scope,
+            } => {
+                let task_title = task.map_or_else(|| "Task".to_owned(), |c| c.title.clone());
+                self.mark_attention();
+                self.approval = Some(PendingApproval {
+                    call_id: call_id.clone(),
+                    tool_name: tool_name.clone(),
+                    title: format!("{task_title}: {}", display.title),
+                    preview: preview.clone(),
+                    reason: reason.clone(),
+                    always_scope: always_scope.clone(),
+                });
+            }
+            CoreEvent::PermissionResolved { call_id, .. }
+                if self
+                    .approval
+                    .as_ref()
+                    .is_some_and(|a| &a.call_id == call_id) =>
+            {
+                self.approval = None;
+            }
+            _ => {}
         }
     }
 

@@ -227,3 +227,47 @@ fn the_resume_picker_lists_earlier_sessions_with_time_first_prompt_and_id() {
     );
     assert_snapshot!(live(&mut a, &[]));
 }
+
+fn child(parent: &str, event: CoreEvent) -> CoreEvent {
+    CoreEvent::Subagent {
+        parent_call_id: parent.into(),
+        event: Box::new(event),
+    }
+}
+
+#[test]
+fn a_running_task_shows_its_childs_latest_step_and_asks_its_approvals() {
+    let mut app = app(false);
+    let screen = live(
+        &mut app,
+        &[
+            task_started("delegate"),
+            started("t1", "task", "Find the parser"),
+            child("t1", started("c1", "read_file", "Read src/a.rs")),
+            child("t1", ok("c1", "read_file", "fn a() {}")),
+            child("t1", started("c2", "grep_search", "Search 'parse'")),
+        ],
+    );
+    assert!(screen.contains("Find the parser"), "{screen}");
+    assert!(screen.contains("↳ Search 'parse'"), "{screen}");
+    assert!(!screen.contains("Read src/a.rs"), "{screen}");
+
+    let asking = live(
+        &mut app,
+        &[child(
+            "t1",
+            permission(
+                "c3",
+                "run_shell_command",
+                "Run cargo test",
+                ApprovalPreview::Command {
+                    command: "cargo test".into(),
+                },
+            ),
+        )],
+    );
+    assert!(
+        asking.contains("Find the parser: Run cargo test"),
+        "{asking}"
+    );
+}

@@ -365,3 +365,42 @@ fn a_permission_request_says_why_it_asks_and_what_always_covers() {
         json!({"optionId": "allow_always", "name": "Always allow `cargo test`", "kind": "allow_always"})
     );
 }
+
+#[test]
+fn a_subagents_cards_are_marked_with_the_task_call_and_its_text_is_not_shown() {
+    let child = |event: CoreEvent| CoreEvent::Subagent {
+        parent_call_id: "t1".into(),
+        event: Box::new(event),
+    };
+    assert!(
+        mapper()
+            .frames(&child(CoreEvent::TextDelta { text: "x".into() }))
+            .is_empty()
+    );
+    let frames = mapper().frames(&child(CoreEvent::ToolStarted {
+        call_id: "c1".into(),
+        tool_name: "read_file".into(),
+        args: json!({"path": "a.rs"}),
+        display: ToolDisplay {
+            title: "Read a.rs".into(),
+            kind: ToolKind::Read,
+            locations: Vec::new(),
+        },
+        provenance: Provenance::Builtin,
+        was_prepared: true,
+    }));
+    assert_eq!(frames.len(), 2, "{frames:?}");
+    assert_eq!(
+        frames[0].params["update"],
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+            "content": [{"type": "content", "content": {"type": "text", "text": "↳ Read a.rs"}}]})
+    );
+    let update = frames[1].params["update"].clone();
+    assert_eq!(update["sessionUpdate"], json!("tool_call"));
+    assert_eq!(update["toolCallId"], json!("t1/c1"));
+    assert_eq!(
+        update["_meta"]["subagent"],
+        json!({"parentToolCallId": "t1"})
+    );
+    assert_eq!(update["_meta"]["toolName"], json!("read_file"));
+}

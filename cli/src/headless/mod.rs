@@ -102,7 +102,19 @@ pub fn init_info(config: &AgentConfig) -> InitInfo {
         session_id: config.session_id.clone(),
         model: config.model.clone(),
         cwd: config.cwd.display().to_string(),
-        tools: config.tools.iter().map(|t| t.name().to_owned()).collect(),
+        tools: config
+            .tools
+            .iter()
+            .map(|t| t.name().to_owned())
+            // The session adds `task` itself when subagents are on.
+            .chain(
+                matches!(
+                    config.policy.subagents,
+                    corvid_core::policy::Subagents::On { .. }
+                )
+                .then(|| corvid_core::agent::TASK_TOOL.to_owned()),
+            )
+            .collect(),
         approval_mode: config.approval_mode.as_str().to_owned(),
     }
 }
@@ -153,7 +165,12 @@ async fn drive<W: Write>(
             }));
         };
         printer.event(&ev)?;
-        match &ev {
+        // A subagent's approvals are the session's: refused the same way.
+        let asked = match &ev {
+            CoreEvent::Subagent { event, .. } => event.as_ref(),
+            ev => ev,
+        };
+        match asked {
             CoreEvent::PermissionRequested {
                 call_id,
                 display,

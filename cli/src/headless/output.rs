@@ -283,9 +283,62 @@ impl<W: Write> Printer<W> {
                     "● Compacted the conversation ({tokens_before} → {tokens_after} tokens)"
                 ));
             }
+            CoreEvent::Subagent {
+                parent_call_id,
+                event,
+            } => self.subagent_event(parent_call_id, event)?,
             _ => {}
         }
         self.out.flush()
+    }
+
+    /// A step of the child agent run by the `task` call `parent`: its calls and their results,
+    /// tagged with `parent_tool_use_id` as in Claude Code's SDK stream. The child's text is its
+    /// report, which arrives as the `task` call's result.
+    fn subagent_event(&mut self, parent: &str, event: &CoreEvent) -> std::io::Result<()> {
+        match event {
+            CoreEvent::ToolStarted {
+                call_id,
+                tool_name,
+                args,
+                display,
+                ..
+            } => {
+                self.emit(json!({
+                    "type": "assistant",
+                    "parent_tool_use_id": parent,
+                    "message": {"role": "assistant", "content": [{
+                        "type": "tool_use", "id": call_id, "name": tool_name, "input": args,
+                    }]},
+                }))?;
+                self.progress(&format!("  ↳ {}", display.title));
+            }
+            CoreEvent::ToolFinished {
+                call_id,
+                status,
+                output,
+                ..
+            } => {
+                self.emit(json!({
+                    "type": "user",
+                    "parent_tool_use_id": parent,
+                    "message": {"role": "user", "content": [{
+                        "type": "tool_result",
+                        "tool_use_id": call_id,
+                        "content": output.text,
+                        "is_error": *status == ToolStatus::Failed,
+                    }]},
+                }))?;
+            }
+            CoreEvent::Warning { message } => {
+                self.emit(json!({
+                    "type": "system", "subtype": "warning", "message": message,
+                    "parent_tool_use_id": parent,
+                }))?;
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// Tells the user (stderr) and stream-json consumers that headless mode refused a call;
@@ -462,6 +515,70 @@ mod tests {
                 ("assistant".to_owned(), json!("Here is my plan.")),
             ]
         );
+    }
+
+    #[test]
+    fn a_subagents_calls_are_tagged_with_the_task_call_and_its_text_is_not_the_answer() {
+        let mut p = Printer::new(
+            OutputFormat::StreamJson,
+            false,
+            "s".into(),
+            Vec::new(),
+            TextSafety::Verbatim,
+        );
+        let child = |event: CoreEvent| CoreEvent::Subagent {
+            parent_call_id: "t1".into(),
+            event: Box::new(event),
+        };
+        p.event(&child(CoreEvent::TextDelta {
+            text: "thinking aloud".into(),
+        }))
+        .unwrap();
+        p.event(&child(CoreEvent::ToolStarted {
+            call_id: "c1".into(),
+            tool_name: "read_file".into(),
+            args: json!({"path": "a.rs"}),
+            display: corvid_protocol::ToolDisplay {
+                title: "Read a.rs".into(),
+                kind: corvid_protocol::ToolKind::Read,
+                locations: Vec::new(),
+            },
+            provenance: Provenance::Builtin,
+            was_prepared: false,
+        }))
+        .unwrap();
+        p.event(&child(CoreEvent::ToolFinished {
+            call_id: "c1".into(),
+            tool_name: "read_file".into(),
+            status: ToolStatus::Completed,
+            output: corvid_protocol::ToolOutput {
+                text: "fn a() {}".into(),
+                diffs: Vec::new(),
+                raw: Value::Null,
+            },
+            provenance: Provenance::Builtin,
+        }))
+        .unwrap();
+        let lines: Vec<Value> = String::from_utf8_lossy(&p.out)
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|mut v| {
+                v.as_object_mut().unwrap().remove("uuid");
+                v
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            vec![
+                json!({"type": "assistant", "parent_tool_use_id": "t1", "session_id": "s",
+                    "message": {"role": "assistant", "content": [{"type": "tool_use",
+                    "id": "c1", "name": "read_file", "input": {"path": "a.rs"}}]}}),
+                json!({"type": "user", "parent_tool_use_id": "t1", "session_id": "s",
+                    "message": {"role": "user", "content": [{"type": "tool_result",
+                    "tool_use_id": "c1", "content": "fn a() {}", "is_error": false}]}}),
+            ]
+        );
+        assert_eq!(p.turn_text, "");
     }
 
     #[test]

@@ -48,7 +48,9 @@ impl Planned {
     }
 
     fn mutates(&self) -> bool {
-        self.tool.as_ref().is_some_and(|t| t.mutates())
+        self.tool
+            .as_ref()
+            .is_some_and(|t| t.mutates_call(&self.call.args))
     }
 }
 

@@ -28,6 +28,7 @@ mod live_feed;
 mod plan_mode;
 mod prompt;
 mod session;
+mod subagent;
 mod summaries;
 mod task;
 mod user_shell;
@@ -40,6 +41,7 @@ use corvid_protocol::{ApprovalMode, CoreEvent, Message, Op};
 use tokio::sync::mpsc;
 
 pub use prompt::default_system_prompt;
+pub use subagent::TASK_TOOL;
 
 /// Everything a session needs: the model, the tools, the settings and (when resuming) the
 /// history so far.
@@ -113,7 +115,11 @@ fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) ->
     let (ev_tx, ev_rx) = mpsc::unbounded_channel();
     let session_id = config.session_id.clone();
     let instructions = std::mem::take(&mut config.instructions);
-    for message in &instructions.warnings {
+    let agent_files = match &config.policy.subagents {
+        crate::policy::Subagents::On { types, .. } => types.warnings.as_slice(),
+        crate::policy::Subagents::Off => &[],
+    };
+    for message in instructions.warnings.iter().chain(agent_files) {
         let _ = ev_tx.send(CoreEvent::Warning {
             message: message.clone(),
         });

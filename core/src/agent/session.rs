@@ -7,7 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use corvid_protocol::{ApprovalDecision, ApprovalMode, CoreEvent, Message, Messages, Op};
+use corvid_protocol::{
+    ApprovalDecision, ApprovalMode, CoreEvent, FileDiff, MAIN_PROMPT_ID, Message, Messages, Op,
+    ToolStatus,
+};
 use futures::FutureExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{JoinError, JoinHandle};
@@ -27,6 +30,7 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The settings of a session that never change while it runs.
+#[derive(Clone)]
 pub(super) struct Static {
     pub provider: Arc<dyn corvid_providers::Provider>,
     pub fallback_model: Option<String>,
@@ -42,14 +46,15 @@ pub(super) struct Static {
     pub policy: crate::policy::SessionPolicy,
 }
 
-/// What operations change while a task runs.
+/// What operations change while a task runs. A subagent has its own, sharing the parent's
+/// approval mode, pending approvals and "always" answers (the user answers for both).
 pub(super) struct Shared {
-    pub approval_mode: Mutex<ApprovalMode>,
+    pub approval_mode: Arc<Mutex<ApprovalMode>>,
     pub model: Mutex<String>,
     /// Approvals waiting for the user, by call id.
-    approvals: Mutex<PendingApprovals>,
+    approvals: Arc<Mutex<PendingApprovals>>,
     /// "Always" answers, each scoped to a command prefix, a file or a tool.
-    pub remembered: Mutex<crate::policy::scope::Remembered>,
+    pub remembered: Arc<Mutex<crate::policy::scope::Remembered>>,
     /// Sequence number of the latest completed batch (stale summaries are dropped); held
     /// while a batch completion or a summary is announced so the two never cross.
     pub latest_batch: Mutex<u64>,
@@ -65,6 +70,30 @@ struct PendingApprovals {
 }
 
 impl Shared {
+    fn new(approval_mode: ApprovalMode, model: String) -> Self {
+        Self {
+            approval_mode: Arc::new(Mutex::new(approval_mode)),
+            model: Mutex::new(model),
+            approvals: Arc::default(),
+            remembered: Arc::default(),
+            latest_batch: Mutex::new(0),
+            reads: Mutex::default(),
+        }
+    }
+
+    /// The state of a subagent running `model`: its own model, batches and read cache, the
+    /// parent's approvals.
+    pub(super) fn for_child(&self, model: String) -> Self {
+        Self {
+            approval_mode: self.approval_mode.clone(),
+            model: Mutex::new(model),
+            approvals: self.approvals.clone(),
+            remembered: self.remembered.clone(),
+            latest_batch: Mutex::new(0),
+            reads: Mutex::default(),
+        }
+    }
+
     /// Registers an approval request; the receiver gets the user's answer.
     pub(super) fn wait_for_approval(&self, call_id: &str) -> oneshot::Receiver<ApprovalDecision> {
         let (tx, rx) = oneshot::channel();
@@ -108,6 +137,10 @@ pub(super) struct Emitter {
     /// A task's emitter sets this before its `TaskFinished` goes out, so the session knows
     /// the task is done even before it handed its state back.
     task_done: Option<Arc<AtomicBool>>,
+    /// Set for a subagent: the `task` call whose child emits here (its events go out tagged).
+    parent_call: Option<String>,
+    /// A subagent's file changes (the diffs of its completed calls), for its report.
+    changes: Option<Arc<Mutex<Vec<FileDiff>>>>,
 }
 
 impl Emitter {
@@ -119,6 +152,8 @@ impl Emitter {
             tx,
             observer,
             task_done: None,
+            parent_call: None,
+            changes: None,
         }
     }
 
@@ -132,7 +167,36 @@ impl Emitter {
         (emitter, done)
     }
 
+    /// The emitter of the subagent run by the `task` call `parent_call_id`, and where the
+    /// diffs of its completed calls collect.
+    pub(super) fn for_child(&self, parent_call_id: &str) -> (Self, Arc<Mutex<Vec<FileDiff>>>) {
+        let changes = Arc::new(Mutex::new(Vec::new()));
+        let emitter = Self {
+            task_done: None,
+            parent_call: Some(parent_call_id.to_owned()),
+            changes: Some(changes.clone()),
+            ..self.clone()
+        };
+        (emitter, changes)
+    }
+
     pub(super) fn emit(&self, event: CoreEvent) {
+        if let (Some(changes), CoreEvent::ToolFinished { status, output, .. }) =
+            (&self.changes, &event)
+            && *status == ToolStatus::Completed
+        {
+            lock(changes).extend(output.diffs.iter().cloned());
+        }
+        // Usage stays untagged so every front end adds it to the session's totals.
+        let event = match (&self.parent_call, event) {
+            (Some(parent), event) if !matches!(event, CoreEvent::Usage { .. }) => {
+                CoreEvent::Subagent {
+                    parent_call_id: parent.clone(),
+                    event: Box::new(event),
+                }
+            }
+            (_, event) => event,
+        };
         if let (CoreEvent::TaskFinished { .. }, Some(done)) = (&event, &self.task_done) {
             done.store(true, Ordering::Release);
         }
@@ -148,6 +212,10 @@ impl Emitter {
 
     /// Tells the observer about an appended message (and the user about its notice, if any).
     fn message_appended(&self, message: &Message) {
+        if self.parent_call.is_some() {
+            // A child's history is its own; the parent's recording holds only its result.
+            return;
+        }
         let notice = self
             .observer
             .as_ref()
@@ -205,6 +273,17 @@ impl SessionState {
         }
     }
 
+    /// An empty history (a subagent's), its messages announced to `recording`.
+    pub(super) fn fresh(recording: Emitter) -> Self {
+        Self {
+            history: Messages::default(),
+            used_ids: HashSet::new(),
+            meter: ContextMeter::default(),
+            history_bytes: 0,
+            recording,
+        }
+    }
+
     /// The bytes the history adds to a request.
     pub(super) fn history_bytes(&self) -> u64 {
         self.history_bytes
@@ -219,6 +298,8 @@ pub(super) struct TaskCtx {
     pub events: Emitter,
     pub cancel: CancellationToken,
     pub task_id: String,
+    /// Where the task's main-model usage is counted (`main`, or `subagent` for a child).
+    pub usage_prompt_id: &'static str,
 }
 
 struct Running {
@@ -297,7 +378,8 @@ pub(super) async fn run_session(
 ) {
     let events = Emitter::new(events, observer);
     let session_id = config.session_id;
-    let stat = Arc::new(Static {
+    let shared = Arc::new(Shared::new(config.approval_mode, config.model));
+    let mut stat = Static {
         provider: config.provider,
         fallback_model: config.fallback_model,
         max_output_tokens: config.max_output_tokens,
@@ -309,15 +391,21 @@ pub(super) async fn run_session(
         shell_timeout: config.shell_timeout,
         summaries: config.summaries,
         policy: config.policy,
-    });
-    let shared = Arc::new(Shared {
-        approval_mode: Mutex::new(config.approval_mode),
-        model: Mutex::new(config.model),
-        approvals: Mutex::new(PendingApprovals::default()),
-        remembered: Mutex::new(Default::default()),
-        latest_batch: Mutex::new(0),
-        reads: Mutex::default(),
-    });
+    };
+    if let crate::policy::Subagents::On {
+        max_turns,
+        time_limit,
+        types,
+    } = &stat.policy.subagents
+    {
+        let limits = super::subagent::Limits {
+            turns: *max_turns,
+            time: *time_limit,
+        };
+        let types = types.types.clone();
+        stat.tools = super::subagent::with_task_tool(&stat, &shared, &events, limits, types);
+    }
+    let stat = Arc::new(stat);
     let mut state = SessionState {
         used_ids: ids_in_history(&config.history),
         history_bytes: config.history.iter().map(message_bytes).sum(),
@@ -349,6 +437,7 @@ pub(super) async fn run_session(
                             events: task_events,
                             cancel: cancel.clone(),
                             task_id: format!("{session_id}-{tasks}"),
+                            usage_prompt_id: MAIN_PROMPT_ID,
                         };
                         let task_id = ctx.task_id.clone();
                         let handle = tokio::spawn(run_caught(ctx, state.hand_over(), op));

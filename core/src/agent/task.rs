@@ -3,8 +3,8 @@
 use std::collections::HashSet;
 
 use corvid_protocol::{
-    CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, ImageData, MAIN_PROMPT_ID,
-    Message, ModelRequest, Part, Role, StopReason, ToolCall,
+    CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, ImageData, Message, ModelRequest,
+    Part, Role, StopReason, ToolCall,
 };
 
 use super::attempt::{AttemptEnd, AttemptOutput, discard_prepared, run_attempt};
@@ -60,7 +60,8 @@ pub(super) async fn run_task(
     summaries.finish_task(&ctx, stop_reason, error);
 }
 
-async fn run_turns(
+/// Runs turns until the model stops calling tools (or the task must stop), on `state`.
+pub(super) async fn run_turns(
     ctx: &TaskCtx,
     state: &mut SessionState,
     summaries: &SummaryTracker,
@@ -173,7 +174,7 @@ async fn run_turn(
         let (out, end) = run_attempt(ctx, request, &state.used_ids).await;
         if let Some(usage) = out.usage {
             ctx.events.emit(CoreEvent::Usage {
-                prompt_id: MAIN_PROMPT_ID.to_owned(),
+                prompt_id: ctx.usage_prompt_id.to_owned(),
                 usage,
             });
             state

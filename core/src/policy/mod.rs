@@ -27,6 +27,23 @@ pub struct SessionPolicy {
     pub context: crate::context::ContextPolicy,
     /// `tools.maxResultTokens`: how much of one tool result the history keeps.
     pub result_budget: crate::context::result_budget::ResultBudget,
+    /// `agent.subagents`, `agent.subagentMaxTurns`: the `task` tool and its children's limit.
+    pub subagents: Subagents,
+}
+
+/// Whether the model may hand self-contained jobs to child agents with the `task` tool.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Subagents {
+    /// No `task` tool.
+    #[default]
+    Off,
+    /// A `task` tool offering `types`, whose children stop after `max_turns` model turns or
+    /// `time_limit`, whichever comes first.
+    On {
+        max_turns: MaxTurns,
+        time_limit: std::time::Duration,
+        types: crate::agents::AgentTypes,
+    },
 }
 
 /// The most model turns one task may take (`agent.maxTurns`): a model that keeps calling tools
@@ -37,7 +54,12 @@ pub struct MaxTurns(pub u32);
 impl MaxTurns {
     /// The limit when settings give none.
     pub const DEFAULT: Self = Self(100);
+    /// The limit of a subagent (a `task` call's child): a focused job needs fewer turns.
+    pub const SUBAGENT_DEFAULT: Self = Self(40);
 }
+
+/// How long a subagent may work when settings give no `agent.subagentTimeoutMs`.
+pub const SUBAGENT_DEFAULT_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl Default for MaxTurns {
     fn default() -> Self {

@@ -42,6 +42,8 @@ pub(super) struct Partial {
     pub initial_delay_ms: Option<u64>,
     pub max_delay_ms: Option<u64>,
     pub max_turns: Option<u32>,
+    pub subagent_max_turns: Option<u32>,
+    pub subagent_timeout_ms: Option<u64>,
     /// `mcpServers`: a later file's server replaces an earlier one of the same name.
     pub mcp_servers: Vec<corvid_mcp::ServerConfig>,
     pub mcp_startup_ms: Option<u64>,
@@ -88,6 +90,8 @@ impl Partial {
         over(&mut self.initial_delay_ms, higher.initial_delay_ms);
         over(&mut self.max_delay_ms, higher.max_delay_ms);
         over(&mut self.max_turns, higher.max_turns);
+        over(&mut self.subagent_max_turns, higher.subagent_max_turns);
+        over(&mut self.subagent_timeout_ms, higher.subagent_timeout_ms);
         self.mcp_servers.extend(higher.mcp_servers);
         over(&mut self.mcp_startup_ms, higher.mcp_startup_ms);
         over(&mut self.max_result_tokens, higher.max_result_tokens);
@@ -141,6 +145,12 @@ impl Partial {
         }
         if let Some(v) = self.max_turns {
             s.agent.max_turns = v;
+        }
+        if let Some(v) = self.subagent_max_turns {
+            s.agent.subagent_max_turns = v;
+        }
+        if let Some(v) = self.subagent_timeout_ms {
+            s.agent.subagent_timeout_ms = v;
         }
         s.mcp.add_servers(self.mcp_servers);
         if let Some(ms) = self.mcp_startup_ms {
@@ -445,6 +455,18 @@ impl Validator<'_> {
             match k.as_str() {
                 "maxTurns" => {
                     self.out.max_turns = match self.number::<u32>(&key, v)? {
+                        Some(0) => return Err(self.invalid(&key, "0", "at least 1")),
+                        n => n,
+                    }
+                }
+                "subagentMaxTurns" => {
+                    self.out.subagent_max_turns = match self.number::<u32>(&key, v)? {
+                        Some(0) => return Err(self.invalid(&key, "0", "at least 1")),
+                        n => n,
+                    }
+                }
+                "subagentTimeoutMs" => {
+                    self.out.subagent_timeout_ms = match self.number::<u64>(&key, v)? {
                         Some(0) => return Err(self.invalid(&key, "0", "at least 1")),
                         n => n,
                     }

@@ -50,6 +50,8 @@ pub enum Behavior {
     Plan,
     /// Panics (a buggy tool).
     Panic,
+    /// Reports an edit of `<cwd>/<tag>` as a diff (like `edit`).
+    Edits,
 }
 
 /// Which approval a fake tool asks for.
@@ -95,6 +97,19 @@ impl FakeTool {
             shows_card: true,
             needs: Needs::Edit,
             behavior: Behavior::Sleep(Duration::from_millis(ms)),
+            log: log.clone(),
+        })
+    }
+    /// A mutating tool that reports an edit of the file its `tag` names, as a diff.
+    pub fn editor(name: &'static str, log: &ExecLog) -> Arc<dyn Tool> {
+        Arc::new(Self {
+            name,
+            display_name: "Editor",
+            kind: ToolKind::Edit,
+            mutates: true,
+            shows_card: true,
+            needs: Needs::Edit,
+            behavior: Behavior::Edits,
             log: log.clone(),
         })
     }
@@ -200,6 +215,15 @@ impl Tool for FakeTool {
                 }
                 Behavior::Fail(message) => Err(ToolError::new(message)),
                 Behavior::Panic => panic!("the fake tool panics"),
+                Behavior::Edits => Ok(ToolOutput {
+                    text: format!("edited {tag}"),
+                    diffs: vec![corvid_protocol::FileDiff {
+                        path: ctx.cwd.join(&tag),
+                        old_text: Some("old".into()),
+                        new_text: "new".into(),
+                    }],
+                    raw: Value::Null,
+                }),
                 Behavior::Plan => Ok(out(
                     "plan updated".into(),
                     json!({"todos": [{"id": "1", "content": tag, "status": "in_progress"}]}),

@@ -24,6 +24,8 @@ pub fn check_invariants(events: &[CoreEvent], suppressed: &[&str]) -> Result<(),
     let mut prepared_this_attempt: HashSet<String> = HashSet::new();
     let mut in_task = false;
     let mut settled_batches: HashSet<Vec<String>> = HashSet::new();
+    // Each subagent's events, checked as a task of their own at the end.
+    let mut children: HashMap<String, Vec<CoreEvent>> = HashMap::new();
     for (i, ev) in events.iter().enumerate() {
         let fail = |what: String| Err(format!("event #{i} {ev:?}: {what}"));
         match ev {
@@ -176,6 +178,20 @@ pub fn check_invariants(events: &[CoreEvent], suppressed: &[&str]) -> Result<(),
                     return fail("a batch's summary settled twice".into());
                 }
             }
+            CoreEvent::Subagent {
+                parent_call_id,
+                event,
+            } => {
+                if cards.get(parent_call_id) != Some(&Card::Running) {
+                    return fail(format!(
+                        "a subagent event for {parent_call_id}, which is not in_progress"
+                    ));
+                }
+                children
+                    .entry(parent_call_id.clone())
+                    .or_default()
+                    .push((**event).clone());
+            }
             CoreEvent::TextDelta { .. }
             | CoreEvent::ThoughtDelta { .. }
             | CoreEvent::Plan { .. }
@@ -192,6 +208,21 @@ pub fn check_invariants(events: &[CoreEvent], suppressed: &[&str]) -> Result<(),
     }
     if !cards.is_empty() {
         return Err(format!("cards left pending at the end: {cards:?}"));
+    }
+    for (parent, events) in children {
+        let mut framed = vec![CoreEvent::TaskStarted {
+            task_id: parent.clone(),
+            prompt: String::new(),
+        }];
+        framed.extend(events);
+        framed.push(CoreEvent::TaskFinished {
+            task_id: parent.clone(),
+            stop_reason: corvid_protocol::StopReason::EndTurn,
+            error: None,
+            pending_summaries: 0,
+        });
+        check_invariants(&framed, &suppressed.iter().copied().collect::<Vec<_>>())
+            .map_err(|e| format!("in the subagent of {parent}: {e}"))?;
     }
     Ok(())
 }
