@@ -504,14 +504,16 @@ impl Pump {
         for frame in self.mapper.frames(&event) {
             self.enqueue_action(Outgoing::Frame(frame));
         }
-        // A subagent's approval is asked like the session's own.
-        let event = match event {
-            CoreEvent::Subagent { event, .. }
-                if matches!(*event, CoreEvent::PermissionRequested { .. }) =>
-            {
-                *event
+        // A subagent's approval is asked like the session's own, about the card the editor
+        // shows for the child's call (`<task id>/<call id>`); the answer goes to the child's id.
+        let (event, task_call) = match event {
+            CoreEvent::Subagent {
+                parent_call_id,
+                event,
+            } if matches!(*event, CoreEvent::PermissionRequested { .. }) => {
+                (*event, Some(parent_call_id))
             }
-            event => event,
+            event => (event, None),
         };
         match event {
             CoreEvent::ToolStarted { call_id, .. } => {
@@ -525,8 +527,12 @@ impl Pump {
                 reason,
                 always_scope,
             } => {
+                let shown_id = match &task_call {
+                    Some(task) => format!("{task}/{call_id}"),
+                    None => call_id.clone(),
+                };
                 let request = self.mapper.permission_request(PermissionAsk {
-                    call_id: &call_id,
+                    call_id: &shown_id,
                     tool_name: &tool_name,
                     display: &display,
                     preview: &preview,
