@@ -118,11 +118,31 @@ pub fn show_session(
             _ => None,
         })
         .collect();
+    let child_results = subagent_results(&session.records);
+    let mut child_called = HashSet::new();
     let mut called = HashSet::new();
     let mut usage = Usage::default();
     let mut saw_usage = false;
     for record in &session.records {
         match record {
+            Record::SubagentMessage {
+                parent_call_id,
+                message,
+            } => {
+                let results = child_results.get(parent_call_id.as_str());
+                let mut text = Vec::new();
+                write_message(
+                    &mut text,
+                    message,
+                    results.unwrap_or(&HashMap::new()),
+                    &mut child_called,
+                )?;
+                for line in String::from_utf8_lossy(&text).lines() {
+                    if !line.is_empty() {
+                        writeln!(out, "  │ {line}")?;
+                    }
+                }
+            }
             Record::Message { message } => {
                 write_message(out, message, &results, &mut called)?;
             }
@@ -170,6 +190,27 @@ pub fn show_session(
         writeln!(out, "warning: {}", one_line(warning, usize::MAX))?;
     }
     Ok(())
+}
+
+/// The results of each subagent's calls, by the `task` call that ran it, so its transcript
+/// shows every call with its outcome like the session's own.
+fn subagent_results(records: &[Record]) -> HashMap<&str, HashMap<&str, &ToolResult>> {
+    let mut by_task: HashMap<&str, HashMap<&str, &ToolResult>> = HashMap::new();
+    for record in records {
+        if let Record::SubagentMessage {
+            parent_call_id,
+            message,
+        } = record
+        {
+            let results = by_task.entry(parent_call_id.as_str()).or_default();
+            for part in &message.parts {
+                if let Part::ToolResult(result) = part {
+                    results.insert(result.call_id.as_str(), result);
+                }
+            }
+        }
+    }
+    by_task
 }
 
 fn write_message<'a>(

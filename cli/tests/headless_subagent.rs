@@ -111,4 +111,22 @@ async fn a_task_call_runs_a_child_whose_steps_are_tagged_and_whose_report_is_the
         result["content"].to_string().contains("answer is 42"),
         "{result}"
     );
+
+    // The recording keeps the child's transcript apart, and `sessions show` displays it
+    // under the task call.
+    let id = msgs.last().unwrap()["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let show = run(sb.corvid(&["sessions", "show", &id])).await;
+    assert_success(&show);
+    let shown = common::stdout(&show);
+    assert!(
+        shown.contains("  │ > Read notes.txt and report."),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("  │ The notes say the answer is 42."),
+        "{shown}"
+    );
 }

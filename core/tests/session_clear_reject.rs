@@ -122,3 +122,32 @@ async fn a_resumed_session_starts_its_history_and_transcript_after_the_last_clea
     assert_eq!(sent, vec!["after the clear", "second answer", "and now?"]);
     shut_down(handle).await;
 }
+
+#[tokio::test]
+async fn a_subagents_recorded_messages_never_join_the_sessions_history() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let recorder = store.create(cwd.path(), "sub-1", "main-model").unwrap();
+    for record in [
+        Record::Message {
+            message: Message::user_text("what do my notes say?"),
+        },
+        Record::SubagentMessage {
+            parent_call_id: "task_1".into(),
+            message: Message::user_text("Read notes.txt and report."),
+        },
+        Record::Message {
+            message: Message {
+                role: Role::Assistant,
+                parts: vec![corvid_protocol::Part::Text { text: "42".into() }],
+            },
+        },
+    ] {
+        recorder.append(&record).unwrap();
+    }
+    drop(recorder);
+    let loaded = store.load(cwd.path(), "sub-1").unwrap();
+    let texts: Vec<String> = loaded.history().iter().map(Message::text).collect();
+    assert_eq!(texts, vec!["what do my notes say?", "42"]);
+}

@@ -46,6 +46,10 @@ fn kinds(records: &[Record]) -> Vec<String> {
             Record::CallStarted { call_id } => format!("started {call_id}"),
             Record::CallRejected { call_id } => format!("rejected {call_id}"),
             Record::HistoryCleared => "cleared".into(),
+            Record::SubagentMessage {
+                parent_call_id,
+                message,
+            } => format!("subagent {parent_call_id} {:?}", message.role),
             Record::Compacted { kept_messages, .. } => format!("compacted {kept_messages}"),
             Record::Header(_) => "header".into(),
         })

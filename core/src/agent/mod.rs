@@ -100,6 +100,16 @@ pub trait HistoryObserver: Send + Sync {
     fn event_emitted(&self, _event: &CoreEvent) -> Option<String> {
         None
     }
+
+    /// Called once per message a subagent appends to its own history (run by the `task`
+    /// call `parent_call_id`), so its transcript is kept beside the session's.
+    fn subagent_message_appended(
+        &self,
+        _parent_call_id: &str,
+        _message: &Message,
+    ) -> Option<String> {
+        None
+    }
 }
 
 /// [`spawn_agent`] with an observer of the history (the session recorder).

@@ -212,14 +212,14 @@ impl Emitter {
 
     /// Tells the observer about an appended message (and the user about its notice, if any).
     fn message_appended(&self, message: &Message) {
-        if self.parent_call.is_some() {
-            // A child's history is its own; the parent's recording holds only its result.
-            return;
-        }
+        // A child's history is its own: the recording keeps it apart from the session's.
         let notice = self
             .observer
             .as_ref()
-            .and_then(|observer| observer.message_appended(message));
+            .and_then(|observer| match &self.parent_call {
+                Some(parent) => observer.subagent_message_appended(parent, message),
+                None => observer.message_appended(message),
+            });
         self.notice(notice);
     }
 

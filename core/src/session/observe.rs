@@ -14,6 +14,13 @@ impl HistoryObserver for SessionRecorder {
         })
     }
 
+    fn subagent_message_appended(&self, parent_call_id: &str, message: &Message) -> Option<String> {
+        self.append_or_notice(&Record::SubagentMessage {
+            parent_call_id: parent_call_id.to_owned(),
+            message: message.clone(),
+        })
+    }
+
     fn event_emitted(&self, event: &CoreEvent) -> Option<String> {
         let record = match event {
             CoreEvent::ToolUseSummary {

@@ -65,6 +65,12 @@ pub enum Record {
         tokens_before: u64,
         tokens_after: u64,
     },
+    /// A message of the subagent run by the `task` call `parent_call_id`, in its own history
+    /// (never part of the session's; `sessions show` displays it under the call).
+    SubagentMessage {
+        parent_call_id: String,
+        message: Message,
+    },
     /// The history was cleared (`/clear`): a resumed session's history and transcript start
     /// after the last one.
     HistoryCleared,

@@ -48,7 +48,8 @@ pub fn replay_events(
             Record::ApprovalModeChange { mode } => replay
                 .events
                 .push(CoreEvent::ApprovalModeChanged { mode: *mode }),
-            Record::Header(_) | Record::HistoryCleared => {}
+            // A subagent's steps are in its task's result; the replay shows the session's.
+            Record::Header(_) | Record::HistoryCleared | Record::SubagentMessage { .. } => {}
             _ if !in_transcript => {}
             Record::Compacted {
                 summary,
