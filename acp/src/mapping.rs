@@ -6,8 +6,9 @@
 //! the typed structs (for field names and enum spellings) and then completed with
 //! [`force_fields`] before they are sent as an untyped `session/update` notification.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::Terminal;
 use agent_client_protocol::v1::schema::{
@@ -50,6 +51,9 @@ pub struct Mapper {
     summary_notification: bool,
     /// The client terminals shown on cards, kept on their final update.
     terminals: Arc<crate::terminal::TerminalCards>,
+    /// The steps each running `task` call's child took so far (its calls' titles), listed on
+    /// the task's card; forgotten when the task finishes.
+    task_steps: Arc<Mutex<HashMap<String, Vec<String>>>>,
 }
 
 /// A call awaiting approval, as `session/request_permission` shows it.
@@ -73,6 +77,7 @@ impl Mapper {
             cwd,
             summary_notification: false,
             terminals: Arc::default(),
+            task_steps: Arc::default(),
         }
     }
 
@@ -130,7 +135,14 @@ impl Mapper {
                 status,
                 output,
                 provenance,
-            } => Some(self.finished(call_id, tool_name, *status, output, provenance)),
+            } => {
+                // A finished task's card shows its result instead of its child's steps.
+                self.task_steps
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(call_id);
+                Some(self.finished(call_id, tool_name, *status, output, provenance))
+            }
             CoreEvent::PreparationDiscarded {
                 call_id,
                 tool_name,
@@ -215,12 +227,18 @@ impl Mapper {
     fn subagent(&self, parent: &str, event: &CoreEvent) -> Vec<Frame> {
         let mut frames = Vec::new();
         if let CoreEvent::ToolStarted { display, .. } = event {
-            // The task's own card says what its child is doing now.
+            // The task's own card lists what its child did so far, the latest step last.
+            let mut steps = self
+                .task_steps
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let list = steps.entry(parent.to_owned()).or_default();
+            list.push(format!("↳ {}", display.title));
             frames.push(self.update_frame(json!({
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": parent,
                 "content": [{"type": "content",
-                    "content": {"type": "text", "text": format!("↳ {}", display.title)}}],
+                    "content": {"type": "text", "text": list.join("\n")}}],
             })));
         }
         let card = match event {

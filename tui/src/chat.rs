@@ -174,7 +174,12 @@ impl ChatState {
                 tool_name,
                 display,
                 ..
-            } => self.on_started(call_id, tool_name, display),
+            } => {
+                self.on_started(call_id, tool_name, display);
+                if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id)) {
+                    c.started.get_or_insert(now);
+                }
+            }
             CoreEvent::PermissionRequested {
                 call_id,
                 tool_name,

@@ -67,7 +67,7 @@ impl LiveView<'_> {
         // A live group precedes any text: text streaming after a finished (compact) group
         // belongs to the next turn.
         if let Some(g) = &chat.group {
-            out.extend(g.render(width, self.frame));
+            out.extend(g.render_at(width, self.frame, Some(self.now)));
         }
         if !chat.thought.trim().is_empty() {
             if !out.is_empty() {
@@ -285,7 +285,8 @@ fn choice_label(a: &PendingApproval, decision: ApprovalDecision) -> String {
     }
 }
 
-fn elapsed(secs: u64) -> String {
+/// A duration for people: `12s`, `3m 05s`.
+pub(crate) fn elapsed(secs: u64) -> String {
     if secs < 60 {
         format!("{secs}s")
     } else {

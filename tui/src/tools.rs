@@ -1,10 +1,13 @@
 //! Tool groups: one row per call, grouped by batch; full and compact renderings.
 
+use std::time::Instant;
+
 use corvid_protocol::{FileDiff, ToolKind, ToolOutput};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use similar::{ChangeTag, TextDiff};
 
+use crate::live::elapsed;
 use crate::wrap::{truncate, wrap_line};
 
 /// Braille spinner frames for preparing and running calls.
@@ -47,6 +50,8 @@ pub struct CallRow {
     /// What a running command printed so far (its end only), shown under the row until the
     /// call finishes.
     pub live: String,
+    /// When the call started running, for the time shown beside a running row.
+    pub started: Option<Instant>,
 }
 
 impl CallRow {
@@ -65,6 +70,7 @@ impl CallRow {
             kind,
             state,
             live: String::new(),
+            started: None,
         }
     }
 
@@ -148,22 +154,28 @@ impl ToolGroup {
 
     /// Renders the group at `width`; `frame` animates spinners.
     pub fn render(&self, width: u16, frame: usize) -> Vec<Line<'static>> {
+        self.render_at(width, frame, None)
+    }
+
+    /// Renders the group as the live area shows it at `now`: running calls also say how long
+    /// they have been running.
+    pub fn render_at(&self, width: u16, frame: usize, now: Option<Instant>) -> Vec<Line<'static>> {
         if self.compact {
-            self.render_compact(width, frame)
+            self.render_compact(width, frame, now)
         } else {
-            self.render_full(width, frame)
+            self.render_full(width, frame, now)
         }
     }
 
-    fn render_full(&self, width: u16, frame: usize) -> Vec<Line<'static>> {
+    fn render_full(&self, width: u16, frame: usize, now: Option<Instant>) -> Vec<Line<'static>> {
         let mut out = Vec::new();
         for call in self.calls() {
-            render_call(call, width, frame, true, &mut out);
+            render_call(call, width, frame, now, true, &mut out);
         }
         out
     }
 
-    fn render_compact(&self, width: u16, frame: usize) -> Vec<Line<'static>> {
+    fn render_compact(&self, width: u16, frame: usize, now: Option<Instant>) -> Vec<Line<'static>> {
         let n = self.calls().count();
         let running = self.calls().any(CallRow::is_active);
         let failed = self
@@ -189,7 +201,7 @@ impl ToolGroup {
             // Finished calls fold into the header; what is running or went wrong stays visible.
             if call.is_active() || matches!(call.state, CallState::Failed(_) | CallState::Rejected)
             {
-                render_call(call, width, frame, false, &mut out);
+                render_call(call, width, frame, now, false, &mut out);
             }
         }
         out
@@ -200,6 +212,7 @@ fn render_call(
     call: &CallRow,
     width: u16,
     frame: usize,
+    now: Option<Instant>,
     details: bool,
     out: &mut Vec<Line<'static>>,
 ) {
@@ -242,7 +255,17 @@ fn render_call(
         CallState::Rejected => {
             spans.push(Span::styled(" · Rejected", Style::new().fg(Color::Red)));
         }
-        CallState::Running => {}
+        CallState::Running => {
+            let running_for = now
+                .zip(call.started)
+                .map(|(now, started)| now.saturating_duration_since(started).as_secs());
+            if let Some(secs) = running_for.filter(|&secs| secs >= 1) {
+                spans.push(Span::styled(
+                    format!(" · {}", elapsed(secs)),
+                    Style::new().fg(Color::DarkGray),
+                ));
+            }
+        }
     }
     out.extend(wrap_line(&Line::from(spans), width, 4));
     if !details {

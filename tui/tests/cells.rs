@@ -319,3 +319,28 @@ fn a_compaction_shows_as_a_bullet_line_with_the_token_counts() {
         "{shown}"
     );
 }
+
+#[test]
+fn a_running_call_says_how_long_it_has_been_running() {
+    let now = std::time::Instant::now();
+    let mut task = row(
+        "t",
+        ToolKind::Think,
+        "Find the config loader",
+        CallState::Running,
+    );
+    task.started = Some(now - std::time::Duration::from_secs(65));
+    task.live = "↳ Search \"load\"".into();
+    let group = ToolGroup {
+        batches: vec![Batch {
+            calls: vec![task],
+            ..Default::default()
+        }],
+        compact: false,
+    };
+    let shown = grid(group.render_at(WIDTH, 0, Some(now)));
+    assert!(shown.contains("Find the config loader · 1m 05s"), "{shown}");
+    assert!(shown.contains("↳ Search \"load\""), "{shown}");
+    // A committed group (no clock) shows no time.
+    assert!(!grid(group.render(WIDTH, 0)).contains("1m 05s"));
+}

@@ -404,3 +404,42 @@ fn a_subagents_cards_are_marked_with_the_task_call_and_its_text_is_not_shown() {
     );
     assert_eq!(update["_meta"]["toolName"], json!("read_file"));
 }
+
+#[test]
+fn a_task_card_lists_its_childs_steps_until_the_task_finishes() {
+    let mapper = mapper();
+    let step = |id: &str, title: &str| CoreEvent::Subagent {
+        parent_call_id: "t1".into(),
+        event: Box::new(CoreEvent::ToolStarted {
+            call_id: id.into(),
+            tool_name: "read_file".into(),
+            args: json!({}),
+            display: ToolDisplay {
+                title: title.into(),
+                kind: ToolKind::Read,
+                locations: Vec::new(),
+            },
+            provenance: Provenance::Builtin,
+            was_prepared: false,
+        }),
+    };
+    let task_text =
+        |frames: &[Frame]| frames[0].params["update"]["content"][0]["content"]["text"].clone();
+    mapper.frames(&step("c1", "Read a.rs"));
+    let frames = mapper.frames(&step("c2", "Search \"load\""));
+    assert_eq!(task_text(&frames), json!("↳ Read a.rs\n↳ Search \"load\""));
+    mapper.frames(&CoreEvent::ToolFinished {
+        call_id: "t1".into(),
+        tool_name: "task".into(),
+        status: ToolStatus::Completed,
+        output: ToolOutput {
+            text: "done".into(),
+            diffs: Vec::new(),
+            raw: Value::Null,
+        },
+        provenance: Provenance::Builtin,
+    });
+    // A later task with the same id (a resumed session) starts a fresh list.
+    let frames = mapper.frames(&step("c3", "Read b.rs"));
+    assert_eq!(task_text(&frames), json!("↳ Read b.rs"));
+}
