@@ -627,3 +627,69 @@ async fn invalid_utf8_on_acp_stdin_is_a_parse_error_for_the_real_binary() {
     drop(stdin);
     assert!(child.wait().await.unwrap().success());
 }
+
+#[tokio::test]
+async fn the_official_client_sees_a_task_card_with_its_childs_steps_and_marked_child_cards() {
+    require_client();
+    let server = MockServer::start().await;
+    let task_args = json!({"description": "Read the notes", "prompt": "Read a.txt and report.",
+                           "subagent_type": "explore"})
+    .to_string();
+    // Parent (the task call), child (a read, then its report), parent (the answer).
+    server.push(ScriptedResponse::sse(vec![
+        tool_start("task_1", "task"),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": task_args}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        Chunk::new("data: [DONE]\n\n"),
+    ]));
+    server.push(read_a_call("read_1"));
+    server.push(text_answer("a.txt says hello."));
+    server.push(text_answer("Your file says hello."));
+    let lines = run_client(&server, &["--prompt", "what does a.txt say?"]).await;
+    assert_eq!(stop_reason(&lines), json!("end_turn"));
+
+    let updates: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["kind"] == "update")
+        .map(|l| &l["update"])
+        .collect();
+    // The child's read shows as a card of its own, marked with the task call.
+    let child = updates
+        .iter()
+        .find(|u| u["toolCallId"] == "task_1/read_1")
+        .expect("the child's card");
+    assert_eq!(
+        child["_meta"]["subagent"],
+        json!({"parentToolCallId": "task_1"})
+    );
+    // The task card lists the child's step while it runs, and ends completed with its report.
+    assert!(
+        updates.iter().any(|u| u["toolCallId"] == "task_1"
+            && u["content"][0]["content"]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("↳ "))),
+        "{updates:#?}"
+    );
+    let last_task = updates
+        .iter()
+        .rev()
+        .find(|u| u["toolCallId"] == "task_1")
+        .unwrap();
+    assert_eq!(last_task["status"], json!("completed"));
+    assert!(
+        last_task["content"]
+            .to_string()
+            .contains("a.txt says hello."),
+        "{last_task}"
+    );
+    // The child's text is its report, never the editor's agent message.
+    let said: String = updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(said, "Your file says hello.");
+}
