@@ -303,7 +303,8 @@ fn short_result(kind: ToolKind, o: &ToolOutput, failed: bool) -> Option<String> 
         let last = text.lines().rev().find(|l| !l.trim().is_empty())?.trim();
         return (failed || count == 1).then(|| last.to_string());
     }
-    if failed || count == 1 {
+    // A reasoning step (a subagent's report) reads best as its first line.
+    if failed || count == 1 || kind == ToolKind::Think {
         return Some(first);
     }
     match kind {

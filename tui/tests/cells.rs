@@ -344,3 +344,25 @@ fn a_running_call_says_how_long_it_has_been_running() {
     // A committed group (no clock) shows no time.
     assert!(!grid(group.render(WIDTH, 0)).contains("1m 05s"));
 }
+
+#[test]
+fn a_finished_task_collapses_to_the_first_line_of_its_report() {
+    let group = ToolGroup {
+        batches: vec![Batch {
+            calls: vec![row(
+                "t",
+                ToolKind::Think,
+                "Read the notes",
+                CallState::Completed(output("a.txt says hello.\n\nFiles changed: none")),
+            )],
+            completed: true,
+            ..Default::default()
+        }],
+        compact: false,
+    };
+    let shown = cell(&HistoryCell::Tools(group));
+    assert!(
+        shown.contains("✓ Read the notes · a.txt says hello."),
+        "{shown}"
+    );
+}

@@ -167,7 +167,7 @@ impl Tool for TaskTool {
     }
 
     fn kind(&self) -> ToolKind {
-        ToolKind::Other
+        ToolKind::Think
     }
 
     /// Conservative without arguments: `general` children edit and run commands.
