@@ -262,7 +262,7 @@ impl Mapper {
         };
         let mut card = card;
         if let Some(id) = card["toolCallId"].as_str() {
-            card["toolCallId"] = json!(format!("{parent}/{id}"));
+            card["toolCallId"] = json!(corvid_protocol::subagent_call_id(parent, id));
         }
         card["_meta"]["subagent"] = json!({"parentToolCallId": parent});
         frames.push(self.update_frame(card));

@@ -527,8 +527,9 @@ impl Pump {
                 reason,
                 always_scope,
             } => {
+                // A child's card and its answer share one id (the core waits under it too).
                 let shown_id = match &task_call {
-                    Some(task) => format!("{task}/{call_id}"),
+                    Some(task) => corvid_protocol::subagent_call_id(task, &call_id),
                     None => call_id.clone(),
                 };
                 let request = self.mapper.permission_request(PermissionAsk {
@@ -541,7 +542,7 @@ impl Pump {
                 });
                 self.enqueue_action(Outgoing::Ask {
                     request: Box::new(request),
-                    call_id,
+                    call_id: shown_id,
                 });
             }
             CoreEvent::TurnStarted { model, .. } => lock(&self.state).model = model,

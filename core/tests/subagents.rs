@@ -462,3 +462,64 @@ async fn a_child_at_its_time_limit_fails_its_call_with_its_cards_ended_and_the_p
         if matches!(**event, CoreEvent::PreparationDiscarded { .. })))
     );
 }
+
+#[tokio::test]
+async fn a_childs_approval_is_answered_under_the_task_and_call_ids() {
+    let log = ExecLog::default();
+    let provider = ScriptedProvider::new(vec![
+        vec![
+            task_call("t1", "edit a file", "general"),
+            finish(FinishReason::ToolCalls),
+        ],
+        vec![
+            call("c1", "write", json!({"tag": "src/a.rs"})),
+            finish(FinishReason::ToolCalls),
+        ],
+        answer("edited"),
+        answer("done"),
+    ]);
+    let mut config = test_config(
+        Arc::new(provider.clone()),
+        vec![FakeTool::editor("write", &log)],
+    );
+    config.approval_mode = corvid_protocol::ApprovalMode::Default;
+    config.policy.subagents = Subagents::On {
+        max_turns: MaxTurns(10),
+        time_limit: Duration::from_secs(600),
+        types: AgentTypes::default_types(),
+    };
+    let mut handle = spawn_agent(config);
+    handle
+        .submit(corvid_protocol::Op::user_turn("delegate"))
+        .unwrap();
+    let run = async {
+        loop {
+            match handle.next_event().await.unwrap() {
+                CoreEvent::Subagent {
+                    parent_call_id,
+                    event,
+                } => {
+                    if let CoreEvent::PermissionRequested { call_id, .. } = *event {
+                        // Concurrent children may use the same call ids: the answer names
+                        // the task too.
+                        handle
+                            .submit(corvid_protocol::Op::Approval {
+                                call_id: corvid_protocol::subagent_call_id(
+                                    &parent_call_id,
+                                    &call_id,
+                                ),
+                                decision: corvid_protocol::ApprovalDecision::AllowOnce,
+                            })
+                            .unwrap();
+                    }
+                }
+                CoreEvent::TaskFinished { .. } => return,
+                _ => {}
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), run)
+        .await
+        .expect("the child's approval was answered");
+    assert_eq!(log.tags(), vec!["src/a.rs"]);
+}

@@ -185,3 +185,10 @@ pub enum StopReason {
     /// A failure that survived retries and fallback.
     Error,
 }
+
+/// A subagent's call as front ends know it: the `task` call's id and the child's call id, so
+/// the calls of concurrent children never collide. Its card shows under this id, and its
+/// approval is answered with it (`Op::Approval`).
+pub fn subagent_call_id(parent_call_id: &str, call_id: &str) -> String {
+    format!("{parent_call_id}/{call_id}")
+}

@@ -361,7 +361,7 @@ impl ChatState {
                 let task_title = task.map_or_else(|| "Task".to_owned(), |c| c.title.clone());
                 self.mark_attention();
                 self.approval = Some(PendingApproval {
-                    call_id: call_id.clone(),
+                    call_id: corvid_protocol::subagent_call_id(parent, call_id),
                     tool_name: tool_name.clone(),
                     title: format!("{task_title}: {}", display.title),
                     preview: preview.clone(),
@@ -370,10 +370,9 @@ impl ChatState {
                 });
             }
             CoreEvent::PermissionResolved { call_id, .. }
-                if self
-                    .approval
-                    .as_ref()
-                    .is_some_and(|a| &a.call_id == call_id) =>
+                if self.approval.as_ref().is_some_and(|a| {
+                    a.call_id == corvid_protocol::subagent_call_id(parent, call_id)
+                }) =>
             {
                 self.approval = None;
             }

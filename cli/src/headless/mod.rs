@@ -166,9 +166,12 @@ async fn drive<W: Write>(
         };
         printer.event(&ev)?;
         // A subagent's approvals are the session's: refused the same way.
-        let asked = match &ev {
-            CoreEvent::Subagent { event, .. } => event.as_ref(),
-            ev => ev,
+        let (asked, task) = match &ev {
+            CoreEvent::Subagent {
+                event,
+                parent_call_id,
+            } => (event.as_ref(), Some(parent_call_id.as_str())),
+            ev => (ev, None),
         };
         match asked {
             CoreEvent::PermissionRequested {
@@ -178,8 +181,12 @@ async fn drive<W: Write>(
                 reason,
                 ..
             } => {
+                let answered = match task {
+                    Some(task) => corvid_protocol::subagent_call_id(task, call_id),
+                    None => call_id.clone(),
+                };
                 agent.submit(Op::Approval {
-                    call_id: call_id.clone(),
+                    call_id: answered,
                     decision: ApprovalDecision::Unattended,
                 })?;
                 printer.refused(

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use corvid_protocol::{
     ApprovalDecision, ApprovalMode, CoreEvent, FileDiff, MAIN_PROMPT_ID, Message, Messages, Op,
-    ToolStatus,
+    ToolStatus, subagent_call_id,
 };
 use futures::FutureExt;
 use tokio::sync::{mpsc, oneshot};
@@ -60,6 +60,9 @@ pub(super) struct Shared {
     pub latest_batch: Mutex<u64>,
     /// Reads whose results are in the history (repeats become short notes).
     pub reads: Mutex<crate::context::read_cache::ReadCache>,
+    /// The `task` call a subagent runs for: its approvals wait under
+    /// [`subagent_call_id`], the id front ends answer a child's request with.
+    approval_scope: Option<String>,
 }
 
 #[derive(Default)]
@@ -78,12 +81,13 @@ impl Shared {
             remembered: Arc::default(),
             latest_batch: Mutex::new(0),
             reads: Mutex::default(),
+            approval_scope: None,
         }
     }
 
-    /// The state of a subagent running `model`: its own model, batches and read cache, the
-    /// parent's approvals.
-    pub(super) fn for_child(&self, model: String) -> Self {
+    /// The state of a subagent running `model` for the `task` call `parent_call_id`: its own
+    /// model, batches and read cache, the parent's approvals (under ids of its own).
+    pub(super) fn for_child(&self, model: String, parent_call_id: &str) -> Self {
         Self {
             approval_mode: self.approval_mode.clone(),
             model: Mutex::new(model),
@@ -91,6 +95,15 @@ impl Shared {
             remembered: self.remembered.clone(),
             latest_batch: Mutex::new(0),
             reads: Mutex::default(),
+            approval_scope: Some(parent_call_id.to_owned()),
+        }
+    }
+
+    /// The id an approval of `call_id` waits under.
+    fn approval_key(&self, call_id: &str) -> String {
+        match &self.approval_scope {
+            Some(parent) => subagent_call_id(parent, call_id),
+            None => call_id.to_owned(),
         }
     }
 
@@ -101,14 +114,16 @@ impl Shared {
         if approvals.closed {
             let _ = tx.send(ApprovalDecision::Cancelled);
         } else {
-            approvals.waiting.insert(call_id.to_owned(), tx);
+            approvals.waiting.insert(self.approval_key(call_id), tx);
         }
         rx
     }
 
     /// Forgets an approval request that was resolved some other way (cancellation).
     pub(super) fn forget_approval(&self, call_id: &str) {
-        lock(&self.approvals).waiting.remove(call_id);
+        lock(&self.approvals)
+            .waiting
+            .remove(&self.approval_key(call_id));
     }
 
     fn answer(&self, call_id: &str, decision: ApprovalDecision) -> bool {

@@ -31,7 +31,7 @@ pub(super) async fn run_child(
     let (events, changes) = env.events.for_child(&tool_ctx.call_id);
     let ctx = TaskCtx {
         stat: Arc::new(stat),
-        shared: Arc::new(env.shared.for_child(model)),
+        shared: Arc::new(env.shared.for_child(model, &tool_ctx.call_id)),
         events,
         cancel: tool_ctx.cancel,
         task_id: format!("subagent-{}", tool_ctx.call_id),
