@@ -205,15 +205,7 @@ impl Session {
                     return refuse(responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE);
                 }
                 // Keep the client's model selector in step with the command.
-                let update = SessionNotification::new(
-                    self.mapper.session_id().clone(),
-                    SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
-                        model_option::options(&state.model, &state.models),
-                    )),
-                );
-                if let Err(e) = self.cx.send_notification(update) {
-                    tracing::debug!(error = %e, "could not send the model update");
-                }
+                self.send_model_options(state);
                 format!("Model set to {model} for later turns")
             }
         };
@@ -272,6 +264,11 @@ impl Session {
         if state.models.len() == before {
             return;
         }
+        self.send_model_options(&state);
+    }
+
+    /// Tells the client the `model` option's current value and choices.
+    fn send_model_options(&self, state: &State) {
         let update = SessionNotification::new(
             self.mapper.session_id().clone(),
             SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(model_option::options(
@@ -280,7 +277,7 @@ impl Session {
             ))),
         );
         if let Err(e) = self.cx.send_notification(update) {
-            tracing::debug!(error = %e, "could not offer the listed models");
+            tracing::debug!(error = %e, "could not send the model options");
         }
     }
 
