@@ -11,7 +11,7 @@ use common::fake_tools::{ExecLog, FakeTool};
 use common::invariants::check_invariants;
 use common::scripted::*;
 use common::{cancel_when, collect_task, read_until, run_task, test_config};
-use corvid_core::agent::{AgentHandle, spawn_agent};
+use corvid_core::agent::{AgentConfig, AgentHandle, spawn_agent};
 use corvid_core::agents::AgentTypes;
 use corvid_core::policy::{MaxTurns, Subagents};
 use corvid_core::summary::SummaryConfig;
@@ -24,6 +24,12 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 fn start(provider: &ScriptedProvider, log: &ExecLog, max_turns: u32) -> AgentHandle {
+    spawn_agent(config(provider, log, max_turns))
+}
+
+/// A session with a reader and a writer whose `task` calls run children of at most
+/// `max_turns` turns.
+fn config(provider: &ScriptedProvider, log: &ExecLog, max_turns: u32) -> AgentConfig {
     let mut config = test_config(
         Arc::new(provider.clone()),
         vec![
@@ -36,7 +42,7 @@ fn start(provider: &ScriptedProvider, log: &ExecLog, max_turns: u32) -> AgentHan
         time_limit: Duration::from_secs(600),
         types: AgentTypes::default_types(),
     };
-    spawn_agent(config)
+    config
 }
 
 fn task_call(id: &str, prompt: &str, kind: &str) -> Step {
@@ -478,16 +484,8 @@ async fn a_childs_approval_is_answered_under_the_task_and_call_ids() {
         answer("edited"),
         answer("done"),
     ]);
-    let mut config = test_config(
-        Arc::new(provider.clone()),
-        vec![FakeTool::editor("write", &log)],
-    );
+    let mut config = config(&provider, &log, 10);
     config.approval_mode = corvid_protocol::ApprovalMode::Default;
-    config.policy.subagents = Subagents::On {
-        max_turns: MaxTurns(10),
-        time_limit: Duration::from_secs(600),
-        types: AgentTypes::default_types(),
-    };
     let mut handle = spawn_agent(config);
     handle
         .submit(corvid_protocol::Op::user_turn("delegate"))
