@@ -200,15 +200,8 @@ impl<W: Write> Printer<W> {
             } => {
                 let is_error = *status == ToolStatus::Failed;
                 let refusal = self.refusals.get(call_id).cloned();
-                self.emit(json!({
-                    "type": "user",
-                    "message": {"role": "user", "content": [{
-                        "type": "tool_result",
-                        "tool_use_id": call_id,
-                        "content": refusal.as_ref().unwrap_or(&output.text),
-                        "is_error": is_error,
-                    }]},
-                }))?;
+                let content = refusal.as_ref().unwrap_or(&output.text);
+                self.tool_result(call_id, content, is_error, None)?;
                 // A refusal was already reported when it happened.
                 if is_error && refusal.is_none() {
                     let first = output.text.lines().next().unwrap_or_default();
@@ -319,16 +312,8 @@ impl<W: Write> Printer<W> {
                 output,
                 ..
             } => {
-                self.emit(json!({
-                    "type": "user",
-                    "parent_tool_use_id": parent,
-                    "message": {"role": "user", "content": [{
-                        "type": "tool_result",
-                        "tool_use_id": call_id,
-                        "content": output.text,
-                        "is_error": *status == ToolStatus::Failed,
-                    }]},
-                }))?;
+                let is_error = *status == ToolStatus::Failed;
+                self.tool_result(call_id, &output.text, is_error, Some(parent))?;
             }
             CoreEvent::Warning { message } => {
                 self.emit(json!({
@@ -429,6 +414,29 @@ impl<W: Write> Printer<W> {
             "type": "assistant",
             "message": {"role": "assistant", "content": [block]},
         }))
+    }
+
+    /// A call's result as a `user` message; a subagent's carries the `task` call it ran for.
+    fn tool_result(
+        &mut self,
+        call_id: &str,
+        content: &str,
+        is_error: bool,
+        parent: Option<&str>,
+    ) -> std::io::Result<()> {
+        let mut message = json!({
+            "type": "user",
+            "message": {"role": "user", "content": [{
+                "type": "tool_result",
+                "tool_use_id": call_id,
+                "content": content,
+                "is_error": is_error,
+            }]},
+        });
+        if let Some(parent) = parent {
+            message["parent_tool_use_id"] = json!(parent);
+        }
+        self.emit(message)
     }
 
     /// Sends text streamed so far as one `assistant` message (stream-json).
