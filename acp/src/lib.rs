@@ -18,6 +18,7 @@ mod plan_mode;
 mod prompt;
 mod server;
 mod session;
+mod task_cards;
 mod terminal;
 mod transport;
 

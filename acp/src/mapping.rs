@@ -6,9 +6,8 @@
 //! the typed structs (for field names and enum spellings) and then completed with
 //! [`force_fields`] before they are sent as an untyped `session/update` notification.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::Terminal;
 use agent_client_protocol::v1::schema::{
@@ -17,12 +16,15 @@ use agent_client_protocol::v1::schema::{
     SessionUpdate, StopReason as AcpStopReason, ToolCall, ToolCallContent, ToolCallLocation,
     ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind as AcpToolKind, UsageUpdate,
 };
+use corvid_core::agent::TASK_TOOL;
 use corvid_protocol::{
     ApprovalDecision, ApprovalPreview, CoreEvent, FileDiff, Location, Provenance, StopReason, Todo,
     TodoStatus, ToolDisplay, ToolKind, ToolOutput, ToolStatus, Usage,
 };
 use corvid_tools::exit_plan_mode::EXIT_PLAN_MODE;
 use serde_json::{Value, json};
+
+use crate::task_cards::TaskCards;
 
 /// The JSON-RPC method of session updates.
 pub const SESSION_UPDATE_METHOD: &str = "session/update";
@@ -51,9 +53,8 @@ pub struct Mapper {
     summary_notification: bool,
     /// The client terminals shown on cards, kept on their final update.
     terminals: Arc<crate::terminal::TerminalCards>,
-    /// The steps each running `task` call's child took so far (its calls' titles), listed on
-    /// the task's card; forgotten when the task finishes.
-    task_steps: Arc<Mutex<HashMap<String, Vec<String>>>>,
+    /// The running `task` calls' labels and their children's steps.
+    tasks: Arc<TaskCards>,
 }
 
 /// A call awaiting approval, as `session/request_permission` shows it.
@@ -67,6 +68,8 @@ pub struct PermissionAsk<'a> {
     pub reason: Option<&'a str>,
     /// What "allow always" covers (`cargo test`); `None` is the whole tool.
     pub always_scope: Option<&'a str>,
+    /// The `task` call whose subagent asks, whose label then leads the title.
+    pub task_call: Option<&'a str>,
 }
 
 impl Mapper {
@@ -77,7 +80,7 @@ impl Mapper {
             cwd,
             summary_notification: false,
             terminals: Arc::default(),
-            task_steps: Arc::default(),
+            tasks: Arc::default(),
         }
     }
 
@@ -128,7 +131,12 @@ impl Mapper {
                 display,
                 provenance,
                 was_prepared,
-            } => Some(self.started(call_id, tool_name, args, display, provenance, *was_prepared)),
+            } => {
+                if tool_name == TASK_TOOL {
+                    self.tasks.started(call_id, &display.title);
+                }
+                Some(self.started(call_id, tool_name, args, display, provenance, *was_prepared))
+            }
             CoreEvent::ToolFinished {
                 call_id,
                 tool_name,
@@ -137,10 +145,7 @@ impl Mapper {
                 provenance,
             } => {
                 // A finished task's card shows its result instead of its child's steps.
-                self.task_steps
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .remove(call_id);
+                self.tasks.finished(call_id);
                 Some(self.finished(call_id, tool_name, *status, output, provenance))
             }
             CoreEvent::PreparationDiscarded {
@@ -228,17 +233,11 @@ impl Mapper {
         let mut frames = Vec::new();
         if let CoreEvent::ToolStarted { display, .. } = event {
             // The task's own card lists what its child did so far, the latest step last.
-            let mut steps = self
-                .task_steps
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let list = steps.entry(parent.to_owned()).or_default();
-            list.push(format!("↳ {}", display.title));
+            let steps = self.tasks.step(parent, &display.title);
             frames.push(self.update_frame(json!({
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": parent,
-                "content": [{"type": "content",
-                    "content": {"type": "text", "text": list.join("\n")}}],
+                "content": [{"type": "content", "content": {"type": "text", "text": steps}}],
             })));
         }
         let card = match event {
@@ -378,8 +377,12 @@ impl Mapper {
             ApprovalPreview::Command { command } => text_content(command.clone()),
             ApprovalPreview::Text { text } => text_content(text.clone()),
         });
+        let title = match ask.task_call {
+            Some(task) => self.tasks.child_title(task, &ask.display.title),
+            None => ask.display.title.clone(),
+        };
         let fields = ToolCallUpdateFields::new()
-            .title(ask.display.title.clone())
+            .title(title)
             .kind(acp_kind(ask.display.kind))
             .locations(self.locations(&ask.display.locations))
             .content(content);

@@ -536,6 +536,7 @@ impl Pump {
                     preview: &preview,
                     reason: reason.as_deref(),
                     always_scope: always_scope.as_deref(),
+                    task_call: task_call.as_deref(),
                 });
                 self.enqueue_action(Outgoing::Ask {
                     request: Box::new(request),

@@ -136,6 +136,9 @@ async fn run(cli: Cli) -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
+            // `system/init` lists the MCP tools too: wait for them as boundedly as the first
+            // request would (`mcp.startupTimeoutMs`), so this costs the run no extra time.
+            config.tools.settled().await;
             let mut init = headless::init_info(&config);
             let started = match sessions::start(config, which, &wiring::overrides(&cli)) {
                 Ok(started) => started,

@@ -693,3 +693,49 @@ async fn the_official_client_sees_a_task_card_with_its_childs_steps_and_marked_c
         .collect();
     assert_eq!(said, "Your file says hello.");
 }
+
+#[tokio::test]
+async fn the_official_client_is_asked_about_a_subagents_write_under_the_tasks_label() {
+    require_client();
+    let server = MockServer::start().await;
+    // Parent (a `general` task), child (a write, then its report), parent (the answer).
+    server.push(tool_call(
+        "task_1",
+        "task",
+        &json!({"description": "Write the notes", "prompt": "Write b.txt.",
+                "subagent_type": "general"}),
+    ));
+    server.push(tool_call(
+        "w_1",
+        "write_file",
+        &json!({"file_path": "b.txt", "content": "new\n"}),
+    ));
+    server.push(text_answer("Wrote b.txt."));
+    server.push(text_answer("The subagent wrote b.txt."));
+    let project = Project::new(&fast_retries());
+    let lines = project
+        .run(&server, &["--prompt", "write b.txt"], false)
+        .await;
+    assert_eq!(stop_reason(&lines), json!("end_turn"));
+
+    let asked: Vec<(Value, Value)> = lines
+        .iter()
+        .filter(|l| l["kind"] == "permission")
+        .map(|l| {
+            (
+                l["toolCall"]["toolCallId"].clone(),
+                l["toolCall"]["title"].clone(),
+            )
+        })
+        .collect();
+    let [(id, title)] = asked.as_slice() else {
+        panic!("one permission request expected: {asked:?}")
+    };
+    assert_eq!(id, &json!("task_1/w_1"));
+    let title = title.as_str().unwrap_or_default();
+    assert!(title.starts_with("Write the notes: "), "{title}");
+    assert_eq!(
+        std::fs::read_to_string(project.dir.path().join("b.txt")).unwrap(),
+        "new\n"
+    );
+}

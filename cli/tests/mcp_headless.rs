@@ -133,6 +133,13 @@ async fn the_model_calls_server_everything_tools_and_gets_their_results() {
     );
     assert_eq!(block(&msgs, "tool_result", "call_echo")["is_error"], false);
     assert_eq!(kind(msgs.last().unwrap()), "result");
+    // `system/init` lists the server's tools beside the built-in ones.
+    assert_eq!(kind(&msgs[0]), "system/init");
+    let listed = msgs[0]["tools"].as_array().unwrap();
+    assert!(
+        listed.contains(&json!("mcp__everything__echo")) && listed.contains(&json!("read_file")),
+        "{listed:?}"
+    );
 
     // The session ended with the process: its server is gone too.
     assert_gone(&format!("CORVID_MCP_E2E={marker_value}")).await;

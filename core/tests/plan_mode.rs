@@ -195,3 +195,44 @@ async fn exit_plan_mode_outside_plan_mode_is_refused_without_asking() {
     assert_eq!(mode_changes(&events), Vec::<ApprovalMode>::new());
     assert_eq!(finished(&events)[0].1, ToolStatus::Failed);
 }
+
+#[tokio::test]
+async fn in_plan_mode_a_subagent_is_told_to_report_and_its_write_is_refused_without_exit_plan_mode()
+{
+    let ws = tempfile::tempdir().unwrap();
+    let provider = turns(vec![
+        one_call(
+            "t1",
+            "task",
+            json!({"description": "Look around", "prompt": "Write a.txt.",
+                   "subagent_type": "general"}),
+        ),
+        write("w1", "a.txt", "hello"),
+        common::scripted::answer("I could not write in plan mode."),
+    ]);
+    let mut config = workspace_config(&provider, ws.path(), ApprovalMode::Plan, &Ran::default());
+    config.policy.subagents = corvid_core::policy::Subagents::On {
+        max_turns: corvid_core::policy::MaxTurns(5),
+        time_limit: std::time::Duration::from_secs(600),
+        types: corvid_core::agents::AgentTypes::default_types(),
+    };
+    let (_h, events) = run(config, |_| ApprovalDecision::AllowOnce).await;
+    assert!(!ws.path().join("a.txt").exists());
+    let requests = provider.requests();
+    // The session plans and may leave plan mode; its child only reports.
+    assert!(requests[0].system.contains("call exit_plan_mode"));
+    let child = &requests[1].system;
+    assert!(child.contains("report what you found"), "{child}");
+    assert!(!child.contains("exit_plan_mode"), "{child}");
+    // The child's refused write tells it what it can do instead.
+    let child_told = serde_json::to_string(&requests[2].messages).unwrap();
+    assert!(
+        child_told.contains("Use the read-only tools and report what you found."),
+        "{child_told}"
+    );
+    assert!(!child_told.contains("exit_plan_mode"), "{child_told}");
+    assert!(matches!(
+        events.last(),
+        Some(CoreEvent::TaskFinished { .. })
+    ));
+}

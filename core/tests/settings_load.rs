@@ -206,7 +206,8 @@ fn every_documented_key_is_read_from_a_file_with_comments() {
           "experimental": { "emitToolUseSummaries": false },
           "tools": { "approvalMode": "yolo", "shellTimeoutMs": 5000 },
           "retry": { "maxAttempts": 2, "initialDelayMs": 10, "maxDelayMs": 20 },
-          "agent": { "maxTurns": 50, "subagentMaxTurns": 12, "subagentTimeoutMs": 9000 }
+          "agent": { "maxTurns": 50, "subagents": false, "subagentMaxTurns": 12,
+                     "subagentTimeoutMs": 9000 }
         }"#,
     );
     let loaded = fx.load(&Overrides::default()).unwrap();
@@ -215,10 +216,11 @@ fn every_documented_key_is_read_from_a_file_with_comments() {
     assert_eq!(
         (
             s.agent.max_turns,
+            s.agent.subagents,
             s.agent.subagent_max_turns,
             s.agent.subagent_timeout_ms
         ),
-        (50, 12, 9000)
+        (50, false, 12, 9000)
     );
     assert_eq!(s.model.provider, Some(ProviderKind::Anthropic));
     assert_eq!(s.model.name.as_deref(), Some("claude-x"));

@@ -174,3 +174,16 @@ fn sessions_get_the_task_tool_with_the_projects_agent_files_and_the_subagent_tur
     assert_eq!(names, vec!["general", "explore", "reviewer"]);
     assert!(types.warnings.is_empty(), "{:?}", types.warnings);
 }
+
+#[test]
+fn agent_subagents_false_takes_the_task_tool_away() {
+    let env = env_of(&[]);
+    let mut s = settings(&env, &demo());
+    s.agent.subagents = false;
+    let dir = tempfile::tempdir().unwrap();
+    let config = agent_config(&s, |k| env.get(k).cloned(), dir.path(), "s").unwrap();
+    assert!(matches!(
+        config.policy.subagents,
+        corvid_core::policy::Subagents::Off
+    ));
+}

@@ -257,6 +257,7 @@ fn a_permission_request_offers_the_four_options_and_maps_them_back() {
         preview: &cargo_test(),
         reason: None,
         always_scope: None,
+        task_call: None,
     });
     let wire = serde_json::to_value(&request).unwrap_or_default();
     assert_eq!(
@@ -341,6 +342,7 @@ fn a_permission_request_says_why_it_asks_and_what_always_covers() {
         preview: &cargo_test(),
         reason: Some("it writes under .git/, a protected path"),
         always_scope: Some("cargo test"),
+        task_call: None,
     });
     let wire = serde_json::to_value(&request).unwrap_or_default();
     assert_eq!(
@@ -442,4 +444,38 @@ fn a_task_card_lists_its_childs_steps_until_the_task_finishes() {
     // A later task with the same id (a resumed session) starts a fresh list.
     let frames = mapper.frames(&step("c3", "Read b.rs"));
     assert_eq!(task_text(&frames), json!("↳ Read b.rs"));
+}
+
+#[test]
+fn a_subagents_permission_request_is_titled_with_its_tasks_label() {
+    let mapper = mapper();
+    mapper.frames(&CoreEvent::ToolStarted {
+        call_id: "t1".into(),
+        tool_name: "task".into(),
+        args: json!({"description": "Fix the tests", "prompt": "..."}),
+        display: ToolDisplay {
+            title: "Fix the tests".into(),
+            kind: ToolKind::Other,
+            locations: Vec::new(),
+        },
+        provenance: Provenance::Builtin,
+        was_prepared: true,
+    });
+    let request = mapper.permission_request(PermissionAsk {
+        call_id: "t1/c5",
+        tool_name: "run_shell_command",
+        display: &shell_display(),
+        preview: &cargo_test(),
+        reason: None,
+        always_scope: None,
+        task_call: Some("t1"),
+    });
+    let wire = serde_json::to_value(&request).unwrap_or_default();
+    assert_eq!(
+        (
+            wire["toolCall"]["toolCallId"].clone(),
+            wire["toolCall"]["title"].clone()
+        ),
+        (json!("t1/c5"), json!("Fix the tests: Run cargo test"))
+    );
 }

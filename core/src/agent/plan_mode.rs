@@ -18,9 +18,19 @@ const PLAN_MODE_NOTE: &str = "\n\nYou are in PLAN MODE. Do not change anything: 
      steps as a list. The user reads the plan and decides whether you start working; until \
      then keep planning. If the user only asks a question, just answer it.";
 
+/// What a subagent is told in plan mode: it cannot leave plan mode (it has no
+/// `exit_plan_mode`), so it reports instead of planning.
+const CHILD_PLAN_MODE_NOTE: &str = "\n\nThe session is in PLAN MODE. Do not change anything: \
+     no file edits, no shell commands; only the read-only tools are available. Investigate and \
+     report what you found; the main agent plans with your report.";
+
 /// The answer to a call plan mode does not allow.
 const REFUSED_IN_PLAN_MODE: &str = "plan mode: this session only plans; this call did not \
      run. Call exit_plan_mode with your plan to ask the user to start working.";
+
+/// The answer to a subagent's call plan mode does not allow.
+const CHILD_REFUSED_IN_PLAN_MODE: &str = "plan mode: this session only plans; this call did \
+     not run. Use the read-only tools and report what you found.";
 
 /// The answer to `exit_plan_mode` outside plan mode.
 const NOT_IN_PLAN_MODE: &str = "the session is not in plan mode; go on with the work (there \
@@ -45,10 +55,23 @@ fn offered(tool: &dyn Tool, mode: ApprovalMode) -> bool {
     }
 }
 
+/// Whether the agent can leave plan mode itself: the session's can, a subagent (which has no
+/// `exit_plan_mode`) cannot and is told so.
+fn can_leave(ctx: &TaskCtx) -> bool {
+    ctx.stat.tools.get(EXIT_PLAN_MODE).is_some()
+}
+
 /// The system prompt of the next request, with the plan-mode note in plan mode.
 pub(super) fn system_prompt(ctx: &TaskCtx) -> String {
     match mode(ctx) {
-        ApprovalMode::Plan => format!("{}{PLAN_MODE_NOTE}", ctx.stat.system_prompt),
+        ApprovalMode::Plan => {
+            let note = if can_leave(ctx) {
+                PLAN_MODE_NOTE
+            } else {
+                CHILD_PLAN_MODE_NOTE
+            };
+            format!("{}{note}", ctx.stat.system_prompt)
+        }
         ApprovalMode::Default | ApprovalMode::AutoEdit | ApprovalMode::Yolo => {
             ctx.stat.system_prompt.clone()
         }
@@ -77,7 +100,8 @@ pub(super) fn refusal(ctx: &TaskCtx, tool: &dyn Tool) -> Option<String> {
         return None;
     }
     Some(match mode {
-        ApprovalMode::Plan => REFUSED_IN_PLAN_MODE.to_owned(),
+        ApprovalMode::Plan if can_leave(ctx) => REFUSED_IN_PLAN_MODE.to_owned(),
+        ApprovalMode::Plan => CHILD_REFUSED_IN_PLAN_MODE.to_owned(),
         ApprovalMode::Default | ApprovalMode::AutoEdit | ApprovalMode::Yolo => {
             NOT_IN_PLAN_MODE.to_owned()
         }

@@ -42,6 +42,7 @@ pub(super) struct Partial {
     pub initial_delay_ms: Option<u64>,
     pub max_delay_ms: Option<u64>,
     pub max_turns: Option<u32>,
+    pub subagents: Option<bool>,
     pub subagent_max_turns: Option<u32>,
     pub subagent_timeout_ms: Option<u64>,
     /// `mcpServers`: a later file's server replaces an earlier one of the same name.
@@ -90,6 +91,7 @@ impl Partial {
         over(&mut self.initial_delay_ms, higher.initial_delay_ms);
         over(&mut self.max_delay_ms, higher.max_delay_ms);
         over(&mut self.max_turns, higher.max_turns);
+        over(&mut self.subagents, higher.subagents);
         over(&mut self.subagent_max_turns, higher.subagent_max_turns);
         over(&mut self.subagent_timeout_ms, higher.subagent_timeout_ms);
         self.mcp_servers.extend(higher.mcp_servers);
@@ -145,6 +147,9 @@ impl Partial {
         }
         if let Some(v) = self.max_turns {
             s.agent.max_turns = v;
+        }
+        if let Some(v) = self.subagents {
+            s.agent.subagents = v;
         }
         if let Some(v) = self.subagent_max_turns {
             s.agent.subagent_max_turns = v;
@@ -459,6 +464,7 @@ impl Validator<'_> {
                         n => n,
                     }
                 }
+                "subagents" => self.out.subagents = self.boolean(&key, v)?,
                 "subagentMaxTurns" => {
                     self.out.subagent_max_turns = match self.number::<u32>(&key, v)? {
                         Some(0) => return Err(self.invalid(&key, "0", "at least 1")),

@@ -166,6 +166,8 @@ pub struct ShellEnvSettings {
 pub struct AgentSettings {
     /// `agent.maxTurns`: the most model turns one task may take (at least 1).
     pub max_turns: u32,
+    /// `agent.subagents`: whether the model is offered the `task` tool (default on).
+    pub subagents: bool,
     /// `agent.subagentMaxTurns`: the most model turns a `task` call's child may take.
     pub subagent_max_turns: u32,
     /// `agent.subagentTimeoutMs`: how long a `task` call's child may work.
@@ -216,6 +218,7 @@ impl Default for Settings {
             },
             agent: AgentSettings {
                 max_turns: crate::policy::MaxTurns::DEFAULT.0,
+                subagents: true,
                 subagent_max_turns: crate::policy::MaxTurns::SUBAGENT_DEFAULT.0,
                 subagent_timeout_ms: u64::try_from(
                     crate::policy::SUBAGENT_DEFAULT_TIME_LIMIT.as_millis(),

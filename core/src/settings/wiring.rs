@@ -76,11 +76,13 @@ pub fn agent_config(
     };
 
     let mut policy = approval_policy(settings, &env)?;
-    policy.subagents = crate::policy::Subagents::On {
-        max_turns: crate::policy::MaxTurns(settings.agent.subagent_max_turns),
-        time_limit: Duration::from_millis(settings.agent.subagent_timeout_ms),
-        types: crate::agents::files::load(super::corvid_home(&env).as_deref(), cwd),
-    };
+    if settings.agent.subagents {
+        policy.subagents = crate::policy::Subagents::On {
+            max_turns: crate::policy::MaxTurns(settings.agent.subagent_max_turns),
+            time_limit: Duration::from_millis(settings.agent.subagent_timeout_ms),
+            types: crate::agents::files::load(super::corvid_home(&env).as_deref(), cwd),
+        };
+    }
     let mut tools = corvid_tools::builtin_tools();
     if let Some(servers) = super::mcp::start(&settings.mcp, policy.shell.env.clone(), cwd)? {
         tools = tools.with_source(Arc::new(servers));
