@@ -158,16 +158,28 @@ impl Rule {
         }
     }
 
+    /// Whether the rule is about `tool`: its own name, every name starting with what comes
+    /// before a trailing `*` (`mcp__github__*`: all tools of the MCP server `github`), or, for
+    /// a bare server name as Claude Code writes it (`mcp__github`), every tool of that server.
+    fn names(&self, tool: &str) -> bool {
+        if let Some(prefix) = self.tool.strip_suffix('*') {
+            return tool.starts_with(prefix);
+        }
+        if self.tool == tool {
+            return true;
+        }
+        let is_server = self
+            .tool
+            .strip_prefix("mcp__")
+            .is_some_and(|server| !server.is_empty() && !server.contains("__"));
+        is_server
+            && tool
+                .strip_prefix(self.tool.as_str())
+                .is_some_and(|rest| rest.starts_with("__"))
+    }
+
     /// Whether this deny-side rule refuses the call: it matches any part of a command, or any
     /// spelling of any path.
-    /// Whether the rule is about `tool`: its own name, or every name starting with what comes
-    /// before a trailing `*` (`mcp__github__*`: all tools of the MCP server `github`).
-    fn names(&self, tool: &str) -> bool {
-        match self.tool.strip_suffix('*') {
-            Some(prefix) => tool.starts_with(prefix),
-            None => self.tool == tool,
-        }
-    }
 
     fn refuses(&self, s: &Subject<'_>) -> bool {
         if !self.names(s.tool) {
@@ -318,6 +330,22 @@ mod tests {
         assert!(!rules.allow(&call("mcp__gitlab__create_issue")));
         assert!(!rules.allow(&call("run_shell_command")));
         assert!(rules.denying(&call("mcp__github__delete_repo")).is_some());
+        assert!(rules.denying(&call("mcp__github__create_issue")).is_none());
+    }
+
+    #[test]
+    fn a_bare_mcp_server_name_covers_every_tool_of_that_server_as_in_claude_code() {
+        let call = |tool| Subject {
+            tool,
+            command: None,
+            file: None,
+            paths: &[],
+        };
+        let rules = PermissionRules::new(&["mcp__github".into()], &["mcp__git".into()]).unwrap();
+        assert!(rules.allow(&call("mcp__github__create_issue")));
+        assert!(!rules.allow(&call("mcp__githubx__create_issue")));
+        assert!(!rules.allow(&call("mcp__gitlab__create_issue")));
+        assert!(rules.denying(&call("mcp__git__log")).is_some());
         assert!(rules.denying(&call("mcp__github__create_issue")).is_none());
     }
 
