@@ -274,14 +274,7 @@ fn pairs(key: &str, v: &Value) -> Result<Vec<(String, Redacted)>, ConfigError> {
 
 /// A wrong JSON type; the value itself is not shown (it may be a secret).
 fn wrong(key: &str, expected: &str, found: &Value) -> ConfigError {
-    let found = match found {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    };
+    let found = corvid_tools::type_name(found);
     ConfigError {
         key: key.to_owned(),
         message: format!("must be {expected}, found {found}"),

@@ -24,7 +24,9 @@ pub fn parse_args<T: DeserializeOwned>(tool: &str, args: &Value) -> Result<T, To
     T::deserialize(args).map_err(|e| ToolError::new(format!("invalid arguments for {tool}: {e}")))
 }
 
-fn type_name(value: &Value) -> &'static str {
+/// A JSON value's type as an error message names it ("an array"), never the value itself
+/// (it may be a secret).
+pub fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

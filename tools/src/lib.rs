@@ -23,6 +23,7 @@ mod walk;
 pub mod write_file;
 
 pub use builtin::builtin_tools;
+pub use common::type_name;
 pub use edit::Edit;
 pub use exit_plan_mode::ExitPlanMode;
 pub use glob::Glob;
