@@ -417,6 +417,7 @@ mod tests {
                             name: (*name).into(),
                             output: (*output).into(),
                             is_error: *is_error,
+                            images: Vec::new(),
                         })
                     })
                     .collect(),

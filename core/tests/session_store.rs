@@ -58,6 +58,7 @@ fn tool_task() -> Vec<Record> {
                     name: "read_file".into(),
                     output: "hello".into(),
                     is_error: false,
+                    images: Vec::new(),
                 })],
             },
         },

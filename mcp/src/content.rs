@@ -33,11 +33,7 @@ pub fn to_output(
             "MCP server `{server}`: tool `{tool}` reported an error: {detail}"
         )));
     }
-    Ok(ToolOutput {
-        text,
-        diffs: Vec::new(),
-        raw: raw(result),
-    })
+    Ok(ToolOutput::new(text, raw(result)))
 }
 
 /// One content block as text for the model.

@@ -88,6 +88,7 @@ fn a_finished_edit_shows_its_diff_and_raw_output() {
                 new_text: "new".into(),
             }],
             raw: json!({"replacements": 1}),
+            ..Default::default()
         },
         provenance: Provenance::Builtin,
     });
@@ -432,11 +433,7 @@ fn a_task_card_lists_its_childs_steps_until_the_task_finishes() {
         call_id: "t1".into(),
         tool_name: "task".into(),
         status: ToolStatus::Completed,
-        output: ToolOutput {
-            text: "done".into(),
-            diffs: Vec::new(),
-            raw: Value::Null,
-        },
+        output: ToolOutput::text("done"),
         provenance: Provenance::Builtin,
     });
     // A later task with the same id (a resumed session) starts a fresh list.

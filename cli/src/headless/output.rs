@@ -559,11 +559,7 @@ mod tests {
             call_id: "c1".into(),
             tool_name: "read_file".into(),
             status: ToolStatus::Completed,
-            output: corvid_protocol::ToolOutput {
-                text: "fn a() {}".into(),
-                diffs: Vec::new(),
-                raw: Value::Null,
-            },
+            output: corvid_protocol::ToolOutput::text("fn a() {}"),
             provenance: Provenance::Builtin,
         }))
         .unwrap();
