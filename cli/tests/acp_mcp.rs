@@ -143,6 +143,20 @@ async fn an_editors_stdio_mcp_server_gives_the_session_a_callable_tool_and_stops
             .unwrap()
             .starts_with("iVBORw0KGgo")
     );
+    // mock-model is not a vision model: the editor got the image, the model a note instead.
+    let told = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_call_id"] == "call_img")
+        .map(|m| m["content"].clone());
+    assert_eq!(
+        told,
+        Some(json!(
+            "Here's the image you requested:\nThe image above is the MCP logo.\n\
+             [1 image(s) left out: model mock-model does not accept images]"
+        ))
+    );
     let answer = lines.iter().find(|l| l["kind"] == "response").unwrap();
     assert_eq!(answer["response"]["stopReason"], "end_turn");
 
