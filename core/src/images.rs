@@ -1,6 +1,7 @@
-//! Images in user prompts: which models accept them, what an attached image may be, and the
-//! user message that carries them. A turn with an image for a model that cannot see it fails
-//! at once with an error saying so: an image is never dropped silently.
+//! Images in user prompts and tool results: which models accept them, what an attached image
+//! may be, and the messages that carry them. A turn with an image for a model that cannot see
+//! it fails at once with an error saying so; a tool's image such a model cannot take becomes a
+//! note in the result. An image is never dropped silently.
 
 use corvid_protocol::{ErrorInfo, ErrorKind, ImageData, ImageProblem, Message, Part, Role};
 

@@ -22,10 +22,13 @@ pub const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif"
 /// Why an image cannot be sent to a model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ImageProblem {
+    /// A media type not in [`IMAGE_MEDIA_TYPES`] (SVG, say).
     #[error("image type `{0}` is not supported")]
     UnsupportedType(String),
+    /// Data that is not standard, padded base64.
     #[error("the {0} image is not valid base64 (standard alphabet, padded)")]
     NotBase64(String),
+    /// More than [`MAX_IMAGE_BYTES`] once decoded.
     #[error(
         "the {media_type} image is {:.1} MiB; images are limited to {} MiB",
         *bytes as f64 / (1024.0 * 1024.0),
