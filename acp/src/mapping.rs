@@ -334,6 +334,7 @@ impl Mapper {
         if content.is_empty() && !output.text.is_empty() {
             content.push(text_content(output.text.clone()));
         }
+        content.extend(media::media_content(output));
         // The editor keeps showing a released terminal; the text output follows it.
         if let Some(terminal) = self.terminals.finish(call_id) {
             content.insert(0, ToolCallContent::Terminal(Terminal::new(terminal)));
@@ -583,5 +584,6 @@ fn force_fields(mut update: Value, fields: &[(&str, Value)]) -> Value {
     update
 }
 
+mod media;
 #[cfg(test)]
 mod tests;

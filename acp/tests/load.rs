@@ -79,6 +79,7 @@ fn history_then(prompt: &str) -> Vec<Message> {
                 name: "read_file".into(),
                 output: READ_A_OUTPUT.into(),
                 is_error: false,
+                images: Vec::new(),
             })],
         },
         Message {

@@ -249,6 +249,7 @@ fn write_message<'a>(
             // A result whose call was not recorded still shows, in its own place.
             Part::ToolResult(result) if !called.contains(result.call_id.as_str()) => {
                 write_outcome(out, &result.name, None, result.is_error, &result.output)?;
+                write_result_images(out, result)?;
             }
             Part::ToolResult(_) => {}
             Part::Image(image) => writeln!(out, "> [image, {}]", image.media_type)?,
@@ -267,7 +268,19 @@ fn write_call(
         Some(r) => (r.is_error, r.output.as_str()),
         None => (true, UNSTARTED_CALL),
     };
-    write_outcome(out, &call.name, Some(&args), is_error, output)
+    write_outcome(out, &call.name, Some(&args), is_error, output)?;
+    match result {
+        Some(r) => write_result_images(out, r),
+        None => Ok(()),
+    }
+}
+
+/// One line per image a tool returned to the model.
+fn write_result_images(out: &mut impl Write, result: &ToolResult) -> std::io::Result<()> {
+    for image in &result.images {
+        writeln!(out, "    [image, {}]", image.media_type)?;
+    }
+    Ok(())
 }
 
 /// `  ✓ name args` and, below it, the first line of the output and how many lines were left out.
@@ -417,6 +430,7 @@ mod tests {
                             name: (*name).into(),
                             output: (*output).into(),
                             is_error: *is_error,
+                            images: Vec::new(),
                         })
                     })
                     .collect(),
@@ -547,6 +561,42 @@ The tests fail:
 You're welcome.
 
 Tokens: 1230 in (1000 cached) · 87 out
+"
+        );
+    }
+
+    #[test]
+    fn a_tool_results_images_show_under_its_call() {
+        let f = fixture();
+        let mut shot = results(&[("c1", "mcp__s__shot", "a screenshot", false)]);
+        if let Record::Message { message } = &mut shot
+            && let Part::ToolResult(result) = &mut message.parts[0]
+        {
+            result.images = vec![corvid_protocol::ImageData {
+                media_type: "image/png".into(),
+                data_base64: "iVBORw==".into(),
+            }];
+        }
+        write_session(
+            &f,
+            "s1",
+            1_796_028_300_000,
+            "gpt-4.1",
+            &[
+                user("take a screenshot"),
+                assistant(vec![call("c1", "mcp__s__shot", serde_json::json!({}))]),
+                shot,
+            ],
+        );
+        assert_eq!(
+            show(&f, "s1"),
+            "\
+Session s1 · gpt-4.1 · started 2026-11-30 08:45 UTC · /work/project
+
+> take a screenshot
+  ✓ mcp__s__shot {}
+    a screenshot
+    [image, image/png]
 "
         );
     }

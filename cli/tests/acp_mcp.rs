@@ -1,6 +1,7 @@
 //! End to end: the official ACP client (`tests/acp/client.mjs`) opens a session of the real
 //! `corvid --acp` with an `mcpServers` stdio entry for `@modelcontextprotocol/server-everything`
-//! (`tests/mcp`); the mock model calls its `echo`. Missing installs fail these tests.
+//! (`tests/mcp`); the mock model calls its `echo` and `get-tiny-image`. Missing installs fail
+//! these tests.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -15,11 +16,14 @@ use corvid_testkit::{MockServer, ScriptedResponse};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-fn echo_call() -> ScriptedResponse {
+/// One batch: `echo`, and `get-tiny-image` (whose card must show the image).
+fn echo_and_image_calls() -> ScriptedResponse {
     ScriptedResponse::sse(turn(
         json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_echo",
                "type": "function", "function": {"name": "mcp__everything__echo",
-               "arguments": "{\"message\":\"from the editor\"}"}}]}),
+               "arguments": "{\"message\":\"from the editor\"}"}},
+              {"index": 1, "id": "call_img", "type": "function",
+               "function": {"name": "mcp__everything__get-tiny-image", "arguments": "{}"}}]}),
         "tool_calls",
     ))
 }
@@ -39,7 +43,7 @@ async fn an_editors_stdio_mcp_server_gives_the_session_a_callable_tool_and_stops
     let entry = json!({"name": "everything", "command": "node", "args": [everything_js()],
                        "env": [{"name": "CORVID_MCP_ACP_E2E", "value": marker_value}]});
     let server = MockServer::start().await;
-    server.push(echo_call());
+    server.push(echo_and_image_calls());
     server.push(text_turn("The server echoed."));
 
     let output = tokio::process::Command::new("node")
@@ -114,6 +118,44 @@ async fn an_editors_stdio_mcp_server_gives_the_session_a_callable_tool_and_stops
             last["_meta"]["serverId"].clone()
         ),
         (json!("mcp"), json!("everything"))
+    );
+    let image_card = lines
+        .iter()
+        .filter(|l| l["kind"] == "update" && l["update"]["toolCallId"] == "call_img")
+        .map(|l| &l["update"])
+        .next_back()
+        .expect("a card for the image call");
+    let content = image_card["content"].as_array().unwrap();
+    let kinds: Vec<(&str, &str)> = content
+        .iter()
+        .map(|c| {
+            let block = &c["content"];
+            (
+                block["type"].as_str().unwrap(),
+                block["mimeType"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(kinds, vec![("text", ""), ("image", "image/png")]);
+    assert!(
+        content[1]["content"]["data"]
+            .as_str()
+            .unwrap()
+            .starts_with("iVBORw0KGgo")
+    );
+    // mock-model is not a vision model: the editor got the image, the model a note instead.
+    let told = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_call_id"] == "call_img")
+        .map(|m| m["content"].clone());
+    assert_eq!(
+        told,
+        Some(json!(
+            "Here's the image you requested:\nThe image above is the MCP logo.\n\
+             [1 image(s) left out: model mock-model does not accept images]"
+        ))
     );
     let answer = lines.iter().find(|l| l["kind"] == "response").unwrap();
     assert_eq!(answer["response"]["stopReason"], "end_turn");

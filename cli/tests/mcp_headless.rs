@@ -281,3 +281,65 @@ async fn the_model_calls_server_everything_over_streamable_http() {
         json!({"provenance": "mcp", "serverId": "web"})
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_image_reaches_the_model_after_the_tool_messages_and_again_on_resume() {
+    let sb = Sandbox::new();
+    let settings = json!({
+        "mcpServers": {"everything": {"command": "node", "args": [everything_js()]}},
+        "mcp": {"startupTimeoutMs": 120_000},
+        "model": {"supportsImages": true},
+    });
+    sb.user_settings(&settings.to_string());
+    let server = MockServer::start().await;
+    server.push(calls_turn(&[
+        ("call_img", "mcp__everything__get-tiny-image", json!({})),
+        (
+            "call_echo",
+            "mcp__everything__echo",
+            json!({"message": "hi"}),
+        ),
+    ]));
+    server.push(text_turn("It is the MCP logo."));
+    let out = headless(&sb, &server, &[]).await;
+    assert_success(&out);
+
+    // The image itself, as the server sent it (base64 of a PNG).
+    let msgs = json_lines(&out);
+    let shown = block(&msgs, "tool_result", "call_img")["content"].clone();
+    assert_eq!(shown[0], json!({"type": "text", "text": EXPECTED_TEXT}));
+    assert_eq!(shown[1]["source"]["media_type"], "image/png");
+    let data = shown[1]["source"]["data"].as_str().unwrap().to_owned();
+    assert!(data.starts_with("iVBORw0KGgo"), "{data}");
+
+    // The tool messages of the batch, then one user message with the image, naming the call.
+    let expected_tail = vec![
+        json!({"role": "tool", "tool_call_id": "call_img", "content":
+            format!("{EXPECTED_TEXT}\n[1 image(s) returned: sent in the next user message]")}),
+        json!({"role": "tool", "tool_call_id": "call_echo", "content": "Echo: hi"}),
+        json!({"role": "user", "content": [
+            {"type": "text", "text":
+                "The images returned by tool call call_img (mcp__everything__get-tiny-image):"},
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{data}")}},
+        ]}),
+    ];
+    let messages = server.requests()[1].body["messages"].clone();
+    let messages = messages.as_array().unwrap();
+    assert_eq!(messages[messages.len() - 3..].to_vec(), expected_tail);
+
+    // The recording kept the image: the resumed session sends the same conversation.
+    server.push(text_turn("Still the logo."));
+    let mut cmd = sb.against(&server, "sk-test", &["--continue", "-p", "and now?"]);
+    cmd.env("OPENAI_MODEL", "mock-model");
+    assert_success(&run(cmd).await);
+    let resumed = server.requests()[2].body["messages"].clone();
+    let resumed = resumed.as_array().unwrap();
+    let at = resumed
+        .iter()
+        .position(|m| m["tool_call_id"] == "call_img")
+        .unwrap_or_else(|| panic!("no result for call_img in {resumed:#?}"));
+    assert_eq!(resumed[at..at + 3].to_vec(), expected_tail);
+}
+
+/// The text server-everything's `get-tiny-image` returns around its image.
+const EXPECTED_TEXT: &str = "Here's the image you requested:\nThe image above is the MCP logo.";

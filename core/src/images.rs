@@ -1,14 +1,9 @@
-//! Images in user prompts: which models accept them, what an attached image may be, and the
-//! user message that carries them. A turn with an image for a model that cannot see it fails
-//! at once with an error saying so: an image is never dropped silently.
+//! Images in user prompts and tool results: which models accept them, what an attached image
+//! may be, and the messages that carry them. A turn with an image for a model that cannot see
+//! it fails at once with an error saying so; a tool's image such a model cannot take becomes a
+//! note in the result. An image is never dropped silently.
 
-use corvid_protocol::{ErrorInfo, ErrorKind, ImageData, Message, Part, Role};
-
-/// The largest image (decoded bytes) one prompt may attach; both providers reject larger ones.
-pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
-
-/// The media types every provider corvid speaks accepts.
-pub const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+use corvid_protocol::{ErrorInfo, ErrorKind, ImageData, ImageProblem, Message, Part, Role};
 
 /// Whether the session's model accepts images: by the model's name unless the
 /// `model.supportsImages` setting says otherwise.
@@ -73,41 +68,14 @@ pub fn model_accepts_images(model: &str) -> bool {
         || name.contains("vision")
 }
 
-/// Checks one attached image: a supported media type, well-formed base64, at most
-/// [`MAX_IMAGE_BYTES`]. The error names the problem and what to send instead.
+/// Checks one attached image (see [`ImageData::check`]); the error names the problem and
+/// what to send instead.
 pub fn check_image(image: &ImageData) -> Result<(), String> {
-    if !IMAGE_MEDIA_TYPES.contains(&image.media_type.as_str()) {
-        return Err(format!(
-            "image type `{}` is not supported; attach PNG, JPEG, GIF or WebP",
-            image.media_type
-        ));
-    }
-    let data = image.data_base64.as_bytes();
-    let body = data
-        .strip_suffix(b"==")
-        .or_else(|| data.strip_suffix(b"="))
-        .unwrap_or(data);
-    let well_formed = !data.is_empty()
-        && data.len().is_multiple_of(4)
-        && body
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/');
-    if !well_formed {
-        return Err(format!(
-            "the {} image is not valid base64 (standard alphabet, padded)",
-            image.media_type
-        ));
-    }
-    let bytes = data.len() / 4 * 3 - (data.len() - body.len());
-    if bytes > MAX_IMAGE_BYTES {
-        return Err(format!(
-            "the {} image is {:.1} MiB; images are limited to {} MiB, attach a smaller one",
-            image.media_type,
-            bytes as f64 / (1024.0 * 1024.0),
-            MAX_IMAGE_BYTES / (1024 * 1024)
-        ));
-    }
-    Ok(())
+    image.check().map_err(|problem| match problem {
+        ImageProblem::UnsupportedType(_) => format!("{problem}; attach PNG, JPEG, GIF or WebP"),
+        ImageProblem::TooLarge { .. } => format!("{problem}, attach a smaller one"),
+        ImageProblem::NotBase64(_) => problem.to_string(),
+    })
 }
 
 /// The user message of a prompt: its text, the attached context, then its images; or the
@@ -140,9 +108,39 @@ pub fn user_message(
     })
 }
 
+/// The images of a tool's result the model gets, and a note for each one left out: an image
+/// a prompt could not attach either (type, base64, size), or every image when `model` does
+/// not accept images. Front ends still get them all; only the model's copy is shaped.
+pub fn result_images(
+    images: &[ImageData],
+    model: &str,
+    support: ImageSupport,
+) -> (Vec<ImageData>, Vec<String>) {
+    if images.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    if !support.accepts(model) {
+        let note = format!(
+            "[{} image(s) left out: model {model} does not accept images]",
+            images.len()
+        );
+        return (Vec::new(), vec![note]);
+    }
+    let mut kept = Vec::with_capacity(images.len());
+    let mut notes = Vec::new();
+    for image in images {
+        match image.check() {
+            Ok(()) => kept.push(image.clone()),
+            Err(problem) => notes.push(format!("[image left out: {problem}]")),
+        }
+    }
+    (kept, notes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use corvid_protocol::MAX_IMAGE_BYTES;
     use pretty_assertions::assert_eq;
 
     fn png(data: &str) -> ImageData {
@@ -327,6 +325,31 @@ mod tests {
                 Err("the image/png image is 5.0 MiB; images are limited to 5 MiB, attach a smaller one".into()),
                 Ok(()),
             ]
+        );
+    }
+
+    #[test]
+    fn a_tool_results_images_reach_a_vision_model_and_bad_ones_become_notes() {
+        let svg = ImageData {
+            media_type: "image/svg+xml".into(),
+            data_base64: "PHN2Zz4=".into(),
+        };
+        let images = [png("iVBORw=="), svg];
+        assert_eq!(
+            result_images(&images, "gpt-4o", ImageSupport::default()),
+            (
+                vec![png("iVBORw==")],
+                vec!["[image left out: image type `image/svg+xml` is not supported]".to_owned()]
+            )
+        );
+        assert_eq!(
+            result_images(&images, "deepseek-chat", ImageSupport::default()),
+            (
+                Vec::new(),
+                vec![
+                    "[2 image(s) left out: model deepseek-chat does not accept images]".to_owned()
+                ]
+            )
         );
     }
 }

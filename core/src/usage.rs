@@ -152,22 +152,14 @@ mod tests {
                 call_id: "a".into(),
                 tool_name: "read_file".into(),
                 status: ToolStatus::Completed,
-                output: ToolOutput {
-                    text: "x".into(),
-                    diffs: vec![],
-                    raw: serde_json::Value::Null,
-                },
+                output: ToolOutput::text("x"),
                 provenance: Provenance::Builtin,
             },
             CoreEvent::ToolFinished {
                 call_id: "b".into(),
                 tool_name: "edit".into(),
                 status: ToolStatus::Failed,
-                output: ToolOutput {
-                    text: "no".into(),
-                    diffs: vec![],
-                    raw: serde_json::Value::Null,
-                },
+                output: ToolOutput::text("no"),
                 provenance: Provenance::Builtin,
             },
             CoreEvent::TurnStarted {

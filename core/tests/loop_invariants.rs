@@ -54,11 +54,7 @@ fn finished(id: &str) -> CoreEvent {
         call_id: id.into(),
         tool_name: "read".into(),
         status: ToolStatus::Completed,
-        output: ToolOutput {
-            text: "ok".into(),
-            diffs: vec![],
-            raw: json!(null),
-        },
+        output: ToolOutput::text("ok"),
         provenance: Provenance::Builtin,
     }
 }

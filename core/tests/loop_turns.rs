@@ -90,13 +90,15 @@ async fn a_two_turn_tool_task_pairs_each_result_with_its_call_id() {
                         call_id: "a".into(),
                         name: "read".into(),
                         output: "ok a".into(),
-                        is_error: false
+                        is_error: false,
+                        images: Vec::new(),
                     }),
                     Part::ToolResult(ToolResult {
                         call_id: "b".into(),
                         name: "read".into(),
                         output: "ok b".into(),
-                        is_error: false
+                        is_error: false,
+                        images: Vec::new(),
                     }),
                 ],
             },
@@ -305,12 +307,14 @@ async fn unknown_tools_and_non_object_arguments_are_tool_errors_the_model_sees()
                 name: "nope".into(),
                 output: "unknown tool `nope`; the available tools are: read".into(),
                 is_error: true,
+                images: Vec::new(),
             },
             ToolResult {
                 call_id: "v".into(),
                 name: "read".into(),
                 output: "the arguments of `read` must be a JSON object, got: [1,2]".into(),
                 is_error: true,
+                images: Vec::new(),
             },
         ]
     );

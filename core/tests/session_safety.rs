@@ -352,6 +352,7 @@ async fn a_call_interrupted_by_a_crash_is_told_to_the_model_as_interrupted_on_re
             name: "run".into(),
             output: output.into(),
             is_error: true,
+            images: Vec::new(),
         })
     };
     assert_eq!(

@@ -8,7 +8,9 @@ use std::time::Duration;
 use common::event_types;
 use common::fake_tools::NoFs;
 use corvid_core::session::{Record, SessionError, SessionStore, replay_events};
-use corvid_protocol::{CoreEvent, Message, Part, Role, StopReason, ToolCall, ToolResult, Usage};
+use corvid_protocol::{
+    CoreEvent, ImageData, Message, Part, Role, StopReason, ToolCall, ToolResult, Usage,
+};
 use corvid_tools::{ToolContext, ToolRegistry};
 use pretty_assertions::assert_eq;
 use tokio_util::sync::CancellationToken;
@@ -58,6 +60,7 @@ fn tool_task() -> Vec<Record> {
                     name: "read_file".into(),
                     output: "hello".into(),
                     is_error: false,
+                    images: Vec::new(),
                 })],
             },
         },
@@ -256,4 +259,48 @@ fn replay_turns_a_recording_into_finished_cards_summaries_and_task_boundaries() 
             .iter()
             .all(|e| !matches!(e, CoreEvent::ToolPreparing { .. }))
     );
+}
+
+#[test]
+fn a_tool_results_images_are_recorded_replayed_on_its_card_and_old_records_still_load() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let recorder = store.create(cwd.path(), "s-images", "m").unwrap();
+    let image = ImageData {
+        media_type: "image/png".into(),
+        data_base64: "iVBORw==".into(),
+    };
+    let mut records = tool_task();
+    let Record::Message { message } = &mut records[2] else {
+        panic!("the third record is the tool result");
+    };
+    let Part::ToolResult(result) = &mut message.parts[0] else {
+        panic!("the third record is the tool result");
+    };
+    result.images = vec![image.clone()];
+    for record in &records {
+        recorder.append(record).unwrap();
+    }
+    let loaded = store.load(cwd.path(), "s-images").unwrap();
+    let kept = loaded.history().iter().find_map(|m| match &m.parts[0] {
+        Part::ToolResult(r) => Some(r.images.clone()),
+        _ => None,
+    });
+    assert_eq!(kept, Some(vec![image.clone()]));
+    let shown: Vec<Vec<ImageData>> =
+        replay_events(&loaded, &ToolRegistry::default(), &ctx(cwd.path()))
+            .into_iter()
+            .filter_map(|e| match e {
+                CoreEvent::ToolFinished { output, .. } => Some(output.images),
+                _ => None,
+            })
+            .collect();
+    assert_eq!(shown, vec![vec![image]]);
+
+    let old: ToolResult = serde_json::from_value(serde_json::json!(
+        {"call_id": "c1", "name": "read_file", "output": "hello"}
+    ))
+    .unwrap();
+    assert_eq!(old.images, Vec::new());
 }

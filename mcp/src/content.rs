@@ -1,7 +1,8 @@
-//! A `tools/call` result as a corvid tool result: text for the model, a short note for every
-//! image, audio clip or resource, and the structured result for `rawOutput`.
+//! A `tools/call` result as a corvid tool result: text for the model, real images (those a
+//! provider takes), resources for front ends that show them, a short note for the model on
+//! everything else, and the structured result for `rawOutput`.
 
-use corvid_protocol::ToolOutput;
+use corvid_protocol::{ImageData, MAX_IMAGE_BYTES, ToolOutput, ToolResource};
 use corvid_tools::ToolError;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::Value;
@@ -16,42 +17,68 @@ pub fn to_output(
     tool: &str,
     result: &CallToolResult,
 ) -> Result<ToolOutput, ToolError> {
-    let mut parts: Vec<String> = result.content.iter().map(describe).collect();
+    let mut output = ToolOutput::new(String::new(), raw(result));
+    let mut parts = Vec::new();
+    for block in &result.content {
+        if let Some(text) = add(block, &mut output) {
+            parts.push(text);
+        }
+    }
     if parts.is_empty()
+        && output.images.is_empty()
         && let Some(structured) = &result.structured_content
     {
         parts.push(structured.to_string());
     }
-    let text = cap(parts.join("\n"));
+    output.text = cap(parts.join("\n"));
     if result.is_error == Some(true) {
-        let detail = if text.is_empty() {
+        let detail = if output.text.is_empty() {
             "no details given".to_owned()
         } else {
-            text
+            output.text
         };
         return Err(ToolError::new(format!(
             "MCP server `{server}`: tool `{tool}` reported an error: {detail}"
         )));
     }
-    Ok(ToolOutput {
-        text,
-        diffs: Vec::new(),
-        raw: raw(result),
-    })
+    Ok(output)
 }
 
-/// One content block as text for the model.
-fn describe(block: &ContentBlock) -> String {
+/// Adds one content block to `output`: an image a provider takes becomes an image, a resource
+/// becomes a resource for front ends; returns the text the model gets for it, if any.
+fn add(block: &ContentBlock, output: &mut ToolOutput) -> Option<String> {
     match block {
-        ContentBlock::Text(t) => t.text.clone(),
+        ContentBlock::Text(t) => Some(t.text.clone()),
         ContentBlock::Image(i) => {
-            format!("[image: {}, {} bytes base64]", i.mime_type, i.data.len())
+            let image = ImageData {
+                media_type: i.mime_type.clone(),
+                data_base64: i.data.clone(),
+            };
+            match image.check() {
+                Ok(()) => {
+                    output.images.push(image);
+                    None
+                }
+                Err(problem) => Some(format!("[image not shown: {problem}]")),
+            }
         }
-        ContentBlock::Audio(a) => {
-            format!("[audio: {}, {} bytes base64]", a.mime_type, a.data.len())
-        }
-        ContentBlock::Resource(r) => match &r.resource {
-            ResourceContents::TextResourceContents { uri, text, .. } => {
+        ContentBlock::Audio(a) => Some(format!(
+            "[audio: {}, {} bytes base64]",
+            a.mime_type,
+            a.data.len()
+        )),
+        ContentBlock::Resource(r) => Some(match &r.resource {
+            ResourceContents::TextResourceContents {
+                uri,
+                mime_type,
+                text,
+                ..
+            } => {
+                output.resources.push(ToolResource::Text {
+                    uri: uri.clone(),
+                    mime_type: mime_type.clone(),
+                    text: text.clone(),
+                });
                 format!("[resource: {uri}]\n{text}")
             }
             ResourceContents::BlobResourceContents {
@@ -59,17 +86,40 @@ fn describe(block: &ContentBlock) -> String {
                 mime_type,
                 blob,
                 ..
-            } => format!(
-                "[resource: {uri}, {}, {} bytes base64]",
-                mime_type.as_deref().unwrap_or("binary"),
-                blob.len()
-            ),
+            } => {
+                // A blob is held to the image cap: it rides in every frame that shows the card.
+                output
+                    .resources
+                    .push(if blob.len() / 4 * 3 <= MAX_IMAGE_BYTES {
+                        ToolResource::Blob {
+                            uri: uri.clone(),
+                            mime_type: mime_type.clone(),
+                            blob_base64: blob.clone(),
+                        }
+                    } else {
+                        ToolResource::Link {
+                            uri: uri.clone(),
+                            name: uri.clone(),
+                            mime_type: mime_type.clone(),
+                        }
+                    });
+                format!(
+                    "[resource: {uri}, {}, {} bytes base64]",
+                    mime_type.as_deref().unwrap_or("binary"),
+                    blob.len()
+                )
+            }
             _ => "[resource of an unknown kind]".to_owned(),
-        },
+        }),
         ContentBlock::ResourceLink(link) => {
-            format!("[resource link: {} ({})]", link.uri, link.name)
+            output.resources.push(ToolResource::Link {
+                uri: link.uri.clone(),
+                name: link.name.clone(),
+                mime_type: link.mime_type.clone(),
+            });
+            Some(format!("[resource link: {} ({})]", link.uri, link.name))
         }
-        _ => "[content of a kind corvid does not show]".to_owned(),
+        _ => Some("[content of a kind corvid does not show]".to_owned()),
     }
 }
 
@@ -123,19 +173,95 @@ mod tests {
         serde_json::from_value(value).unwrap()
     }
 
+    fn png(data: &str) -> ImageData {
+        ImageData {
+            media_type: "image/png".into(),
+            data_base64: data.into(),
+        }
+    }
+
     #[test]
-    fn text_images_and_resources_become_text_for_the_model() {
+    fn images_become_images_and_resources_become_resources_with_text_for_the_model() {
         let r = result(json!({"content": [
             {"type": "text", "text": "hello"},
-            {"type": "image", "data": "AAAA", "mimeType": "image/png"},
-            {"type": "resource", "resource": {"uri": "test://a", "text": "body"}},
+            {"type": "image", "data": "iVBORw==", "mimeType": "image/png"},
+            {"type": "resource", "resource": {"uri": "test://a", "mimeType": "text/plain", "text": "body"}},
+            {"type": "resource", "resource": {"uri": "test://b", "mimeType": "application/pdf", "blob": "JVBE"}},
+            {"type": "resource_link", "uri": "test://c", "name": "c.txt", "mimeType": "text/plain"},
         ]}));
         let out = to_output("s", "t", &r).unwrap();
         assert_eq!(
-            out.text,
-            "hello\n[image: image/png, 4 bytes base64]\n[resource: test://a]\nbody"
+            out,
+            ToolOutput {
+                text: "hello\n[resource: test://a]\nbody\n\
+                       [resource: test://b, application/pdf, 4 bytes base64]\n\
+                       [resource link: test://c (c.txt)]"
+                    .into(),
+                images: vec![png("iVBORw==")],
+                resources: vec![
+                    ToolResource::Text {
+                        uri: "test://a".into(),
+                        mime_type: Some("text/plain".into()),
+                        text: "body".into(),
+                    },
+                    ToolResource::Blob {
+                        uri: "test://b".into(),
+                        mime_type: Some("application/pdf".into()),
+                        blob_base64: "JVBE".into(),
+                    },
+                    ToolResource::Link {
+                        uri: "test://c".into(),
+                        name: "c.txt".into(),
+                        mime_type: Some("text/plain".into()),
+                    },
+                ],
+                raw: out.raw.clone(),
+                ..Default::default()
+            }
         );
-        assert_eq!(out.raw["content"][1]["data"], json!("<4 bytes base64>"));
+        assert_eq!(out.raw["content"][1]["data"], json!("<8 bytes base64>"));
+        assert_eq!(
+            out.raw["content"][3]["resource"]["blob"],
+            json!("<4 bytes base64>")
+        );
+    }
+
+    #[test]
+    fn an_image_a_provider_would_refuse_and_audio_stay_notes_saying_why() {
+        let huge = "A".repeat((MAX_IMAGE_BYTES / 3 + 1) * 4);
+        let r = result(json!({"content": [
+            {"type": "image", "data": "PHN2Zz4=", "mimeType": "image/svg+xml"},
+            {"type": "image", "data": huge, "mimeType": "image/png"},
+            {"type": "image", "data": "not base64!", "mimeType": "image/gif"},
+            {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"},
+        ]}));
+        let out = to_output("s", "t", &r).unwrap();
+        assert_eq!(
+            (out.text.as_str(), out.images.len()),
+            (
+                "[image not shown: image type `image/svg+xml` is not supported]\n\
+                 [image not shown: the image/png image is 5.0 MiB; images are limited to 5 MiB]\n\
+                 [image not shown: the image/gif image is not valid base64 (standard alphabet, padded)]\n\
+                 [audio: audio/wav, 4 bytes base64]",
+                0
+            )
+        );
+    }
+
+    #[test]
+    fn an_oversize_blob_reaches_front_ends_as_a_link() {
+        let blob = "A".repeat((MAX_IMAGE_BYTES / 3 + 1) * 4);
+        let r = result(json!({"content": [
+            {"type": "resource", "resource": {"uri": "test://big", "blob": blob}},
+        ]}));
+        assert_eq!(
+            to_output("s", "t", &r).unwrap().resources,
+            vec![ToolResource::Link {
+                uri: "test://big".into(),
+                name: "test://big".into(),
+                mime_type: None,
+            }]
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use corvid_mcp::{Launch, McpServers, ServerConfig, Status, parse_servers};
-use corvid_protocol::{Provenance, ToolKind};
+use corvid_protocol::{Provenance, ToolKind, ToolResource};
 use corvid_tools::{ApprovalNeed, Tool, ToolContext, ToolSource};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -121,7 +121,36 @@ async fn server_everything_over_stdio_lists_its_tools_and_answers_calls() {
 
     let image = tool(&servers, "mcp__everything__get-tiny-image");
     let out = image.execute(json!({}), ctx.clone()).await.unwrap();
-    assert!(out.text.contains("[image: image/png"), "{}", out.text);
+    assert_eq!(
+        out.text,
+        "Here's the image you requested:\nThe image above is the MCP logo."
+    );
+    let media: Vec<(&str, bool)> = out
+        .images
+        .iter()
+        .map(|i| {
+            (
+                i.media_type.as_str(),
+                i.data_base64.starts_with("iVBORw0KGgo"),
+            )
+        })
+        .collect();
+    assert_eq!(media, vec![("image/png", true)]);
+
+    let links = tool(&servers, "mcp__everything__get-resource-links");
+    let out = links
+        .execute(json!({"count": 2}), ctx.clone())
+        .await
+        .unwrap();
+    let kinds: Vec<String> = out
+        .resources
+        .iter()
+        .map(|r| match r {
+            ToolResource::Link { name, .. } => name.clone(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(kinds, vec!["Blob Resource 1", "Text Resource 2"]);
 
     // Not read-only, and the server is not trusted: the call asks.
     let toggle = tool(&servers, "mcp__everything__toggle-simulated-logging");

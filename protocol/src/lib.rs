@@ -4,6 +4,7 @@
 
 pub mod core_event;
 pub mod error;
+pub mod image;
 pub mod message;
 pub mod op;
 pub mod stream;
@@ -11,6 +12,7 @@ pub mod tool;
 
 pub use core_event::*;
 pub use error::*;
+pub use image::*;
 pub use message::*;
 pub use op::*;
 pub use stream::*;

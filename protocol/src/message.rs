@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::image::ImageData;
+
 /// Who authored a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -61,15 +63,6 @@ pub enum Part {
     Image(ImageData),
 }
 
-/// An image as providers take it: a media type and the base64 of its bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ImageData {
-    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
-    pub media_type: String,
-    /// Standard base64 (with padding) of the image file.
-    pub data_base64: String,
-}
-
 /// A complete tool call: the arguments are whole and parsed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
@@ -87,6 +80,10 @@ pub struct ToolResult {
     pub output: String,
     #[serde(default)]
     pub is_error: bool,
+    /// Images the tool returned beside `output`; recorded, so a resumed session sends them
+    /// again (older recordings have none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageData>,
 }
 
 /// A conversation's messages, shared: the agent's history and every request built from it

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::image::ImageData;
+
 /// The ACP-aligned category of a tool; front ends pick icons and wording from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -66,16 +68,66 @@ pub struct FileDiff {
 }
 
 /// What a finished tool produced, for front ends (the model sees `ToolResult`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolOutput {
     /// The text returned to the model.
     pub text: String,
     /// Edits made, shown as diffs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diffs: Vec<FileDiff>,
+    /// Images returned to the model beside the text (an MCP tool's screenshot, say).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageData>,
+    /// Resources the tool returned, for front ends that can show them (ACP); the model gets
+    /// their text, or a note naming them, in `text`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ToolResource>,
     /// Structured output for `rawOutput` (ACP) and JSON front ends.
     #[serde(default)]
     pub raw: serde_json::Value,
+}
+
+impl ToolOutput {
+    /// Text for the model with structured output for front ends, and nothing else.
+    pub fn new(text: impl Into<String>, raw: serde_json::Value) -> Self {
+        Self {
+            text: text.into(),
+            raw,
+            ..Self::default()
+        }
+    }
+
+    /// Text alone (no structured output).
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::new(text, serde_json::Value::Null)
+    }
+}
+
+/// A resource in a tool's result, as MCP and ACP describe one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolResource {
+    /// A text resource embedded in the result.
+    Text {
+        uri: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        text: String,
+    },
+    /// A binary resource embedded in the result, as standard base64.
+    Blob {
+        uri: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        blob_base64: String,
+    },
+    /// A pointer to a resource the client may fetch itself.
+    Link {
+        uri: String,
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+    },
 }
 
 /// What the user is asked to approve.

@@ -81,6 +81,7 @@ fn answer_calls(calls: &[(String, String)], next: Option<Message>) -> Message {
                 name: name.clone(),
                 output: MISSING_RESULT.to_owned(),
                 is_error: true,
+                images: Vec::new(),
             }),
         });
     }
@@ -131,6 +132,7 @@ mod tests {
             name: "read_file".into(),
             output: output.into(),
             is_error: false,
+            images: Vec::new(),
         })
     }
 
@@ -155,6 +157,7 @@ mod tests {
             name: "read_file".into(),
             output: MISSING_RESULT.into(),
             is_error: true,
+            images: Vec::new(),
         });
         let expected = vec![
             Message::user_text("go"),

@@ -168,6 +168,7 @@ async fn the_request_sends_signed_thinking_back_and_pairs_tool_results() {
                 name: "weather".into(),
                 output: "rain".into(),
                 is_error: false,
+                images: Vec::new(),
             })],
         },
         Message::user_text("And tomorrow?"),

@@ -138,12 +138,14 @@ async fn the_request_pairs_tool_results_with_their_calls_and_asks_for_usage() {
                 name: "weather".into(),
                 output: "arguments are not valid JSON".into(),
                 is_error: true,
+                images: Vec::new(),
             }),
             Part::ToolResult(ToolResult {
                 call_id: "call_a".into(),
                 name: "weather".into(),
                 output: "12°C".into(),
                 is_error: false,
+                images: Vec::new(),
             }),
         ],
     });

@@ -189,6 +189,7 @@ impl Tool for Edit {
                     "first_line": first_line,
                 }),
                 diffs: vec![change.into_diff()],
+                ..Default::default()
             })
         }
         .boxed()

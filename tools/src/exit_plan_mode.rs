@@ -90,11 +90,11 @@ impl Tool for ExitPlanMode {
         args: Value,
         _ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let result = plan_of(&args).map(|plan| ToolOutput {
-            text: "The user approved the plan and plan mode is over: carry out the plan now."
-                .to_owned(),
-            diffs: vec![],
-            raw: json!({ "plan": plan }),
+        let result = plan_of(&args).map(|plan| {
+            ToolOutput::new(
+                "The user approved the plan and plan mode is over: carry out the plan now.",
+                json!({ "plan": plan }),
+            )
         });
         futures::future::ready(result).boxed()
     }

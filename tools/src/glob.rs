@@ -152,9 +152,5 @@ fn render(pattern: &str, root: &PathBuf, found: Vec<String>) -> ToolOutput {
         }
         text
     };
-    ToolOutput {
-        text,
-        diffs: vec![],
-        raw: json!({"root": root, "files": shown, "total": total}),
-    }
+    ToolOutput::new(text, json!({"root": root, "files": shown, "total": total}))
 }

@@ -197,9 +197,8 @@ fn render(pattern: &str, root: &PathBuf, found: Found) -> ToolOutput {
         }
         text
     };
-    ToolOutput {
+    ToolOutput::new(
         text,
-        diffs: vec![],
-        raw: json!({"root": root, "matches": count, "capped": found.capped}),
-    }
+        json!({"root": root, "matches": count, "capped": found.capped}),
+    )
 }

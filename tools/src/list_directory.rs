@@ -131,9 +131,8 @@ fn render(rel: &str, path: &PathBuf, entries: Vec<String>) -> ToolOutput {
         }
         text
     };
-    ToolOutput {
+    ToolOutput::new(
         text,
-        diffs: vec![],
-        raw: json!({"path": path, "entries": shown, "total": total}),
-    }
+        json!({"path": path, "entries": shown, "total": total}),
+    )
 }

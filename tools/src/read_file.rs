@@ -136,11 +136,10 @@ fn page_text(
 ) -> Result<ToolOutput, ToolError> {
     let total = content.lines().count();
     if total == 0 {
-        return Ok(ToolOutput {
-            text: format!("{rel} is empty."),
-            diffs: vec![],
-            raw: json!({"path": path, "start_line": 0, "end_line": 0, "total_lines": 0, "truncated": false}),
-        });
+        return Ok(ToolOutput::new(
+            format!("{rel} is empty."),
+            json!({"path": path, "start_line": 0, "end_line": 0, "total_lines": 0, "truncated": false}),
+        ));
     }
     if offset >= total {
         return Err(past_end(rel, offset, total));
@@ -239,15 +238,14 @@ fn render(
     } else {
         format!("[{}]\n\n{}", notes.join(" "), window.body)
     };
-    ToolOutput {
+    ToolOutput::new(
         text,
-        diffs: vec![],
-        raw: json!({
+        json!({
             "path": path,
             "start_line": offset + 1,
             "end_line": end,
             "total_lines": total,
             "truncated": truncated,
         }),
-    }
+    )
 }

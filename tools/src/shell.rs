@@ -421,10 +421,9 @@ fn render(
     if failed && sandbox != SandboxLevel::Off && looks_blocked(stdout, stderr) {
         text.push_str(&format!("\n\n{}", blocked_note(sandbox)));
     }
-    ToolOutput {
+    ToolOutput::new(
         text,
-        diffs: vec![],
-        raw: json!({
+        json!({
             "command": command,
             "exit_code": exit_code,
             "signal": signal.map(signal_name),
@@ -434,7 +433,7 @@ fn render(
             "truncated": stdout.truncated || stderr.truncated,
             "sandbox": sandbox.as_str(),
         }),
-    }
+    )
 }
 
 fn looks_blocked(stdout: &Captured, stderr: &Captured) -> bool {

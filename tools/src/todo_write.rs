@@ -116,9 +116,5 @@ fn render(todos: Vec<Todo>) -> Result<ToolOutput, ToolError> {
     }
     let raw = serde_json::to_value(&todos)
         .map_err(|e| ToolError::new(format!("cannot record the todo list: {e}")))?;
-    Ok(ToolOutput {
-        text,
-        diffs: vec![],
-        raw,
-    })
+    Ok(ToolOutput::new(text, raw))
 }

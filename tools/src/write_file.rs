@@ -103,11 +103,7 @@ impl Tool for WriteFile {
             let change = plan(&args, &ctx).await?;
             let lines = change.new.lines().count();
             if change.old.as_deref() == Some(change.new.as_str()) {
-                return Ok(ToolOutput {
-                    text: format!("No change: {} already has this content.", change.rel),
-                    diffs: vec![],
-                    raw: json!({"path": change.path, "created": false, "changed": false, "lines": lines}),
-                });
+                return Ok(ToolOutput::new(format!("No change: {} already has this content.", change.rel), json!({"path": change.path, "created": false, "changed": false, "lines": lines})));
             }
             let diff = change.write(ctx.fs.as_ref()).await?;
             let created = change.old.is_none();
@@ -120,7 +116,7 @@ impl Tool for WriteFile {
                 ),
                 raw: json!({"path": change.path, "created": created, "changed": true, "lines": lines}),
                 diffs: vec![change.into_diff()],
-            })
+             ..Default::default()})
         }
         .boxed()
     }

@@ -54,11 +54,7 @@ fn item(i: usize) -> Vec<CoreEvent> {
             call_id: id.clone(),
             tool_name: "read_file".into(),
             status: ToolStatus::Completed,
-            output: ToolOutput {
-                text: "a\nb\nc".into(),
-                diffs: vec![],
-                raw: serde_json::Value::Null,
-            },
+            output: ToolOutput::text("a\nb\nc"),
             provenance: Provenance::Builtin,
         },
         CoreEvent::BatchCompleted { call_ids: vec![id] },

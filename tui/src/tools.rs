@@ -286,8 +286,22 @@ fn render_call(
     }
 }
 
-/// A one-line result: the first line for failures, a line count or the only line otherwise.
+/// A one-line result: the text's (see [`short_text`]), then how many images the tool returned
+/// (the terminal cannot show them; ACP editors do).
 fn short_result(kind: ToolKind, o: &ToolOutput, failed: bool) -> Option<String> {
+    let images = match o.images.len() {
+        0 => None,
+        1 => Some("1 image".to_owned()),
+        n => Some(format!("{n} images")),
+    };
+    match (short_text(kind, o, failed), images) {
+        (Some(text), Some(images)) => Some(format!("{text}, {images}")),
+        (text, images) => text.or(images),
+    }
+}
+
+/// The first line for failures, a line count or the only line otherwise.
+fn short_text(kind: ToolKind, o: &ToolOutput, failed: bool) -> Option<String> {
     let text = o.text.trim();
     if text.is_empty() {
         return None;
@@ -428,4 +442,36 @@ pub fn render_diff(d: &FileDiff, width: u16, max: usize, stage: DiffStage) -> Ve
         )));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use corvid_protocol::ImageData;
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    #[test]
+    fn a_results_images_are_counted_after_its_text() {
+        let image = ImageData {
+            media_type: "image/png".into(),
+            data_base64: "iVBORw==".into(),
+        };
+        let with = |text: &str, images: usize| ToolOutput {
+            images: vec![image.clone(); images],
+            ..ToolOutput::text(text)
+        };
+        assert_eq!(
+            [
+                short_result(ToolKind::Read, &with("a\nb", 1), false),
+                short_result(ToolKind::Read, &with("", 2), false),
+                short_result(ToolKind::Read, &with("one", 0), false),
+            ],
+            [
+                Some("2 lines, 1 image".to_owned()),
+                Some("2 images".to_owned()),
+                Some("one".to_owned()),
+            ]
+        );
+    }
 }

@@ -61,6 +61,7 @@ fn a_full_tool_group_shows_one_row_per_call_with_diffs_and_shell_tails() {
         text: "Edited src/lib.rs".into(),
         diffs: vec![sample_diff()],
         raw: serde_json::Value::Null,
+        ..Default::default()
     };
     let shell = output("line 1\nline 2\nline 3\nline 4\nline 5\nline 6\nerror: test failed");
     let group = ToolGroup {

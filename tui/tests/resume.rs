@@ -38,6 +38,7 @@ fn result(id: &str, name: &str, output: &str) -> Part {
         name: name.into(),
         output: output.into(),
         is_error: false,
+        images: Vec::new(),
     })
 }
 
@@ -113,6 +114,7 @@ fn recorded_mixed_batch() -> Vec<CoreEvent> {
         name: "run_shell_command".into(),
         output: "The user rejected this `run_shell_command` call; it did not run.".into(),
         is_error: true,
+        images: Vec::new(),
     });
     replayed(&[
         Record::Message {

@@ -1,5 +1,5 @@
 use super::*;
-use corvid_protocol::{DiscardReason, ToolDisplay};
+use corvid_protocol::{DiscardReason, ToolDisplay, ToolResource};
 use pretty_assertions::assert_eq;
 
 fn mapper() -> Mapper {
@@ -88,6 +88,7 @@ fn a_finished_edit_shows_its_diff_and_raw_output() {
                 new_text: "new".into(),
             }],
             raw: json!({"replacements": 1}),
+            ..Default::default()
         },
         provenance: Provenance::Builtin,
     });
@@ -101,6 +102,56 @@ fn a_finished_edit_shows_its_diff_and_raw_output() {
             "rawOutput": {"replacements": 1},
             "_meta": {"toolName": "edit", "provenance": "builtin"},
         })
+    );
+}
+
+#[test]
+fn a_finished_mcp_call_shows_its_text_then_its_images_and_resources() {
+    let update = only_update(&CoreEvent::ToolFinished {
+        call_id: "c5".into(),
+        tool_name: "mcp__everything__shot".into(),
+        status: ToolStatus::Completed,
+        output: ToolOutput {
+            text: "a screenshot".into(),
+            images: vec![corvid_protocol::ImageData {
+                media_type: "image/png".into(),
+                data_base64: "iVBORw==".into(),
+            }],
+            resources: vec![
+                ToolResource::Text {
+                    uri: "test://a".into(),
+                    mime_type: Some("text/plain".into()),
+                    text: "body".into(),
+                },
+                ToolResource::Blob {
+                    uri: "test://b".into(),
+                    mime_type: None,
+                    blob_base64: "JVBE".into(),
+                },
+                ToolResource::Link {
+                    uri: "test://c".into(),
+                    name: "c.txt".into(),
+                    mime_type: Some("text/plain".into()),
+                },
+            ],
+            ..Default::default()
+        },
+        provenance: Provenance::Mcp {
+            server_id: "everything".into(),
+        },
+    });
+    assert_eq!(
+        update["content"],
+        json!([
+            {"type": "content", "content": {"type": "text", "text": "a screenshot"}},
+            {"type": "content", "content": {"type": "image", "data": "iVBORw==", "mimeType": "image/png"}},
+            {"type": "content", "content": {"type": "resource",
+                "resource": {"uri": "test://a", "mimeType": "text/plain", "text": "body"}}},
+            {"type": "content", "content": {"type": "resource",
+                "resource": {"uri": "test://b", "blob": "JVBE"}}},
+            {"type": "content", "content": {"type": "resource_link",
+                "uri": "test://c", "name": "c.txt", "mimeType": "text/plain"}},
+        ])
     );
 }
 
@@ -434,11 +485,7 @@ fn a_task_card_lists_its_childs_steps_until_the_task_finishes() {
         call_id: "t1".into(),
         tool_name: "task".into(),
         status: ToolStatus::Completed,
-        output: ToolOutput {
-            text: "done".into(),
-            diffs: Vec::new(),
-            raw: Value::Null,
-        },
+        output: ToolOutput::text("done"),
         provenance: Provenance::Builtin,
     });
     // A later task with the same id (a resumed session) starts a fresh list.

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Write};
 
 use corvid_core::usage::UsageStats;
-use corvid_protocol::{ApprovalPreview, CoreEvent, Provenance, StopReason, ToolStatus};
+use corvid_protocol::{ApprovalPreview, CoreEvent, Provenance, StopReason, ToolOutput, ToolStatus};
 use serde_json::{Value, json};
 
 use super::terminal_text::TextSafety;
@@ -199,11 +199,14 @@ impl<W: Write> Printer<W> {
                 ..
             } => {
                 let is_error = *status == ToolStatus::Failed;
-                let refusal = self.refusals.get(call_id).cloned();
-                let content = refusal.as_ref().unwrap_or(&output.text);
+                let content = match self.refusals.get(call_id) {
+                    Some(refusal) => json!(refusal),
+                    None => tool_result_content(output),
+                };
+                let refused = self.refusals.contains_key(call_id);
                 self.tool_result(call_id, content, is_error, None)?;
                 // A refusal was already reported when it happened.
-                if is_error && refusal.is_none() {
+                if is_error && !refused {
                     let first = output.text.lines().next().unwrap_or_default();
                     self.progress(&format!("  ✗ {first}"));
                 }
@@ -313,7 +316,7 @@ impl<W: Write> Printer<W> {
                 ..
             } => {
                 let is_error = *status == ToolStatus::Failed;
-                self.tool_result(call_id, &output.text, is_error, Some(parent))?;
+                self.tool_result(call_id, tool_result_content(output), is_error, Some(parent))?;
             }
             CoreEvent::Warning { message } => {
                 self.emit(json!({
@@ -420,7 +423,7 @@ impl<W: Write> Printer<W> {
     fn tool_result(
         &mut self,
         call_id: &str,
-        content: &str,
+        content: Value,
         is_error: bool,
         parent: Option<&str>,
     ) -> std::io::Result<()> {
@@ -474,6 +477,21 @@ impl<W: Write> Printer<W> {
             eprintln!("{}", self.progress_safety.apply(line));
         }
     }
+}
+
+/// A `tool_result`'s content as Claude Code's stream shows it: the text, or, when the tool
+/// returned images, a list of a text block and base64 image blocks.
+fn tool_result_content(output: &ToolOutput) -> Value {
+    if output.images.is_empty() {
+        return json!(output.text);
+    }
+    let text = json!({"type": "text", "text": output.text});
+    let images = output.images.iter().map(|image| {
+        json!({"type": "image", "source": {
+            "type": "base64", "media_type": image.media_type, "data": image.data_base64,
+        }})
+    });
+    Value::Array(std::iter::once(text).chain(images).collect())
 }
 
 #[cfg(test)]
@@ -559,11 +577,7 @@ mod tests {
             call_id: "c1".into(),
             tool_name: "read_file".into(),
             status: ToolStatus::Completed,
-            output: corvid_protocol::ToolOutput {
-                text: "fn a() {}".into(),
-                diffs: Vec::new(),
-                raw: Value::Null,
-            },
+            output: corvid_protocol::ToolOutput::text("fn a() {}"),
             provenance: Provenance::Builtin,
         }))
         .unwrap();
@@ -587,6 +601,39 @@ mod tests {
             ]
         );
         assert_eq!(p.turn_text, "");
+    }
+
+    #[test]
+    fn a_tool_results_images_are_base64_image_blocks_after_its_text() {
+        let mut p = Printer::new(
+            OutputFormat::StreamJson,
+            false,
+            "s".into(),
+            Vec::new(),
+            TextSafety::Verbatim,
+        );
+        p.event(&CoreEvent::ToolFinished {
+            call_id: "c1".into(),
+            tool_name: "mcp__everything__get-tiny-image".into(),
+            status: ToolStatus::Completed,
+            output: ToolOutput {
+                images: vec![corvid_protocol::ImageData {
+                    media_type: "image/png".into(),
+                    data_base64: "iVBORw==".into(),
+                }],
+                ..ToolOutput::text("the logo")
+            },
+            provenance: Provenance::Builtin,
+        })
+        .unwrap();
+        let line: Value = serde_json::from_slice(&p.out).unwrap();
+        assert_eq!(
+            line["message"]["content"],
+            json!([{"type": "tool_result", "tool_use_id": "c1", "is_error": false, "content": [
+                {"type": "text", "text": "the logo"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw=="}},
+            ]}])
+        );
     }
 
     #[test]

@@ -17,8 +17,9 @@ use serde_json::Value;
 use super::approval::Approval;
 use super::live_feed::LiveFeed;
 use super::plan_mode;
-use super::session::TaskCtx;
+use super::session::{TaskCtx, lock};
 use crate::context::tool_results::history_text;
+use crate::images::result_images;
 use crate::summary::SummaryCall;
 
 /// How long a cancelled tool may take to report how it stopped before it is abandoned.
@@ -120,14 +121,6 @@ fn tool_context(ctx: &TaskCtx, call_id: &str) -> ToolContext {
     }
 }
 
-fn text_output(text: impl Into<String>) -> ToolOutput {
-    ToolOutput {
-        text: text.into(),
-        diffs: Vec::new(),
-        raw: Value::Null,
-    }
-}
-
 async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
     let shows = p.shows_card();
     let prepared = p.prepared;
@@ -199,7 +192,7 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
     }
     let (status, output) = match result {
         Ok(output) => (ToolStatus::Completed, output),
-        Err(err) => (ToolStatus::Failed, text_output(err.message)),
+        Err(err) => (ToolStatus::Failed, ToolOutput::text(err.message)),
     };
     let succeeded = status == ToolStatus::Completed;
     if shows {
@@ -219,19 +212,28 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
         output: output.text.clone(),
         succeeded,
     });
-    let kept = history_text(
+    let mut kept = history_text(
         ctx.stat.policy.result_budget,
         &ctx.shared.reads,
         &call,
         &output,
         succeeded,
     );
+    let model = lock(&ctx.shared.model).clone();
+    let (images, notes) = result_images(&output.images, &model, ctx.stat.policy.images);
+    for note in notes {
+        if !kept.is_empty() {
+            kept.push('\n');
+        }
+        kept.push_str(&note);
+    }
     CallEnd {
         result: ToolResult {
             call_id: call.call_id,
             name: call.name,
             output: kept,
             is_error: !succeeded,
+            images,
         },
         reached_result: true,
         summary,
@@ -300,7 +302,7 @@ fn finished_without_running(
             call_id: call.call_id.clone(),
             tool_name: call.name.clone(),
             status: ToolStatus::Failed,
-            output: text_output(message.clone()),
+            output: ToolOutput::text(message.clone()),
             provenance: provenance_of(ctx, &call.name),
         });
     }
@@ -310,6 +312,7 @@ fn finished_without_running(
             name: call.name,
             output: message,
             is_error: true,
+            images: Vec::new(),
         },
         reached_result: true,
         summary: None,
@@ -348,6 +351,7 @@ fn not_started(ctx: &TaskCtx, call: ToolCall, prepared: bool) -> CallEnd {
             name: call.name,
             output: "The user cancelled the task before this call ran.".into(),
             is_error: true,
+            images: Vec::new(),
         },
         reached_result: false,
         summary: None,

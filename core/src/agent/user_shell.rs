@@ -54,14 +54,7 @@ pub(super) async fn run_user_shell(ctx: TaskCtx, state: &mut SessionState, comma
     feed.close();
     let (status, output) = match result {
         Ok(output) => (ToolStatus::Completed, output),
-        Err(e) => (
-            ToolStatus::Failed,
-            ToolOutput {
-                text: e.message,
-                diffs: Vec::new(),
-                raw: serde_json::Value::Null,
-            },
-        ),
+        Err(e) => (ToolStatus::Failed, ToolOutput::text(e.message)),
     };
     ctx.events.emit(CoreEvent::ToolFinished {
         call_id,

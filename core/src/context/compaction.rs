@@ -157,6 +157,7 @@ mod tests {
                 name: "read_file".into(),
                 output: output.into(),
                 is_error: false,
+                images: Vec::new(),
             })],
         }
     }

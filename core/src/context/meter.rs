@@ -81,7 +81,11 @@ pub fn message_bytes(message: &Message) -> u64 {
             Part::Text { text } => len(text),
             Part::Thought { text, signature } => len(text) + signature.as_deref().map_or(0, len),
             Part::ToolCall(call) => len(&call.call_id) + len(&call.name) + json_len(&call.args),
-            Part::ToolResult(result) => len(&result.call_id) + len(&result.output),
+            Part::ToolResult(result) => {
+                len(&result.call_id)
+                    + len(&result.output)
+                    + IMAGE_BYTES * result.images.len() as u64
+            }
             Part::Image(_) => IMAGE_BYTES,
         })
         .sum()
@@ -127,5 +131,24 @@ mod tests {
             })],
         };
         assert_eq!(message_bytes(&image), IMAGE_BYTES);
+    }
+
+    #[test]
+    fn a_tool_results_images_count_like_prompt_images() {
+        let image = corvid_protocol::ImageData {
+            media_type: "image/png".into(),
+            data_base64: "A".repeat(1_000_000),
+        };
+        let result = Message {
+            role: corvid_protocol::Role::User,
+            parts: vec![Part::ToolResult(corvid_protocol::ToolResult {
+                call_id: "c1".into(),
+                name: "shot".into(),
+                output: "ok".into(),
+                is_error: false,
+                images: vec![image.clone(), image],
+            })],
+        };
+        assert_eq!(message_bytes(&result), 4 + 2 * IMAGE_BYTES);
     }
 }

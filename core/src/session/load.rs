@@ -119,6 +119,7 @@ fn history_of(records: &[Record]) -> Vec<Message> {
                             UNSTARTED_CALL.to_owned()
                         },
                         is_error: true,
+                        images: Vec::new(),
                     })),
                     _ => None,
                 })

@@ -130,12 +130,12 @@ impl Replay<'_> {
                 }
                 Part::ToolResult(result) => {
                     finished_ids.push(result.call_id.clone());
-                    self.finished(
-                        &result.call_id,
-                        &result.name,
-                        &result.output,
-                        result.is_error,
-                    );
+                    // The card shows the images the model was sent (resources are not recorded).
+                    let output = ToolOutput {
+                        images: result.images.clone(),
+                        ..ToolOutput::text(result.output.as_str())
+                    };
+                    self.finished(&result.call_id, &result.name, output, result.is_error);
                 }
                 // A replayed prompt shows its text; its images stay in the history only.
                 Part::Text { .. } | Part::Image(_) => {}
@@ -185,7 +185,7 @@ impl Replay<'_> {
         });
     }
 
-    fn finished(&mut self, call_id: &str, name: &str, output: &str, is_error: bool) {
+    fn finished(&mut self, call_id: &str, name: &str, output: ToolOutput, is_error: bool) {
         if !self.shows_card(name) {
             return;
         }
@@ -203,11 +203,7 @@ impl Replay<'_> {
             } else {
                 ToolStatus::Completed
             },
-            output: ToolOutput {
-                text: output.to_owned(),
-                diffs: Vec::new(),
-                raw: serde_json::Value::Null,
-            },
+            output,
             provenance: self.provenance(name),
         });
     }
@@ -221,7 +217,7 @@ impl Replay<'_> {
             } else {
                 UNSTARTED_CALL
             };
-            self.finished(&call_id, &name, told, true);
+            self.finished(&call_id, &name, ToolOutput::text(told), true);
         }
         if let Some(task_id) = self.open_task.take() {
             self.events.push(CoreEvent::TaskFinished {

@@ -198,11 +198,7 @@ impl Tool for FakeShell {
         let ran = self.ran.clone();
         Box::pin(async move {
             ran.push(command_of(&args));
-            Ok(ToolOutput {
-                text: "ran".into(),
-                diffs: Vec::new(),
-                raw: Value::Null,
-            })
+            Ok(ToolOutput::text("ran"))
         })
     }
 }
@@ -279,11 +275,7 @@ impl Tool for FixedNeed {
         let name = self.name.to_owned();
         Box::pin(async move {
             ran.push(name);
-            Ok(ToolOutput {
-                text: "executed".into(),
-                diffs: Vec::new(),
-                raw: Value::Null,
-            })
+            Ok(ToolOutput::text("executed"))
         })
     }
 }

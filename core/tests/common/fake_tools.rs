@@ -223,6 +223,7 @@ impl Tool for FakeTool {
                         new_text: "new".into(),
                     }],
                     raw: Value::Null,
+                    ..Default::default()
                 }),
                 Behavior::Plan => Ok(out(
                     "plan updated".into(),
@@ -242,11 +243,7 @@ impl Tool for FakeTool {
 }
 
 fn out(text: String, raw: Value) -> ToolOutput {
-    ToolOutput {
-        text,
-        diffs: vec![],
-        raw,
-    }
+    ToolOutput::new(text, raw)
 }
 
 /// A file system the fake tools never touch.

@@ -1,6 +1,6 @@
 //! `ModelRequest` → Messages API request body.
 
-use corvid_protocol::{Message, ModelRequest, Part, Role};
+use corvid_protocol::{ImageData, Message, ModelRequest, Part, Role};
 use serde_json::{Map, Value, json};
 
 use crate::history::paired;
@@ -115,25 +115,44 @@ fn blocks(message: &Message) -> Vec<Value> {
             }
             Part::ToolResult(result) => {
                 let mut block = json!({
-                    "type": "tool_result", "tool_use_id": result.call_id, "content": result.output,
+                    "type": "tool_result", "tool_use_id": result.call_id,
+                    "content": tool_result_content(&result.output, &result.images),
                 });
                 if result.is_error {
                     block["is_error"] = json!(true);
                 }
                 Some(block)
             }
-            Part::Image(image) => Some(json!({
-                "type": "image",
-                "source": {"type": "base64", "media_type": image.media_type, "data": image.data_base64},
-            })),
+            Part::Image(image) => Some(image_block(image)),
         })
         .collect()
+}
+
+/// A tool result's content: its text as a string, or, when the tool returned images, a list
+/// of a text block (the API rejects empty ones) and the image blocks.
+fn tool_result_content(output: &str, images: &[ImageData]) -> Value {
+    if images.is_empty() {
+        return json!(output);
+    }
+    let text = (!output.is_empty()).then(|| json!({"type": "text", "text": output}));
+    Value::Array(
+        text.into_iter()
+            .chain(images.iter().map(image_block))
+            .collect(),
+    )
+}
+
+fn image_block(image: &ImageData) -> Value {
+    json!({
+        "type": "image",
+        "source": {"type": "base64", "media_type": image.media_type, "data": image.data_base64},
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use corvid_protocol::ImageData;
+    use corvid_protocol::{ToolCall, ToolResult};
     use pretty_assertions::assert_eq;
 
     #[test]
@@ -165,6 +184,66 @@ mod tests {
                 {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4A=="},
                  "cache_control": {"type": "ephemeral"}},
             ]}])
+        );
+    }
+
+    #[test]
+    fn a_tool_results_images_follow_its_text_inside_the_tool_result_block() {
+        let png = ImageData {
+            media_type: "image/png".into(),
+            data_base64: "iVBORw==".into(),
+        };
+        let result = |id: &str, output: &str, images: Vec<ImageData>| {
+            Part::ToolResult(ToolResult {
+                call_id: id.into(),
+                name: "shot".into(),
+                output: output.into(),
+                is_error: false,
+                images,
+            })
+        };
+        let request = ModelRequest {
+            model: "claude-sonnet-4-5".into(),
+            system: String::new(),
+            messages: vec![
+                Message {
+                    role: Role::Assistant,
+                    parts: vec![
+                        Part::ToolCall(ToolCall {
+                            call_id: "a".into(),
+                            name: "shot".into(),
+                            args: json!({}),
+                        }),
+                        Part::ToolCall(ToolCall {
+                            call_id: "b".into(),
+                            name: "shot".into(),
+                            args: json!({}),
+                        }),
+                    ],
+                },
+                Message {
+                    role: Role::User,
+                    parts: vec![
+                        result("a", "a tiny image", vec![png.clone()]),
+                        result("b", "", vec![png]),
+                    ],
+                },
+            ]
+            .into(),
+            tools: Vec::new(),
+            max_output_tokens: None,
+            temperature: None,
+        };
+        let image = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw=="}});
+        assert_eq!(
+            build_body(&request, false)["messages"][1],
+            json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "a", "content": [
+                    {"type": "text", "text": "a tiny image"}, image,
+                ]},
+                {"type": "tool_result", "tool_use_id": "b", "content": [image],
+                 "cache_control": {"type": "ephemeral"}},
+            ]})
         );
     }
 

@@ -293,6 +293,7 @@ mod tests {
                         name: name.into(),
                         output: output.into(),
                         is_error,
+                        images: Vec::new(),
                     })
                 })
                 .collect(),

@@ -1,6 +1,6 @@
 //! `ModelRequest` → Chat Completions request body.
 
-use corvid_protocol::{Message, ModelRequest, Part, Role};
+use corvid_protocol::{ImageData, Message, ModelRequest, Part, Role, ToolResult};
 use serde_json::{Map, Value, json};
 
 use crate::history::paired;
@@ -112,38 +112,67 @@ fn push_message(message: &Message, out: &mut Vec<Value>) {
             out.push(Value::Object(m));
         }
         Role::User => {
-            // Tool results must directly follow the assistant message that made the calls.
+            // Tool results must directly follow the assistant message that made the calls, and
+            // a tool message takes only text: the images of the batch's results follow in one
+            // user message, each group introduced by the call it belongs to.
+            let mut content = Vec::new();
             for part in &message.parts {
                 if let Part::ToolResult(r) = part {
                     out.push(
-                        json!({"role": "tool", "tool_call_id": r.call_id, "content": r.output}),
+                        json!({"role": "tool", "tool_call_id": r.call_id, "content": tool_text(r)}),
                     );
+                    if !r.images.is_empty() {
+                        let intro = format!(
+                            "The images returned by tool call {} ({}):",
+                            r.call_id, r.name
+                        );
+                        content.push(json!({"type": "text", "text": intro}));
+                        content.extend(r.images.iter().map(image_part));
+                    }
                 }
             }
             let images: Vec<Value> = message
                 .parts
                 .iter()
                 .filter_map(|p| match p {
-                    Part::Image(image) => Some(json!({
-                        "type": "image_url",
-                        "image_url": {"url": format!("data:{};base64,{}", image.media_type, image.data_base64)},
-                    })),
+                    Part::Image(image) => Some(image_part(image)),
                     _ => None,
                 })
                 .collect();
-            if !images.is_empty() {
-                // Images need the array form of content; the text goes first, as typed.
-                let mut content: Vec<Value> = text
-                    .iter()
-                    .map(|t| json!({"type": "text", "text": t}))
-                    .collect();
-                content.extend(images);
-                out.push(json!({"role": "user", "content": content}));
-            } else if !text.is_empty() {
-                out.push(json!({"role": "user", "content": text.join("\n\n")}));
+            if content.is_empty() && images.is_empty() {
+                if !text.is_empty() {
+                    out.push(json!({"role": "user", "content": text.join("\n\n")}));
+                }
+                return;
+            }
+            // Images need the array form of content; the text goes first, as typed.
+            content.extend(text.iter().map(|t| json!({"type": "text", "text": t})));
+            content.extend(images);
+            out.push(json!({"role": "user", "content": content}));
+        }
+    }
+}
+
+/// A tool message's text; when the result has images, it says where they went.
+fn tool_text(result: &ToolResult) -> String {
+    match result.images.len() {
+        0 => result.output.clone(),
+        n => {
+            let note = format!("[{n} image(s) returned: sent in the next user message]");
+            if result.output.is_empty() {
+                note
+            } else {
+                format!("{}\n{note}", result.output)
             }
         }
     }
+}
+
+fn image_part(image: &ImageData) -> Value {
+    json!({
+        "type": "image_url",
+        "image_url": {"url": format!("data:{};base64,{}", image.media_type, image.data_base64)},
+    })
 }
 
 /// Arguments go back exactly as the model wrote them: objects re-serialised, and text that
@@ -158,7 +187,7 @@ fn arguments_text(args: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use corvid_protocol::ImageData;
+    use corvid_protocol::ToolCall;
     use pretty_assertions::assert_eq;
 
     fn request(messages: Vec<Message>) -> ModelRequest {
@@ -197,6 +226,67 @@ mod tests {
                 {"type": "text", "text": "what is this?"},
                 {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}},
             ]}])
+        );
+    }
+
+    #[test]
+    fn a_batchs_tool_images_follow_its_tool_messages_in_one_user_message_naming_each_call() {
+        let png = ImageData {
+            media_type: "image/png".into(),
+            data_base64: "iVBORw==".into(),
+        };
+        let result = |id: &str, output: &str, images: Vec<ImageData>| {
+            Part::ToolResult(ToolResult {
+                call_id: id.into(),
+                name: "shot".into(),
+                output: output.into(),
+                is_error: false,
+                images,
+            })
+        };
+        let calls = Message {
+            role: Role::Assistant,
+            parts: ["a", "b", "c"]
+                .map(|id| {
+                    Part::ToolCall(ToolCall {
+                        call_id: id.into(),
+                        name: "shot".into(),
+                        args: json!({}),
+                    })
+                })
+                .to_vec(),
+        };
+        let results = Message {
+            role: Role::User,
+            parts: vec![
+                result("a", "one image", vec![png.clone()]),
+                result("b", "no image", Vec::new()),
+                result("c", "", vec![png.clone(), png]),
+            ],
+        };
+        let body = build_body(
+            &request(vec![calls, results]),
+            Delivery::Whole,
+            MaxTokensField::MaxTokens,
+        );
+        let image =
+            json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}});
+        assert_eq!(
+            body["messages"].as_array().unwrap()[1..],
+            [
+                json!({"role": "tool", "tool_call_id": "a",
+                       "content": "one image\n[1 image(s) returned: sent in the next user message]"}),
+                json!({"role": "tool", "tool_call_id": "b", "content": "no image"}),
+                json!({"role": "tool", "tool_call_id": "c",
+                       "content": "[2 image(s) returned: sent in the next user message]"}),
+                json!({"role": "user", "content": [
+                    {"type": "text", "text": "The images returned by tool call a (shot):"},
+                    image,
+                    {"type": "text", "text": "The images returned by tool call c (shot):"},
+                    image,
+                    image,
+                ]}),
+            ]
         );
     }
 

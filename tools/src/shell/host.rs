@@ -83,10 +83,9 @@ pub(super) fn render(command: &str, timeout: Duration, run: &HostedRun) -> ToolO
         };
         text.push_str(&format!("\n\nOutput:\n{note}{output}"));
     }
-    ToolOutput {
+    ToolOutput::new(
         text,
-        diffs: vec![],
-        raw: json!({
+        json!({
             "command": command,
             "exit_code": run.exit_code,
             "signal": run.signal,
@@ -96,7 +95,7 @@ pub(super) fn render(command: &str, timeout: Duration, run: &HostedRun) -> ToolO
             "sandbox": "off",
             "terminal_id": run.terminal_id,
         }),
-    }
+    )
 }
 
 /// The environment sent to the host: the filtered one a local command gets (secrets and

@@ -73,11 +73,7 @@ pub fn started(id: &str, name: &str, title: &str) -> CoreEvent {
 }
 
 pub fn output(text: &str) -> ToolOutput {
-    ToolOutput {
-        text: text.into(),
-        diffs: vec![],
-        raw: serde_json::Value::Null,
-    }
+    ToolOutput::text(text)
 }
 
 pub fn finished(id: &str, name: &str, status: ToolStatus, out: ToolOutput) -> CoreEvent {

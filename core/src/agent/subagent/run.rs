@@ -77,6 +77,7 @@ pub(super) async fn run_child(
             ),
             raw: json!({ "subagent_type": agent.name, "report": last, "changed_files": changed }),
             diffs,
+            ..Default::default()
         }),
         StopReason::MaxTurns => failed(format!(
             "stopped after {} model turns without finishing (agent.subagentMaxTurns); \
