@@ -180,7 +180,6 @@ impl Rule {
 
     /// Whether this deny-side rule refuses the call: it matches any part of a command, or any
     /// spelling of any path.
-
     fn refuses(&self, s: &Subject<'_>) -> bool {
         if !self.names(s.tool) {
             return false;
