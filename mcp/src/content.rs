@@ -10,6 +10,11 @@ use serde_json::Value;
 /// The most text one result hands the model; a server is untrusted and may answer megabytes.
 pub const MAX_RESULT_BYTES: usize = 100_000;
 
+/// The most image and file bytes (decoded) one result keeps: each image rides in every later
+/// request of the session and each blob in every frame that shows the card, so an untrusted
+/// server must not fill the history with them. Later ones become notes (blobs, links).
+pub const MAX_RESULT_MEDIA_BYTES: usize = 2 * MAX_IMAGE_BYTES;
+
 /// The tool result of a call to `tool` on `server`; `isError` makes it a failed call whose
 /// message names the server.
 pub fn to_output(
@@ -19,8 +24,9 @@ pub fn to_output(
 ) -> Result<ToolOutput, ToolError> {
     let mut output = ToolOutput::new(String::new(), raw(result));
     let mut parts = Vec::new();
+    let mut media_left = MAX_RESULT_MEDIA_BYTES;
     for block in &result.content {
-        if let Some(text) = add(block, &mut output) {
+        if let Some(text) = add(block, &mut output, &mut media_left) {
             parts.push(text);
         }
     }
@@ -44,9 +50,15 @@ pub fn to_output(
     Ok(output)
 }
 
+/// Decoded size of standard base64 text (close enough to hold a budget).
+fn decoded_len(base64: &str) -> usize {
+    base64.len() / 4 * 3
+}
+
 /// Adds one content block to `output`: an image a provider takes becomes an image, a resource
-/// becomes a resource for front ends; returns the text the model gets for it, if any.
-fn add(block: &ContentBlock, output: &mut ToolOutput) -> Option<String> {
+/// becomes a resource for front ends, while `media_left` (decoded bytes) lasts; returns the
+/// text the model gets for it, if any.
+fn add(block: &ContentBlock, output: &mut ToolOutput, media_left: &mut usize) -> Option<String> {
     match block {
         ContentBlock::Text(t) => Some(t.text.clone()),
         ContentBlock::Image(i) => {
@@ -55,7 +67,13 @@ fn add(block: &ContentBlock, output: &mut ToolOutput) -> Option<String> {
                 data_base64: i.data.clone(),
             };
             match image.check() {
+                Ok(()) if decoded_len(&image.data_base64) > *media_left => Some(format!(
+                    "[image not shown: this result already carries the most images and files \
+                     one result may ({} MiB)]",
+                    MAX_RESULT_MEDIA_BYTES / (1024 * 1024)
+                )),
                 Ok(()) => {
+                    *media_left -= decoded_len(&image.data_base64);
                     output.images.push(image);
                     None
                 }
@@ -77,7 +95,7 @@ fn add(block: &ContentBlock, output: &mut ToolOutput) -> Option<String> {
                 output.resources.push(ToolResource::Text {
                     uri: uri.clone(),
                     mime_type: mime_type.clone(),
-                    text: text.clone(),
+                    text: cap(text.clone()),
                 });
                 format!("[resource: {uri}]\n{text}")
             }
@@ -87,22 +105,26 @@ fn add(block: &ContentBlock, output: &mut ToolOutput) -> Option<String> {
                 blob,
                 ..
             } => {
-                // A blob is held to the image cap: it rides in every frame that shows the card.
-                output
-                    .resources
-                    .push(if blob.len() / 4 * 3 <= MAX_IMAGE_BYTES {
-                        ToolResource::Blob {
-                            uri: uri.clone(),
-                            mime_type: mime_type.clone(),
-                            blob_base64: blob.clone(),
-                        }
-                    } else {
-                        ToolResource::Link {
-                            uri: uri.clone(),
-                            name: uri.clone(),
-                            mime_type: mime_type.clone(),
-                        }
-                    });
+                // A blob is held to the image cap and the result's budget: it rides in every
+                // frame that shows the card.
+                let size = decoded_len(blob);
+                let kept = size <= MAX_IMAGE_BYTES && size <= *media_left;
+                if kept {
+                    *media_left -= size;
+                }
+                output.resources.push(if kept {
+                    ToolResource::Blob {
+                        uri: uri.clone(),
+                        mime_type: mime_type.clone(),
+                        blob_base64: blob.clone(),
+                    }
+                } else {
+                    ToolResource::Link {
+                        uri: uri.clone(),
+                        name: uri.clone(),
+                        mime_type: mime_type.clone(),
+                    }
+                });
                 format!(
                     "[resource: {uri}, {}, {} bytes base64]",
                     mime_type.as_deref().unwrap_or("binary"),
@@ -262,6 +284,33 @@ mod tests {
                 mime_type: None,
             }]
         );
+    }
+
+    #[test]
+    fn a_result_keeps_images_and_files_up_to_its_budget_and_caps_resource_text() {
+        let four_mib = "A".repeat(4 * 1024 * 1024 / 3 * 4);
+        let r = result(json!({"content": [
+            {"type": "image", "data": four_mib, "mimeType": "image/png"},
+            {"type": "image", "data": four_mib, "mimeType": "image/png"},
+            {"type": "image", "data": four_mib, "mimeType": "image/png"},
+            {"type": "resource", "resource": {"uri": "test://b", "blob": four_mib}},
+            {"type": "resource", "resource": {"uri": "test://t", "text": "x".repeat(2 * MAX_RESULT_BYTES)}},
+        ]}));
+        let out = to_output("s", "t", &r).unwrap();
+        assert_eq!(out.images.len(), 2);
+        assert!(
+            out.text.starts_with(
+                "[image not shown: this result already carries the most images and files one \
+                 result may (10 MiB)]\n[resource: test://b,"
+            ),
+            "{}",
+            &out.text[..200]
+        );
+        assert!(matches!(&out.resources[0], ToolResource::Link { uri, .. } if uri == "test://b"));
+        let ToolResource::Text { text, .. } = &out.resources[1] else {
+            panic!("a text resource expected: {:?}", out.resources[1]);
+        };
+        assert!(text.len() < MAX_RESULT_BYTES + 40, "{}", text.len());
     }
 
     #[test]
