@@ -34,6 +34,7 @@ pub const TOOL_USE_SUMMARY_METHOD: &str = "_corvid/tool_use_summary";
 /// Permission option ids, one per [`ApprovalDecision`] the user can pick.
 pub(crate) const ALLOW_ONCE: &str = "allow_once";
 pub(crate) const ALLOW_ALWAYS: &str = "allow_always";
+const ALLOW_SERVER_ALWAYS: &str = "allow_server_always";
 pub(crate) const REJECT_ONCE: &str = "reject_once";
 const REJECT_ALWAYS: &str = "reject_always";
 
@@ -70,6 +71,8 @@ pub struct PermissionAsk<'a> {
     pub always_scope: Option<&'a str>,
     /// The `task` call whose subagent asks, whose label then leads the title.
     pub task_call: Option<&'a str>,
+    /// The MCP server of the asking tool, whose every tool a further option allows.
+    pub server: Option<&'a str>,
 }
 
 impl Mapper {
@@ -400,16 +403,25 @@ impl Mapper {
             Some(scope) => format!("Always allow `{scope}`"),
             None => "Allow always".to_owned(),
         };
-        let options = vec![
+        let mut options = vec![
             PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
             PermissionOption::new(ALLOW_ALWAYS, always, PermissionOptionKind::AllowAlways),
+        ];
+        if let Some(server) = ask.server {
+            options.push(PermissionOption::new(
+                ALLOW_SERVER_ALWAYS,
+                format!("Always allow every tool of server `{server}`"),
+                PermissionOptionKind::AllowAlways,
+            ));
+        }
+        options.extend([
             PermissionOption::new(REJECT_ONCE, "Reject once", PermissionOptionKind::RejectOnce),
             PermissionOption::new(
                 REJECT_ALWAYS,
                 "Reject always",
                 PermissionOptionKind::RejectAlways,
             ),
-        ];
+        ]);
         let options = match ask.tool_name {
             EXIT_PLAN_MODE => crate::plan_mode::leave_options(),
             _ => options,
@@ -423,6 +435,7 @@ pub fn decision_for_option(option_id: &str) -> ApprovalDecision {
     match option_id {
         ALLOW_ONCE => ApprovalDecision::AllowOnce,
         ALLOW_ALWAYS => ApprovalDecision::AllowAlways,
+        ALLOW_SERVER_ALWAYS => ApprovalDecision::AllowServerAlways,
         REJECT_ALWAYS => ApprovalDecision::RejectAlways,
         _ => ApprovalDecision::RejectOnce,
     }

@@ -523,6 +523,7 @@ impl Pump {
                 preview,
                 reason,
                 always_scope,
+                server,
             } => {
                 // A child's card and its answer share one id (the core waits under it too).
                 let shown_id = match &task_call {
@@ -537,6 +538,7 @@ impl Pump {
                     reason: reason.as_deref(),
                     always_scope: always_scope.as_deref(),
                     task_call: task_call.as_deref(),
+                    server: server.as_deref(),
                 });
                 self.enqueue_action(Outgoing::Ask {
                     request: Box::new(request),

@@ -328,3 +328,127 @@ fn a_malformed_rule_names_the_file_and_the_entry() {
         )
     );
 }
+
+/// An MCP server's tool that asks before it runs (not read-only, server not trusted).
+struct ServerTool {
+    name: &'static str,
+    server: &'static str,
+    ran: Ran,
+}
+
+impl corvid_tools::Tool for ServerTool {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn display_name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "an MCP tool for tests"
+    }
+    fn parameters(&self) -> serde_json::Value {
+        json!({"type": "object"})
+    }
+    fn kind(&self) -> corvid_protocol::ToolKind {
+        corvid_protocol::ToolKind::Other
+    }
+    fn mutates(&self) -> bool {
+        true
+    }
+    fn provenance(&self) -> corvid_protocol::Provenance {
+        corvid_protocol::Provenance::Mcp {
+            server_id: self.server.to_owned(),
+        }
+    }
+    fn display(
+        &self,
+        _args: &serde_json::Value,
+        _ctx: &corvid_tools::ToolContext,
+    ) -> corvid_protocol::ToolDisplay {
+        corvid_protocol::ToolDisplay {
+            title: self.name.to_owned(),
+            kind: corvid_protocol::ToolKind::Other,
+            locations: Vec::new(),
+        }
+    }
+    fn approval(
+        &self,
+        _args: &serde_json::Value,
+        _ctx: &corvid_tools::ToolContext,
+    ) -> futures::future::BoxFuture<'static, corvid_tools::ApprovalNeed> {
+        let preview = corvid_protocol::ApprovalPreview::Text {
+            text: self.name.to_owned(),
+        };
+        Box::pin(async move { corvid_tools::ApprovalNeed::Execute(preview) })
+    }
+    fn execute(
+        &self,
+        _args: serde_json::Value,
+        _ctx: corvid_tools::ToolContext,
+    ) -> futures::future::BoxFuture<
+        'static,
+        Result<corvid_protocol::ToolOutput, corvid_tools::ToolError>,
+    > {
+        self.ran.push(self.name.to_owned());
+        Box::pin(async { Ok(corvid_protocol::ToolOutput::text("ok")) })
+    }
+}
+
+#[tokio::test]
+async fn always_allowing_an_mcp_server_covers_its_other_tools_and_no_other_server() {
+    let ws = tempfile::tempdir().unwrap();
+    let ran = Ran::default();
+    let provider = turns(vec![
+        one_call("c1", "mcp__gh__create_issue", json!({})),
+        one_call("c2", "mcp__gh__close_issue", json!({})),
+        one_call("c3", "mcp__jira__create", json!({})),
+    ]);
+    let mut config = workspace_config(&provider, ws.path(), ApprovalMode::Default, &ran);
+    let tool = |name, server| -> std::sync::Arc<dyn corvid_tools::Tool> {
+        std::sync::Arc::new(ServerTool {
+            name,
+            server,
+            ran: ran.clone(),
+        })
+    };
+    config.tools = corvid_tools::ToolRegistry::new(vec![
+        tool("mcp__gh__create_issue", "gh"),
+        tool("mcp__gh__close_issue", "gh"),
+        tool("mcp__jira__create", "jira"),
+    ]);
+    let (_h, events) = run(config, |id| {
+        if id == "c1" {
+            ApprovalDecision::AllowServerAlways
+        } else {
+            ApprovalDecision::AllowOnce
+        }
+    })
+    .await;
+    // The request names the server, so front ends can offer it.
+    let servers: Vec<Option<String>> = events
+        .iter()
+        .filter_map(|ev| match ev {
+            corvid_protocol::CoreEvent::PermissionRequested { server, .. } => Some(server.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        servers,
+        vec![Some("gh".to_owned()), Some("jira".to_owned())]
+    );
+    assert_eq!(
+        asked(&events)
+            .into_iter()
+            .map(|a| a.call_id)
+            .collect::<Vec<_>>(),
+        vec!["c1", "c3"]
+    );
+    assert_eq!(
+        ran.all(),
+        strings(&[
+            "mcp__gh__create_issue",
+            "mcp__gh__close_issue",
+            "mcp__jira__create"
+        ])
+    );
+}

@@ -103,6 +103,7 @@ fn a_clean_lifecycle_passes() {
             preview: ApprovalPreview::Text { text: "x".into() },
             reason: None,
             always_scope: None,
+            server: None,
         },
         CoreEvent::PermissionResolved {
             call_id: "a".into(),

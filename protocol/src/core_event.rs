@@ -58,6 +58,10 @@ pub enum CoreEvent {
         /// label; `None` when "always" would cover the whole tool.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         always_scope: Option<String>,
+        /// The MCP server of the asking tool: front ends then also offer "always allow every
+        /// tool of this server".
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server: Option<String>,
     },
     /// The approval was answered.
     PermissionResolved {

@@ -99,6 +99,9 @@ pub enum ApprovalDecision {
     AllowOnce,
     /// Allow this tool for the rest of the session.
     AllowAlways,
+    /// Allow every tool of the call's MCP server for the rest of the session (offered only
+    /// when the request names a server).
+    AllowServerAlways,
     RejectOnce,
     /// Reject this tool for the rest of the session.
     RejectAlways,
@@ -112,6 +115,9 @@ pub enum ApprovalDecision {
 impl ApprovalDecision {
     /// Whether the call may run.
     pub fn is_allowed(self) -> bool {
-        matches!(self, Self::AllowOnce | Self::AllowAlways)
+        matches!(
+            self,
+            Self::AllowOnce | Self::AllowAlways | Self::AllowServerAlways
+        )
     }
 }

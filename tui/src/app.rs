@@ -8,9 +8,9 @@ use corvid_protocol::{ApprovalDecision, ApprovalMode, CoreEvent, Op, StopReason}
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::cells::{HistoryCell, NoticeKind};
-use crate::chat::ChatState;
+use crate::chat::{ChatState, PendingApproval};
 use crate::composer::Composer;
-use crate::live::{APPROVAL_CHOICES, LiveView, StatusInfo};
+use crate::live::{LiveView, StatusInfo};
 use crate::picker::{PickerOutcome, SessionLauncher, SessionPicker};
 use crate::replay::replay_order;
 use corvid_core::context::instructions::{self, InstructionsFile};
@@ -301,7 +301,7 @@ impl App {
         }
         if let Some(a) = self.chat.approval.clone() {
             if self.approval_armed(now)
-                && let Some(actions) = self.on_approval_key(key, &a.call_id)
+                && let Some(actions) = self.on_approval_key(key, &a)
             {
                 return actions;
             }
@@ -376,7 +376,8 @@ impl App {
     }
 
     /// What a key does to the approval dialog; `None` when it is no dialog key (text).
-    fn on_approval_key(&mut self, key: KeyEvent, call_id: &str) -> Option<Vec<Action>> {
+    fn on_approval_key(&mut self, key: KeyEvent, a: &PendingApproval) -> Option<Vec<Action>> {
+        let choices = a.choices();
         if key
             .modifiers
             .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
@@ -388,22 +389,21 @@ impl App {
             KeyCode::Char('y') => Some(ApprovalDecision::AllowOnce),
             KeyCode::Char('n') => Some(ApprovalDecision::RejectOnce),
             KeyCode::Left | KeyCode::Up | KeyCode::BackTab => {
-                self.approval_choice =
-                    (self.approval_choice + APPROVAL_CHOICES.len() - 1) % APPROVAL_CHOICES.len();
+                self.approval_choice = (self.approval_choice + choices.len() - 1) % choices.len();
                 None
             }
             KeyCode::Right | KeyCode::Down | KeyCode::Tab => {
-                self.approval_choice = (self.approval_choice + 1) % APPROVAL_CHOICES.len();
+                self.approval_choice = (self.approval_choice + 1) % choices.len();
                 None
             }
-            KeyCode::Enter => Some(APPROVAL_CHOICES[self.approval_choice % APPROVAL_CHOICES.len()]),
+            KeyCode::Enter => Some(choices[self.approval_choice % choices.len()]),
             _ => return None,
         };
         Some(
             decision
                 .map(|decision| {
                     vec![Action::Submit(Op::Approval {
-                        call_id: call_id.to_string(),
+                        call_id: a.call_id.clone(),
                         decision,
                     })]
                 })

@@ -23,6 +23,20 @@ pub struct PendingApproval {
     pub reason: Option<String>,
     /// What "allow always" covers (`cargo test`); `None`: the whole tool.
     pub always_scope: Option<String>,
+    /// The asking tool's MCP server, whose every tool one more choice allows.
+    pub server: Option<String>,
+}
+
+impl PendingApproval {
+    /// The choices the dialog lists, in order.
+    pub fn choices(&self) -> Vec<ApprovalDecision> {
+        let mut choices = vec![ApprovalDecision::AllowOnce, ApprovalDecision::AllowAlways];
+        if self.server.is_some() {
+            choices.push(ApprovalDecision::AllowServerAlways);
+        }
+        choices.push(ApprovalDecision::RejectOnce);
+        choices
+    }
 }
 
 /// The running task, for the live status row.
@@ -187,6 +201,7 @@ impl ChatState {
                 preview,
                 reason,
                 always_scope,
+                server,
             } => {
                 self.on_started(call_id, tool_name, display);
                 if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id)) {
@@ -200,6 +215,7 @@ impl ChatState {
                     preview: preview.clone(),
                     reason: reason.clone(),
                     always_scope: always_scope.clone(),
+                    server: server.clone(),
                 });
             }
             CoreEvent::ToolOutputDelta { call_id, text } => {
@@ -357,6 +373,7 @@ impl ChatState {
                 preview,
                 reason,
                 always_scope,
+                server,
             } => {
                 let task_title = task.map_or_else(|| "Task".to_owned(), |c| c.title.clone());
                 self.mark_attention();
@@ -367,6 +384,7 @@ impl ChatState {
                     preview: preview.clone(),
                     reason: reason.clone(),
                     always_scope: always_scope.clone(),
+                    server: server.clone(),
                 });
             }
             CoreEvent::PermissionResolved { call_id, .. }

@@ -26,13 +26,6 @@ const STREAM_ROWS: usize = 12;
 /// Rows of an approval preview (diff or command).
 const PREVIEW_ROWS: usize = 12;
 
-/// The approval choices, in the order the dialog lists them.
-pub const APPROVAL_CHOICES: [ApprovalDecision; 3] = [
-    ApprovalDecision::AllowOnce,
-    ApprovalDecision::AllowAlways,
-    ApprovalDecision::RejectOnce,
-];
-
 /// What the status line shows.
 #[derive(Debug, Clone)]
 pub struct StatusInfo {
@@ -49,7 +42,7 @@ pub struct LiveView<'a> {
     pub chat: &'a ChatState,
     pub composer: &'a Composer,
     pub status: &'a StatusInfo,
-    /// Highlighted entry of [`APPROVAL_CHOICES`].
+    /// Highlighted entry of the approval's choices ([`crate::chat::PendingApproval::choices`]).
     pub approval_choice: usize,
     /// The `/resume` picker, while open.
     pub picker: Option<&'a SessionPicker>,
@@ -242,7 +235,7 @@ fn approval_lines(a: &PendingApproval, choice: usize, width: u16) -> Vec<Line<'s
     preview.truncate(PREVIEW_ROWS + 2);
     out.extend(preview);
     let mut spans = vec![Span::raw("  ")];
-    for (i, decision) in APPROVAL_CHOICES.iter().enumerate() {
+    for (i, decision) in a.choices().into_iter().enumerate() {
         let style = if i == choice {
             Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
         } else {
@@ -252,7 +245,7 @@ fn approval_lines(a: &PendingApproval, choice: usize, width: u16) -> Vec<Line<'s
             spans.push(Span::raw(" "));
         }
         spans.push(Span::styled(
-            format!(" {} ", choice_label(a, *decision)),
+            format!(" {} ", choice_label(a, decision)),
             style,
         ));
     }
@@ -279,6 +272,10 @@ fn choice_label(a: &PendingApproval, decision: ApprovalDecision) -> String {
         ApprovalDecision::AllowOnce => "y Allow once".into(),
         ApprovalDecision::AllowAlways => match &a.always_scope {
             Some(scope) => format!("Always allow `{scope}`"),
+            None => format!("Always allow {}", a.tool_name),
+        },
+        ApprovalDecision::AllowServerAlways => match &a.server {
+            Some(server) => format!("Always allow server {server}"),
             None => format!("Always allow {}", a.tool_name),
         },
         _ => "n Reject".into(),

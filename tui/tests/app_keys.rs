@@ -267,6 +267,33 @@ fn allow_always_needs_a_deliberate_choice() {
 }
 
 #[test]
+fn an_mcp_tools_dialog_also_offers_allowing_its_whole_server() {
+    let t0 = Instant::now();
+    let shown = t0 + Duration::from_secs(1);
+    let mut a = app();
+    a.on_core_event_at(&task_started("go"), t0);
+    let mut request = permission(
+        "s1",
+        "mcp__gh__create_issue",
+        "Create issue",
+        ApprovalPreview::Text { text: "{}".into() },
+    );
+    if let CoreEvent::PermissionRequested { server, .. } = &mut request {
+        *server = Some("gh".into());
+    }
+    a.on_core_event_at(&request, t0);
+    let (lines, _) = a.view(shown).lines(100);
+    let dialog: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    assert!(dialog.contains("Always allow server gh"), "{dialog}");
+    a.on_key(key(KeyCode::Right), shown);
+    a.on_key(key(KeyCode::Right), shown);
+    assert_eq!(
+        a.on_key(key(KeyCode::Enter), shown),
+        answer(ApprovalDecision::AllowServerAlways)
+    );
+}
+
+#[test]
 fn slash_model_switches_the_model_and_slash_quit_exits() {
     let mut a = app();
     assert_eq!(

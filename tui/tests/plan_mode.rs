@@ -96,6 +96,7 @@ fn the_question_to_leave_plan_mode_says_what_each_answer_does() {
         },
         reason: None,
         always_scope: None,
+        server: None,
     });
     let (lines, _) = a.view(Instant::now()).lines(100);
     let shown: String = lines.iter().map(|l| format!("{l}\n")).collect();

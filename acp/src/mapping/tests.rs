@@ -309,6 +309,7 @@ fn a_permission_request_offers_the_four_options_and_maps_them_back() {
         reason: None,
         always_scope: None,
         task_call: None,
+        server: None,
     });
     let wire = serde_json::to_value(&request).unwrap_or_default();
     assert_eq!(
@@ -394,6 +395,7 @@ fn a_permission_request_says_why_it_asks_and_what_always_covers() {
         reason: Some("it writes under .git/, a protected path"),
         always_scope: Some("cargo test"),
         task_call: None,
+        server: None,
     });
     let wire = serde_json::to_value(&request).unwrap_or_default();
     assert_eq!(
@@ -516,6 +518,7 @@ fn a_subagents_permission_request_is_titled_with_its_tasks_label() {
         reason: None,
         always_scope: None,
         task_call: Some("t1"),
+        server: None,
     });
     let wire = serde_json::to_value(&request).unwrap_or_default();
     assert_eq!(
@@ -524,5 +527,30 @@ fn a_subagents_permission_request_is_titled_with_its_tasks_label() {
             wire["toolCall"]["title"].clone()
         ),
         (json!("t1/c5"), json!("Fix the tests: Run cargo test"))
+    );
+}
+
+#[test]
+fn an_mcp_tools_request_also_offers_allowing_its_whole_server() {
+    let request = mapper().permission_request(PermissionAsk {
+        call_id: "c7",
+        tool_name: "mcp__gh__create_issue",
+        display: &shell_display(),
+        preview: &cargo_test(),
+        reason: None,
+        always_scope: None,
+        task_call: None,
+        server: Some("gh"),
+    });
+    let wire = serde_json::to_value(&request).unwrap_or_default();
+    assert_eq!(
+        wire["options"][2],
+        json!({"optionId": "allow_server_always",
+               "name": "Always allow every tool of server `gh`", "kind": "allow_always"})
+    );
+    assert_eq!(wire["options"].as_array().map(Vec::len), Some(5));
+    assert_eq!(
+        decision_for_option("allow_server_always"),
+        ApprovalDecision::AllowServerAlways
     );
 }

@@ -6,8 +6,9 @@
 
 use std::path::PathBuf;
 
-use corvid_protocol::ToolDisplay;
-use corvid_protocol::{ApprovalDecision, ApprovalMode, ApprovalPreview, CoreEvent, ToolCall};
+use corvid_protocol::{
+    ApprovalDecision, ApprovalMode, ApprovalPreview, CoreEvent, Provenance, ToolCall, ToolDisplay,
+};
 use corvid_tools::{ApprovalNeed, Tool};
 
 use super::session::{TaskCtx, lock};
@@ -68,6 +69,11 @@ pub(super) async fn approve(
         file: file.as_deref(),
         paths: &paths,
     };
+    let server = match tool.provenance() {
+        Provenance::Mcp { server_id } => Some(server_id),
+        Provenance::Builtin | Provenance::Subagent => None,
+    };
+    let server = server.as_deref();
     let policy = &ctx.stat.policy;
     if let Some(rule) = policy.rules.denying(&subject) {
         return Approval::DeniedUnasked(denied_message(call, rule));
@@ -80,7 +86,7 @@ pub(super) async fn approve(
     };
     if let Some(reason) = escalation {
         // No mode, rule or remembered answer skips an escalated question.
-        return ask(ctx, call, display, preview, Some(reason), &subject).await;
+        return ask(ctx, call, display, preview, Some(reason), &subject, server).await;
     }
     let protected = match mode {
         ApprovalMode::Yolo => None,
@@ -92,18 +98,21 @@ pub(super) async fn approve(
         if lock(&ctx.shared.remembered).allows(&subject, Reach::ThisFileOnly) {
             return Approval::Granted { asked: false };
         }
-        return ask(ctx, call, display, preview, Some(reason), &subject).await;
+        return ask(ctx, call, display, preview, Some(reason), &subject, server).await;
     }
-    if automatic
-        || policy.rules.allow(&subject)
-        || lock(&ctx.shared.remembered).allows(&subject, Reach::Any)
-    {
+    let remembered = {
+        let remembered = lock(&ctx.shared.remembered);
+        remembered.allows(&subject, Reach::Any)
+            || server.is_some_and(|s| remembered.allows_server(s))
+    };
+    if automatic || policy.rules.allow(&subject) || remembered {
         return Approval::Granted { asked: false };
     }
-    ask(ctx, call, display, preview, None, &subject).await
+    ask(ctx, call, display, preview, None, &subject, server).await
 }
 
-/// Asks the user, remembers an "always" answer for the call's scope, and maps the answer.
+/// Asks the user, remembers an "always" answer for the call's scope (or its MCP `server`),
+/// and maps the answer.
 async fn ask(
     ctx: &TaskCtx,
     call: &ToolCall,
@@ -111,6 +120,7 @@ async fn ask(
     preview: ApprovalPreview,
     reason: Option<String>,
     subject: &Subject<'_>,
+    server: Option<&str>,
 ) -> Approval {
     let scope = Scope::of(subject);
     let answer = ctx.shared.wait_for_approval(&call.call_id);
@@ -121,6 +131,7 @@ async fn ask(
         preview,
         reason,
         always_scope: scope.label(&ctx.stat.cwd),
+        server: server.map(str::to_owned),
     });
     let decision = tokio::select! {
         biased;
@@ -139,6 +150,11 @@ async fn ask(
         ApprovalDecision::AllowAlways => {
             lock(&ctx.shared.remembered).remember(subject.tool, &scope, raw, true);
         }
+        // Only offered with a server; without one it is the narrower "always" for the tool.
+        ApprovalDecision::AllowServerAlways => match server {
+            Some(server) => lock(&ctx.shared.remembered).remember_server(server),
+            None => lock(&ctx.shared.remembered).remember(subject.tool, &scope, raw, true),
+        },
         ApprovalDecision::RejectAlways => {
             lock(&ctx.shared.remembered).remember(subject.tool, &scope, raw, false);
         }
@@ -148,9 +164,9 @@ async fn ask(
         | ApprovalDecision::Unattended => {}
     }
     match decision {
-        ApprovalDecision::AllowOnce | ApprovalDecision::AllowAlways => {
-            Approval::Granted { asked: true }
-        }
+        ApprovalDecision::AllowOnce
+        | ApprovalDecision::AllowAlways
+        | ApprovalDecision::AllowServerAlways => Approval::Granted { asked: true },
         ApprovalDecision::RejectOnce => Approval::Denied(rejected_message(call, false)),
         ApprovalDecision::RejectAlways => Approval::Denied(rejected_message(call, true)),
         ApprovalDecision::Cancelled => Approval::Denied(format!(

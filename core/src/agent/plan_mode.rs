@@ -153,6 +153,7 @@ async fn leave(
         preview,
         reason: Some(reason),
         always_scope: Some("edits".to_owned()),
+        server: None,
     });
     let decision = tokio::select! {
         biased;
@@ -168,7 +169,8 @@ async fn leave(
     });
     let next = match decision {
         ApprovalDecision::AllowAlways => ApprovalMode::AutoEdit,
-        ApprovalDecision::AllowOnce => ApprovalMode::Default,
+        // No server was offered; a client answering with one gets the narrower "once".
+        ApprovalDecision::AllowOnce | ApprovalDecision::AllowServerAlways => ApprovalMode::Default,
         ApprovalDecision::RejectOnce | ApprovalDecision::RejectAlways => {
             return Approval::Denied(KEEP_PLANNING.to_owned());
         }

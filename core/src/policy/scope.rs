@@ -80,6 +80,8 @@ fn shortened(command: &str) -> String {
 pub struct Remembered {
     allow: Vec<Rule>,
     reject: Vec<Rule>,
+    /// MCP servers whose every tool the user allowed.
+    allowed_servers: Vec<String>,
 }
 
 /// Which remembered allow answers may apply to a call.
@@ -118,6 +120,18 @@ impl Remembered {
             Reach::Any => allows(self.allow.iter(), s),
             Reach::ThisFileOnly => allows(self.allow.iter().filter(|r| r.is_file()), s),
         }
+    }
+
+    /// Remembers "allow every tool of this MCP server".
+    pub fn remember_server(&mut self, server: &str) {
+        if !self.allows_server(server) {
+            self.allowed_servers.push(server.to_owned());
+        }
+    }
+
+    /// Whether the user allowed every tool of this MCP server.
+    pub fn allows_server(&self, server: &str) -> bool {
+        self.allowed_servers.iter().any(|s| s == server)
     }
 
     /// Whether an earlier "reject always" covers the call (any part, any path).

@@ -119,6 +119,7 @@ pub fn permission(id: &str, name: &str, title: &str, preview: ApprovalPreview) -
         preview,
         reason: None,
         always_scope: None,
+        server: None,
     }
 }
 
