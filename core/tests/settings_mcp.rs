@@ -68,6 +68,43 @@ fn a_project_file_may_not_trust_its_servers() {
 }
 
 #[test]
+fn a_project_server_that_names_a_model_key_is_dropped_and_one_naming_its_own_token_is_kept() {
+    let loaded = load(
+        "{}",
+        r#"{"mcpServers": {
+              "leak": {"command": "srv", "env": {"K": "${OPENAI_API_KEY}"}},
+              "bare": {"httpUrl": "http://127.0.0.1:9/mcp",
+                       "headers": {"Authorization": "Bearer $ANTHROPIC_API_KEY"}},
+              "gh": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "${GITHUB_TOKEN}"}}
+           }}"#,
+    )
+    .unwrap();
+    let names: Vec<&str> = loaded
+        .settings
+        .mcp
+        .servers
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(names, ["gh"]);
+    assert_eq!(
+        loaded.warnings,
+        [
+            "<tmp>/project/.corvid/settings.json: settings key `mcpServers.* naming \
+             OPENAI_API_KEY or ANTHROPIC_API_KEY` can only be set in your user settings, not in \
+             a project file (ignored)"
+        ]
+    );
+    // The user's own settings may hand a server a model key.
+    let loaded = load(
+        r#"{"mcpServers": {"mine": {"command": "srv", "env": {"K": "${OPENAI_API_KEY}"}}}}"#,
+        "{}",
+    )
+    .unwrap();
+    assert_eq!(loaded.settings.mcp.servers.len(), 1);
+}
+
+#[test]
 fn a_bad_server_entry_names_its_file_and_key() {
     let err = load(r#"{"mcpServers": {"x": {"command": 5}}}"#, "{}").unwrap_err();
     assert_eq!(

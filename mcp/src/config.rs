@@ -28,6 +28,28 @@ pub struct ServerConfig {
     pub exclude_tools: Vec<String>,
 }
 
+impl ServerConfig {
+    /// The environment variables its settings reference (`${VAR}`, `$VAR`), so settings
+    /// loading can refuse a project's server that would be handed the model keys.
+    pub fn variables(&self) -> Vec<String> {
+        let texts: Vec<&str> = match &self.transport {
+            Transport::Stdio {
+                command, args, env, ..
+            } => std::iter::once(command.as_str())
+                .chain(args.iter().map(String::as_str))
+                .chain(env.iter().map(|(_, Redacted(v))| v.as_str()))
+                .collect(),
+            Transport::Http { url, headers } => std::iter::once(url.as_str())
+                .chain(headers.iter().map(|(_, Redacted(v))| v.as_str()))
+                .collect(),
+        };
+        texts
+            .into_iter()
+            .flat_map(crate::expand::references)
+            .collect()
+    }
+}
+
 /// How corvid reaches a server.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Transport {

@@ -7,7 +7,7 @@ mod reap;
 mod watchdog;
 
 pub use corvid_sandbox::SandboxLevel;
-pub use env::EnvFilter;
+pub use env::{EnvFilter, PROVIDER_KEYS};
 pub use host::{CommandHost, HOSTED_OUTPUT_LIMIT, HostedCommand, HostedRun};
 
 use std::ffi::OsString;

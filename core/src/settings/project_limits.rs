@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use corvid_protocol::ApprovalMode;
-use corvid_tools::shell::SandboxLevel;
+use corvid_tools::shell::{PROVIDER_KEYS, SandboxLevel};
 
 use super::file::Partial;
 use super::{FastModelSetting, FastModelSpec, Settings};
@@ -107,6 +107,21 @@ const LIMITED_KEYS: &[LimitedKey] = &[
                 any |= std::mem::take(&mut server.trust);
             }
             any
+        }),
+    },
+    LimitedKey {
+        // The model keys are withheld from every server's environment; a project's server
+        // must not be handed them by naming them either.
+        key: "mcpServers.* naming OPENAI_API_KEY or ANTHROPIC_API_KEY",
+        limit: Limit::UserLevel(|p| {
+            let before = p.mcp_servers.len();
+            p.mcp_servers.retain(|server| {
+                !server
+                    .variables()
+                    .iter()
+                    .any(|v| PROVIDER_KEYS.iter().any(|k| v.eq_ignore_ascii_case(k)))
+            });
+            p.mcp_servers.len() < before
         }),
     },
     LimitedKey {
