@@ -1,0 +1,164 @@
+//! Tool schemas and their request sizes, built once per tool.
+//!
+//! `Tool::parameters` builds a JSON tree. Each turn used to build every tool's tree twice (the
+//! compaction check, then the request) and serialize it twice more to count its bytes; with 100
+//! sessions turning at once on two cores that was about a tenth of corvid's CPU
+//! (`cargo bench -p corvid-cli --bench acp_sessions`, issue 16).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use corvid_protocol::ToolSchema;
+use corvid_tools::Tool;
+
+use super::session::lock;
+use crate::context::meter::schema_bytes;
+
+/// The schemas of the tools a session (and its subagents) offered, by tool name.
+#[derive(Default)]
+pub(super) struct SchemaCache {
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+struct Entry {
+    /// The tool the schema was built from. An MCP server that restarts offers new tool objects
+    /// under the same names, whose schemas may differ: those are built afresh. Holding the tool
+    /// keeps its address from being reused by another one meanwhile.
+    tool: Arc<dyn Tool>,
+    schema: ToolSchema,
+    /// What the schema adds to a request, as [`schema_bytes`] counts it.
+    bytes: u64,
+}
+
+impl SchemaCache {
+    /// The schemas of `tools`, in order, and the bytes they add to a request.
+    pub(super) fn schemas(&self, tools: &[Arc<dyn Tool>]) -> (Vec<ToolSchema>, u64) {
+        let mut entries = lock(&self.entries);
+        let mut bytes = 0;
+        let schemas = tools
+            .iter()
+            .map(|tool| {
+                let entry = entry(&mut entries, tool);
+                bytes += entry.bytes;
+                entry.schema.clone()
+            })
+            .collect();
+        (schemas, bytes)
+    }
+
+    /// The bytes the schemas of `tools` add to a request.
+    pub(super) fn bytes(&self, tools: &[Arc<dyn Tool>]) -> u64 {
+        let mut entries = lock(&self.entries);
+        tools
+            .iter()
+            .map(|tool| entry(&mut entries, tool).bytes)
+            .sum()
+    }
+}
+
+/// The tool's entry, built if the cache has none for this very tool.
+fn entry<'a>(entries: &'a mut HashMap<String, Entry>, tool: &Arc<dyn Tool>) -> &'a Entry {
+    let name = tool.name();
+    let fresh = entries
+        .get(name)
+        .is_some_and(|entry| Arc::ptr_eq(&entry.tool, tool));
+    if !fresh {
+        let schema = ToolSchema {
+            name: name.to_owned(),
+            description: tool.description().to_owned(),
+            parameters: tool.parameters(),
+        };
+        let bytes = schema_bytes(&schema);
+        let entry = Entry {
+            tool: tool.clone(),
+            schema,
+            bytes,
+        };
+        entries.insert(name.to_owned(), entry);
+    }
+    &entries[name]
+}
+
+#[cfg(test)]
+mod tests {
+    use corvid_protocol::{ToolDisplay, ToolKind, ToolOutput};
+    use corvid_tools::{ApprovalNeed, ToolContext, ToolError};
+    use futures::future::BoxFuture;
+    use pretty_assertions::assert_eq;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// A tool whose schema says which instance built it.
+    struct Named(&'static str, u32);
+
+    impl Tool for Named {
+        fn name(&self) -> &str {
+            self.0
+        }
+        fn display_name(&self) -> &str {
+            self.0
+        }
+        fn description(&self) -> &str {
+            "a tool"
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object", "version": self.1})
+        }
+        fn kind(&self) -> ToolKind {
+            ToolKind::Other
+        }
+        fn mutates(&self) -> bool {
+            false
+        }
+        fn display(&self, _: &Value, _: &ToolContext) -> ToolDisplay {
+            unreachable!("not displayed in these tests")
+        }
+        fn approval(&self, _: &Value, _: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
+            unreachable!("not approved in these tests")
+        }
+        fn execute(
+            &self,
+            _: Value,
+            _: ToolContext,
+        ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+            unreachable!("not run in these tests")
+        }
+    }
+
+    fn versions(schemas: &[ToolSchema]) -> Vec<(String, Value)> {
+        schemas
+            .iter()
+            .map(|s| (s.name.clone(), s.parameters["version"].clone()))
+            .collect()
+    }
+
+    #[test]
+    fn schemas_come_in_the_tools_order_with_the_bytes_a_request_counts_for_them() {
+        let cache = SchemaCache::default();
+        let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Named("b", 1)), Arc::new(Named("a", 1))];
+        let (schemas, bytes) = cache.schemas(&tools);
+        assert_eq!(
+            versions(&schemas),
+            vec![("b".into(), json!(1)), ("a".into(), json!(1))]
+        );
+        assert_eq!(bytes, schemas.iter().map(schema_bytes).sum::<u64>());
+        assert_eq!(cache.bytes(&tools[..1]), schema_bytes(&schemas[0]));
+    }
+
+    #[test]
+    fn a_new_tool_under_a_known_name_gets_its_own_schema() {
+        let cache = SchemaCache::default();
+        let first: Arc<dyn Tool> = Arc::new(Named("mcp__x__echo", 1));
+        let restarted: Arc<dyn Tool> = Arc::new(Named("mcp__x__echo", 2));
+        let before = cache.schemas(std::slice::from_ref(&first)).0;
+        let after = cache.schemas(std::slice::from_ref(&restarted)).0;
+        assert_eq!(
+            [versions(&before), versions(&after)],
+            [
+                vec![("mcp__x__echo".into(), json!(1))],
+                vec![("mcp__x__echo".into(), json!(2))]
+            ]
+        );
+    }
+}
