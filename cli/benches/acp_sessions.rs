@@ -327,7 +327,7 @@ impl Agent {
         }
     }
 
-    /// A field of `/proc/PID/status`, in KiB.
+    /// A number of `/proc/PID/status` (sizes are in KiB).
     fn status_kib(&self, key: &str) -> Result<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
         let line = status
@@ -425,6 +425,8 @@ struct Report {
     rss_all_kib: u64,
     peak_kib: u64,
     agent_cpu: f64,
+    /// corvid's threads once every prompt was answered.
+    threads: u64,
 }
 
 /// Starts corvid, opens the sessions, prompts them all at once and waits for every answer.
@@ -491,6 +493,7 @@ async fn measure(mock: &Mock, options: &Options) -> Result<Report> {
     .context("the prompts were not all answered in time")??;
     let agent_cpu = agent.cpu_seconds()? - agent_cpu0;
     let peak_kib = agent.status_kib("VmHWM")?;
+    let threads = agent.status_kib("Threads")?;
     if let Some(perf) = perf {
         perf.stop()?;
     }
@@ -524,6 +527,7 @@ async fn measure(mock: &Mock, options: &Options) -> Result<Report> {
         rss_all_kib,
         peak_kib,
         agent_cpu,
+        threads,
     })
 }
 
@@ -552,13 +556,14 @@ impl Report {
         println!(
             "  RSS with 1 session {:.1} MiB, with {sessions} idle {:.1} MiB ({per_session} KiB per \
              extra session), peak {:.1} MiB; corvid's CPU during the turns {:.0} ms ({:.2} ms a \
-             session); all {sessions} first model requests in {:.1} ms",
+             session); all {sessions} first model requests in {:.1} ms; {} threads after",
             self.rss_one_kib as f64 / 1024.0,
             self.rss_all_kib as f64 / 1024.0,
             self.peak_kib as f64 / 1024.0,
             self.agent_cpu * 1000.0,
             self.agent_cpu * 1000.0 / sessions as f64,
             self.requests_ms,
+            self.threads,
         );
     }
 }

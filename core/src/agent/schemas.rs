@@ -1,9 +1,11 @@
-//! Tool schemas and their request sizes, built once per tool.
+//! What each tool's schema adds to a request, measured once per tool.
 //!
 //! `Tool::parameters` builds a JSON tree. Each turn used to build every tool's tree twice (the
 //! compaction check, then the request) and serialize it twice more to count its bytes; with 100
 //! sessions turning at once on two cores that was about a tenth of corvid's CPU
-//! (`cargo bench -p corvid-cli --bench acp_sessions`, issue 16).
+//! (`cargo bench -p corvid-cli --bench acp_sessions`, issue 16). Now the request builds the
+//! schemas once and the sizes come from here. Only sizes are kept: keeping the schemas
+//! themselves cost about 40 KiB per session.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,23 +16,22 @@ use corvid_tools::Tool;
 use super::session::lock;
 use crate::context::meter::schema_bytes;
 
-/// The schemas of the tools a session (and its subagents) offered, by tool name.
+/// The request size of each tool's schema, by tool name.
 #[derive(Default)]
-pub(super) struct SchemaCache {
+pub(super) struct SchemaSizes {
     entries: Mutex<HashMap<String, Entry>>,
 }
 
 struct Entry {
-    /// The tool the schema was built from. An MCP server that restarts offers new tool objects
-    /// under the same names, whose schemas may differ: those are built afresh. Holding the tool
+    /// The tool that was measured. An MCP server that restarts offers new tool objects under
+    /// the same names, whose schemas may differ: those are measured afresh. Holding the tool
     /// keeps its address from being reused by another one meanwhile.
     tool: Arc<dyn Tool>,
-    schema: ToolSchema,
     /// What the schema adds to a request, as [`schema_bytes`] counts it.
     bytes: u64,
 }
 
-impl SchemaCache {
+impl SchemaSizes {
     /// The schemas of `tools`, in order, and the bytes they add to a request.
     pub(super) fn schemas(&self, tools: &[Arc<dyn Tool>]) -> (Vec<ToolSchema>, u64) {
         let mut entries = lock(&self.entries);
@@ -38,9 +39,9 @@ impl SchemaCache {
         let schemas = tools
             .iter()
             .map(|tool| {
-                let entry = entry(&mut entries, tool);
-                bytes += entry.bytes;
-                entry.schema.clone()
+                let schema = schema(tool.as_ref());
+                bytes += size(&mut entries, tool, Some(&schema));
+                schema
             })
             .collect();
         (schemas, bytes)
@@ -51,32 +52,41 @@ impl SchemaCache {
         let mut entries = lock(&self.entries);
         tools
             .iter()
-            .map(|tool| entry(&mut entries, tool).bytes)
+            .map(|tool| size(&mut entries, tool, None))
             .sum()
     }
 }
 
-/// The tool's entry, built if the cache has none for this very tool.
-fn entry<'a>(entries: &'a mut HashMap<String, Entry>, tool: &Arc<dyn Tool>) -> &'a Entry {
-    let name = tool.name();
-    let fresh = entries
-        .get(name)
-        .is_some_and(|entry| Arc::ptr_eq(&entry.tool, tool));
-    if !fresh {
-        let schema = ToolSchema {
-            name: name.to_owned(),
-            description: tool.description().to_owned(),
-            parameters: tool.parameters(),
-        };
-        let bytes = schema_bytes(&schema);
-        let entry = Entry {
-            tool: tool.clone(),
-            schema,
-            bytes,
-        };
-        entries.insert(name.to_owned(), entry);
+fn schema(tool: &dyn Tool) -> ToolSchema {
+    ToolSchema {
+        name: tool.name().to_owned(),
+        description: tool.description().to_owned(),
+        parameters: tool.parameters(),
     }
-    &entries[name]
+}
+
+/// The tool's size, measured (on `built`, when the caller has the schema) if this very tool
+/// was not measured yet.
+fn size(
+    entries: &mut HashMap<String, Entry>,
+    tool: &Arc<dyn Tool>,
+    built: Option<&ToolSchema>,
+) -> u64 {
+    if let Some(entry) = entries.get(tool.name())
+        && Arc::ptr_eq(&entry.tool, tool)
+    {
+        return entry.bytes;
+    }
+    let bytes = match built {
+        Some(schema) => schema_bytes(schema),
+        None => schema_bytes(&schema(tool.as_ref())),
+    };
+    let entry = Entry {
+        tool: tool.clone(),
+        bytes,
+    };
+    entries.insert(tool.name().to_owned(), entry);
+    bytes
 }
 
 #[cfg(test)]
@@ -135,30 +145,25 @@ mod tests {
 
     #[test]
     fn schemas_come_in_the_tools_order_with_the_bytes_a_request_counts_for_them() {
-        let cache = SchemaCache::default();
+        let sizes = SchemaSizes::default();
         let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Named("b", 1)), Arc::new(Named("a", 1))];
-        let (schemas, bytes) = cache.schemas(&tools);
+        let (schemas, bytes) = sizes.schemas(&tools);
         assert_eq!(
             versions(&schemas),
             vec![("b".into(), json!(1)), ("a".into(), json!(1))]
         );
         assert_eq!(bytes, schemas.iter().map(schema_bytes).sum::<u64>());
-        assert_eq!(cache.bytes(&tools[..1]), schema_bytes(&schemas[0]));
+        assert_eq!(sizes.bytes(&tools[..1]), schema_bytes(&schemas[0]));
     }
 
     #[test]
-    fn a_new_tool_under_a_known_name_gets_its_own_schema() {
-        let cache = SchemaCache::default();
+    fn a_new_tool_under_a_known_name_is_measured_afresh() {
+        let sizes = SchemaSizes::default();
         let first: Arc<dyn Tool> = Arc::new(Named("mcp__x__echo", 1));
-        let restarted: Arc<dyn Tool> = Arc::new(Named("mcp__x__echo", 2));
-        let before = cache.schemas(std::slice::from_ref(&first)).0;
-        let after = cache.schemas(std::slice::from_ref(&restarted)).0;
-        assert_eq!(
-            [versions(&before), versions(&after)],
-            [
-                vec![("mcp__x__echo".into(), json!(1))],
-                vec![("mcp__x__echo".into(), json!(2))]
-            ]
-        );
+        let restarted: Arc<dyn Tool> = Arc::new(Named("mcp__x__echo", 123_456));
+        let measured = [&first, &restarted, &first].map(|t| sizes.bytes(std::slice::from_ref(t)));
+        let expected = [&first, &restarted, &first].map(|t| schema_bytes(&schema(t.as_ref())));
+        assert_eq!(measured, expected);
+        assert_eq!(expected[1], expected[0] + 5);
     }
 }

@@ -44,8 +44,9 @@ pub(super) struct Static {
     pub summaries: Option<SummaryConfig>,
     /// Permission rules, protected paths and the other policies of the session.
     pub policy: crate::policy::SessionPolicy,
-    /// The tools' schemas, built once (shared with subagents, whose tools are the same objects).
-    pub schemas: Arc<super::schemas::SchemaCache>,
+    /// The request size of the tools' schemas, measured once (shared with subagents, whose
+    /// tools are the same objects).
+    pub schemas: Arc<super::schemas::SchemaSizes>,
 }
 
 /// What operations change while a task runs. A subagent has its own, sharing the parent's
