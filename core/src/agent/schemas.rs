@@ -2,10 +2,10 @@
 //!
 //! `Tool::parameters` builds a JSON tree. Each turn used to build every tool's tree twice (the
 //! compaction check, then the request) and serialize it twice more to count its bytes; with 100
-//! sessions turning at once on two cores that was about a tenth of corvid's CPU
-//! (`cargo bench -p corvid-cli --bench acp_sessions`, issue 16). Now the request builds the
-//! schemas once and the sizes come from here. Only sizes are kept: keeping the schemas
-//! themselves cost about 40 KiB per session.
+//! sessions turning at once on two cores, building and sizing schemas was about a tenth of
+//! corvid's CPU (`cargo bench -p corvid-cli --bench acp_sessions`, issue 16). Now the request
+//! builds the schemas once and their sizes come from here. Only sizes are kept: the schemas
+//! themselves would cost about 40 KiB per session.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
