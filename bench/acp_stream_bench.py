@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Measures corvid's ACP output path at scale against a loopback SSE server in this process.
 
-usage: bench/acp_stream_bench.py CORVID_BIN [--deltas 80000] [--sessions 100] [--slow-deltas 5000]
-                                 [--only stream|paced|slow|sessions]
+usage: bench/acp_stream_bench.py CORVID_BIN [--deltas 80000] [--slow-deltas 5000]
+                                 [--only stream|paced|slow]
 
 Reports:
   * stream: one text-only answer of --deltas deltas, sent by the mock in one write, read by a
@@ -11,9 +11,9 @@ Reports:
   * paced: the same with one write+flush per delta, so that most deltas are frames of their own;
   * slow: a client that reads one frame per millisecond against a model streaming text and
     three tool calls at full speed: peak RSS, frames read, whether every tool frame arrived
-    in order and the text arrived complete;
-  * sessions: --sessions sessions in one process each streaming one tool turn at once:
-    chunk -> preparing and finish -> in_progress p50/p99, RSS with 1 and with all sessions.
+    in order and the text arrived complete.
+Many sessions at once are measured by `cargo bench -p corvid-cli --bench acp_sessions`: this
+mock's threads could not serve them at once (see bench/acp_stream.md).
 Only 127.0.0.1 is contacted.
 """
 import argparse, json, os, sys, tempfile, threading, time
@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import acp_bench  # noqa: E402
-from acp_bench import ARG_FRAGMENTS, card_times, chunk, pct, stream_tool_call  # noqa: E402
+from acp_bench import ARG_FRAGMENTS, chunk  # noqa: E402
 
 BASE = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "bench"}
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -75,7 +75,6 @@ class Mock:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.server.request_queue_size = 256
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self):
@@ -232,66 +231,15 @@ def bench_slow(binary, n):
           f"({len(tool_frames)} tool frames: {statuses})")
 
 
-def bench_sessions(binary, count):
-    first_chunk_at, finish_at = {}, {}
-
-    def respond(_, handler, body):
-        request = json.loads(body)
-        if any(m.get("role") == "tool" for m in request.get("messages", [])):
-            handler.wfile.write(chunk({**BASE, "choices": [{"index": 0, "delta": {"content": "done"}}]}))
-            handler.wfile.write(chunk({**BASE, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
-            return
-        with lock:
-            cid = f"call_{len(first_chunk_at)}"
-            first_chunk_at[cid] = None
-        stream_tool_call(handler.wfile, BASE, cid, first_chunk_at, finish_at)
-
-    lock = threading.Lock()
-    mock, work = Mock(respond), workdir()
-    agent = open_agent(binary, mock, work)
-    sids = [agent.call("session/new", {"cwd": work, "mcpServers": []})["sessionId"]]
-    time.sleep(0.3)
-    one = agent.status("VmRSS")
-    sids += [agent.call("session/new", {"cwd": work, "mcpServers": []})["sessionId"] for _ in range(count - 1)]
-    time.sleep(0.3)
-    all_idle = agent.status("VmRSS")
-    prepared, started, on_message = card_times()
-
-    ids = {agent.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]})
-           for sid in sids}
-    answered = set()
-
-    def done(msg):
-        if msg.get("id") in ids and "method" not in msg:
-            if "error" in msg:
-                raise SystemExit(f"agent error: {msg['error']}")
-            answered.add(msg["id"])
-        return answered == ids
-
-    agent.until(done, on_message, timeout=600)
-    peak = agent.status("VmHWM")
-    agent.close()
-    mock.close()
-    prep = [(prepared[c] - t) * 1000 for c, t in first_chunk_at.items() if c in prepared and t]
-    inprog = [(started[c] - t) * 1000 for c, t in finish_at.items() if c in started]
-    if len(prep) != count or len(inprog) != count:
-        raise SystemExit(f"missing frames: {len(prep)} preparing, {len(inprog)} in_progress of {count} sessions")
-    print(f"{count} sessions: chunk -> preparing p50 {pct(prep, 50):.2f} ms, p99 {pct(prep, 99):.2f} ms; "
-          f"finish -> in_progress p50 {pct(inprog, 50):.2f} ms, p99 {pct(inprog, 99):.2f} ms")
-    print(f"{count} sessions: RSS with 1 session {one / 1024:.1f} MiB, with {count} idle {all_idle / 1024:.1f} MiB "
-          f"({(all_idle - one) / (count - 1):.0f} KiB per extra session), peak while streaming {peak / 1024:.1f} MiB")
-
-
 def main():
     # The mock's and the reader's threads share one GIL; the default 5 ms switch interval would
-    # show up in the latencies as the bench's own delay.
+    # pace the slow client and the mock by the interpreter rather than by the agent.
     sys.setswitchinterval(0.0001)
     ap = argparse.ArgumentParser()
     ap.add_argument("binary")
     ap.add_argument("--deltas", type=int, default=80000)
     ap.add_argument("--slow-deltas", type=int, default=5000)
-    ap.add_argument("--sessions", type=int, default=100)
-    ap.add_argument("--only", choices=["stream", "paced", "slow", "sessions"])
+    ap.add_argument("--only", choices=["stream", "paced", "slow"])
     a = ap.parse_args()
     if a.only in (None, "stream"):
         bench_stream(a.binary, a.deltas, paced=False)
@@ -299,8 +247,6 @@ def main():
         bench_stream(a.binary, a.deltas, paced=True)
     if a.only in (None, "slow"):
         bench_slow(a.binary, a.slow_deltas)
-    if a.only in (None, "sessions"):
-        bench_sessions(a.binary, a.sessions)
 
 
 if __name__ == "__main__":

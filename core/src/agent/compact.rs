@@ -11,7 +11,6 @@ use super::session::{SessionState, TaskCtx, lock};
 use crate::context::compaction::{
     COMPACTION_SYSTEM, compacted_history, split_point, summary_request,
 };
-use crate::context::meter::request_bytes;
 
 /// The share of the window kept verbatim after a compaction (the recent turns); the rest of
 /// the history becomes the summary.
@@ -32,11 +31,7 @@ pub(super) enum Trigger {
 
 /// The estimated size in tokens of the next main request with the current history.
 pub(super) fn next_request_tokens(ctx: &TaskCtx, state: &SessionState) -> u64 {
-    let fixed = request_bytes(
-        &plan_mode::system_prompt(ctx),
-        &plan_mode::tool_schemas(ctx),
-        &[],
-    );
+    let fixed = plan_mode::system_prompt(ctx).len() as u64 + plan_mode::tool_bytes(ctx);
     state.meter.tokens(fixed + state.history_bytes())
 }
 

@@ -27,6 +27,7 @@ mod ids;
 mod live_feed;
 mod plan_mode;
 mod prompt;
+mod schemas;
 mod session;
 mod subagent;
 mod summaries;

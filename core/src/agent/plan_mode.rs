@@ -2,6 +2,8 @@
 //! `exit_plan_mode`), any other call is refused unasked, and `exit_plan_mode` shows the plan
 //! and asks the user to leave plan mode; a yes switches the session's approval mode.
 
+use std::sync::Arc;
+
 use corvid_protocol::{
     ApprovalDecision, ApprovalMode, ApprovalPreview, CoreEvent, ToolCall, ToolDisplay, ToolSchema,
 };
@@ -78,18 +80,23 @@ pub(super) fn system_prompt(ctx: &TaskCtx) -> String {
     }
 }
 
-/// The tools offered to the model in the session's current mode.
-pub(super) fn tool_schemas(ctx: &TaskCtx) -> Vec<ToolSchema> {
+/// The schemas of the tools offered to the model in the session's current mode, and the bytes
+/// they add to a request.
+pub(super) fn tool_schemas(ctx: &TaskCtx) -> (Vec<ToolSchema>, u64) {
+    ctx.stat.schemas.schemas(&offered_tools(ctx))
+}
+
+/// The bytes the schemas of the offered tools add to a request.
+pub(super) fn tool_bytes(ctx: &TaskCtx) -> u64 {
+    ctx.stat.schemas.bytes(&offered_tools(ctx))
+}
+
+fn offered_tools(ctx: &TaskCtx) -> Vec<Arc<dyn Tool>> {
     let mode = mode(ctx);
     ctx.stat
         .tools
         .iter()
         .filter(|tool| offered(tool.as_ref(), mode))
-        .map(|tool| ToolSchema {
-            name: tool.name().to_owned(),
-            description: tool.description().to_owned(),
-            parameters: tool.parameters(),
-        })
         .collect()
 }
 

@@ -13,7 +13,6 @@ use super::exec::run_batch;
 use super::plan_mode;
 use super::session::{SessionState, TaskCtx, lock};
 use super::summaries::SummaryTracker;
-use crate::context::meter::request_bytes;
 use crate::policy::MaxTurns;
 
 /// Consecutive rate-limited/overloaded failures after which the fallback model is tried even
@@ -161,16 +160,16 @@ async fn run_turn(
             ctx.events.emit(CoreEvent::Warning { message });
         }
         let model = lock(&ctx.shared.model).clone();
+        let (tools, tool_bytes) = plan_mode::tool_schemas(ctx);
         let request = ModelRequest {
             model: model.clone(),
             system: plan_mode::system_prompt(ctx),
             messages: state.history.clone(),
-            tools: plan_mode::tool_schemas(ctx),
+            tools,
             max_output_tokens: ctx.stat.max_output_tokens,
             temperature: None,
         };
-        let sent_bytes =
-            request_bytes(&request.system, &request.tools, &[]) + state.history_bytes();
+        let sent_bytes = request.system.len() as u64 + tool_bytes + state.history_bytes();
         let (out, end) = run_attempt(ctx, request, &state.used_ids).await;
         if let Some(usage) = out.usage {
             ctx.events.emit(CoreEvent::Usage {

@@ -65,11 +65,13 @@ impl ContextMeter {
 /// The bytes a request of this system prompt, these tools and these messages sends (text
 /// and arguments; framing is left out, the calibration absorbs it).
 pub fn request_bytes(system: &str, tools: &[ToolSchema], messages: &[Message]) -> u64 {
-    let tools: u64 = tools
-        .iter()
-        .map(|t| len(&t.name) + len(&t.description) + json_len(&t.parameters))
-        .sum();
+    let tools: u64 = tools.iter().map(schema_bytes).sum();
     len(system) + tools + messages.iter().map(message_bytes).sum::<u64>()
+}
+
+/// The bytes one tool's schema adds to a request.
+pub fn schema_bytes(tool: &ToolSchema) -> u64 {
+    len(&tool.name) + len(&tool.description) + json_len(&tool.parameters)
 }
 
 /// The bytes one message adds to a request.

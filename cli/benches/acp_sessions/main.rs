@@ -1,0 +1,251 @@
+//! Many ACP sessions in one `corvid --acp`, each streaming a tool turn at once (issue 16 item 4):
+//! chunk → preparing and finish → `in_progress` p50/p99, and RSS.
+//!
+//! `cargo bench -p corvid-cli --bench acp_sessions [-- --sessions 100 --runs 3 --binary PATH]`
+//! (`--binary` runs another build; `--perf FILE` records a `perf` profile of corvid during the
+//! turns only, call graphs by DWARF, for `perf report -i FILE`).
+//!
+//! A loopback HTTP/1.1 SSE mock on a tokio listener ([`mock`]) serves every session at once (one
+//! `read_file` call: the id+name chunk, six argument fragments 2 ms apart, the finish chunk,
+//! `[DONE]`; the answer to the tool result is "done"), and a plain thread reads corvid's stdout
+//! ([`agent`]). Both timestamps of a latency are `Instant`s of this one process: the mock's is
+//! taken right after the chunk's `write` returned, the client's right after the `read` that
+//! completed the frame's line. It replaces the `sessions` mode of `bench/acp_stream_bench.py`,
+//! whose server's listen backlog of 5 let only a few sessions stream at once (BENCHMARKS.md).
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
+
+mod agent;
+mod mock;
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+
+use agent::{Agent, Perf, result};
+use mock::Mock;
+
+/// How long a run may take before the bench gives up.
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+fn main() -> Result<()> {
+    let options = options()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let mock = Mock::start().await?;
+        for run in 1..=options.runs {
+            let load = std::fs::read_to_string("/proc/loadavg")?;
+            let load = load
+                .split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ");
+            println!("run {run}/{} (load average {load}):", options.runs);
+            measure(&mock, &options).await?.print(options.sessions);
+        }
+        Ok(())
+    })
+}
+
+struct Options {
+    sessions: usize,
+    runs: usize,
+    binary: PathBuf,
+    perf: Option<PathBuf>,
+}
+
+/// `--sessions N`, `--runs N`, `--binary PATH`, `--perf FILE`; anything else cargo passes (`--bench`) is ignored.
+fn options() -> Result<Options> {
+    let mut options = Options {
+        sessions: 100,
+        runs: 3,
+        binary: env!("CARGO_BIN_EXE_corvid").into(),
+        perf: None,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let number = match arg.as_str() {
+            "--sessions" => &mut options.sessions,
+            "--runs" => &mut options.runs,
+            "--binary" => {
+                options.binary = args.next().context("a path after --binary")?.into();
+                continue;
+            }
+            "--perf" => {
+                options.perf = Some(args.next().context("a path after --perf")?.into());
+                continue;
+            }
+            _ => continue,
+        };
+        *number = args
+            .next()
+            .context("a number after the option")?
+            .parse()
+            .with_context(|| format!("{arg} takes a number"))?;
+    }
+    if options.sessions < 2 {
+        bail!("--sessions must be at least 2");
+    }
+    Ok(options)
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// One run's figures.
+struct Report {
+    /// From the first prompt written to the last session's model request received.
+    requests_ms: f64,
+    preparing_ms: Vec<f64>,
+    in_progress_ms: Vec<f64>,
+    rss_one_kib: u64,
+    rss_all_kib: u64,
+    peak_kib: u64,
+    agent_cpu: f64,
+    /// corvid's threads once every prompt was answered.
+    threads: u64,
+}
+
+/// Starts corvid, opens the sessions, prompts them all at once and waits for every answer.
+async fn measure(mock: &Mock, options: &Options) -> Result<Report> {
+    let sessions = options.sessions;
+    let work = tempfile::tempdir()?;
+    std::fs::write(work.path().join("notes.txt"), "bench notes\n")?;
+    let mut agent = Agent::spawn(&options.binary, mock.port, work.path())?;
+    agent
+        .call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        )
+        .await?;
+    let new_session = json!({"cwd": work.path(), "mcpServers": []});
+    let mut ids = Vec::new();
+    let mut rss_one_kib = 0;
+    for n in 0..sessions {
+        let session = agent.call("session/new", new_session.clone()).await?;
+        ids.push(session["sessionId"].clone());
+        if n == 0 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            rss_one_kib = agent.status_kib("VmRSS")?;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let rss_all_kib = agent.status_kib("VmRSS")?;
+    mock.take_flushes();
+    let perf = match &options.perf {
+        Some(file) => Some(Perf::attach(agent.child.id(), file).await?),
+        None => None,
+    };
+
+    let agent_cpu0 = agent.cpu_seconds()?;
+    let mut prompts = HashSet::new();
+    let prompted = Instant::now();
+    for id in &ids {
+        let prompt = json!({"sessionId": id, "prompt": [{"type": "text", "text": "go"}]});
+        prompts.insert(agent.request("session/prompt", prompt)?);
+    }
+    let (mut preparing, mut in_progress) = (HashMap::new(), HashMap::new());
+    tokio::time::timeout(RUN_LIMIT, async {
+        while !prompts.is_empty() {
+            let (at, message) = agent.next().await?;
+            if let Some(id) = message["id"].as_u64() {
+                result(message)?;
+                prompts.remove(&id);
+                continue;
+            }
+            let update = &message["params"]["update"];
+            let Some(call_id) = update["toolCallId"].as_str() else {
+                continue;
+            };
+            if update["sessionUpdate"] == "tool_call" && update["_meta"]["phase"] == "preparing" {
+                preparing.entry(call_id.to_owned()).or_insert(at);
+            }
+            if update["status"] == "in_progress" {
+                in_progress.entry(call_id.to_owned()).or_insert(at);
+            }
+        }
+        anyhow::Ok(())
+    })
+    .await
+    .context("the prompts were not all answered in time")??;
+    let agent_cpu = agent.cpu_seconds()? - agent_cpu0;
+    let peak_kib = agent.status_kib("VmHWM")?;
+    let threads = agent.status_kib("Threads")?;
+    if let Some(perf) = perf {
+        perf.stop()?;
+    }
+    agent.close()?;
+
+    let flushes = mock.take_flushes();
+    let latencies = |read: &HashMap<String, Instant>, flushed: &HashMap<String, Instant>| {
+        let ms = flushed.iter().filter_map(|(call, sent)| {
+            let at = read.get(call)?;
+            Some(ms(at.saturating_duration_since(*sent)))
+        });
+        ms.collect::<Vec<_>>()
+    };
+    let preparing_ms = latencies(&preparing, &flushes.first_chunk);
+    let in_progress_ms = latencies(&in_progress, &flushes.finish);
+    if preparing_ms.len() != sessions || in_progress_ms.len() != sessions {
+        bail!(
+            "missing frames: {} preparing, {} in_progress of {sessions} sessions",
+            preparing_ms.len(),
+            in_progress_ms.len()
+        );
+    }
+    let requests_ms = flushes
+        .last_request
+        .map_or(f64::NAN, |at| ms(at.saturating_duration_since(prompted)));
+    Ok(Report {
+        requests_ms,
+        preparing_ms,
+        in_progress_ms,
+        rss_one_kib,
+        rss_all_kib,
+        peak_kib,
+        agent_cpu,
+        threads,
+    })
+}
+
+/// The p-th percentile by nearest rank, as the Python benches compute it.
+fn percentile(values: &[f64], p: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = (p / 100.0 * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+impl Report {
+    fn print(&self, sessions: usize) {
+        let (prep, inprog) = (&self.preparing_ms, &self.in_progress_ms);
+        println!(
+            "  {sessions} sessions: chunk -> preparing p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; \
+             finish -> in_progress p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            percentile(prep, 50.0),
+            percentile(prep, 99.0),
+            percentile(prep, 100.0),
+            percentile(inprog, 50.0),
+            percentile(inprog, 99.0),
+            percentile(inprog, 100.0),
+        );
+        let per_session = self.rss_all_kib.saturating_sub(self.rss_one_kib) / (sessions as u64 - 1);
+        println!(
+            "  RSS with 1 session {:.1} MiB, with {sessions} idle {:.1} MiB ({per_session} KiB per \
+             extra session), peak {:.1} MiB; corvid's CPU during the turns {:.0} ms ({:.2} ms a \
+             session); all {sessions} first model requests in {:.1} ms; {} threads after",
+            self.rss_one_kib as f64 / 1024.0,
+            self.rss_all_kib as f64 / 1024.0,
+            self.peak_kib as f64 / 1024.0,
+            self.agent_cpu * 1000.0,
+            self.agent_cpu * 1000.0 / sessions as f64,
+            self.requests_ms,
+            self.threads,
+        );
+    }
+}
