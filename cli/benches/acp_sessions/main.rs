@@ -3,7 +3,8 @@
 //!
 //! `cargo bench -p corvid-cli --bench acp_sessions [-- --sessions 100 --runs 3 --binary PATH]`
 //! (`--binary` runs another build; `--perf FILE` records a `perf` profile of corvid during the
-//! turns only, call graphs by DWARF, for `perf report -i FILE`).
+//! turns only, call graphs by DWARF, for `perf report -i FILE`; `--keep-alive` makes the mock
+//! keep connections open as real providers do, instead of one connection per request).
 //!
 //! A loopback HTTP/1.1 SSE mock on a tokio listener ([`mock`]) serves every session at once (one
 //! `read_file` call: the id+name chunk, six argument fragments 2 ms apart, the finish chunk,
@@ -36,7 +37,7 @@ fn main() -> Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let mock = Mock::start().await?;
+        let mock = Mock::start(options.keep_alive).await?;
         for run in 1..=options.runs {
             let load = std::fs::read_to_string("/proc/loadavg")?;
             let load = load
@@ -56,15 +57,19 @@ struct Options {
     runs: usize,
     binary: PathBuf,
     perf: Option<PathBuf>,
+    /// `--keep-alive`: the mock keeps connections open, as real providers do.
+    keep_alive: bool,
 }
 
-/// `--sessions N`, `--runs N`, `--binary PATH`, `--perf FILE`; anything else cargo passes (`--bench`) is ignored.
+/// `--sessions N`, `--runs N`, `--binary PATH`, `--perf FILE`, `--keep-alive`; anything else
+/// cargo passes (`--bench`) is ignored.
 fn options() -> Result<Options> {
     let mut options = Options {
         sessions: 100,
         runs: 3,
         binary: env!("CARGO_BIN_EXE_corvid").into(),
         perf: None,
+        keep_alive: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -73,6 +78,10 @@ fn options() -> Result<Options> {
             "--runs" => &mut options.runs,
             "--binary" => {
                 options.binary = args.next().context("a path after --binary")?.into();
+                continue;
+            }
+            "--keep-alive" => {
+                options.keep_alive = true;
                 continue;
             }
             "--perf" => {

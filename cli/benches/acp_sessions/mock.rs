@@ -1,4 +1,6 @@
-//! The loopback OpenAI-shaped model: every request on its own connection, served at once.
+//! The loopback OpenAI-shaped model, serving every session at once: each request on its own
+//! connection (the body ends when it closes), or with `keep_alive` as real providers do, on
+//! connections kept open with chunked bodies, so the client reuses them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -29,15 +31,23 @@ pub struct Mock {
     flushes: Arc<Mutex<Flushes>>,
 }
 
+/// How the mock frames its answers.
+#[derive(Clone, Copy)]
+struct Framing {
+    /// Chunked bodies on a connection kept open, else one body per connection.
+    keep_alive: bool,
+}
+
 impl Mock {
-    pub async fn start() -> anyhow::Result<Self> {
+    pub async fn start(keep_alive: bool) -> anyhow::Result<Self> {
+        let framing = Framing { keep_alive };
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
         let flushes = Arc::new(Mutex::new(Flushes::default()));
         let shared = flushes.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(respond(stream, shared.clone()));
+                tokio::spawn(serve(stream, shared.clone(), framing));
             }
         });
         Ok(Self { port, flushes })
@@ -48,22 +58,70 @@ impl Mock {
     }
 }
 
-/// Serves one request on its own connection (the body ends when the connection closes).
-async fn respond(mut stream: TcpStream, flushes: Arc<Mutex<Flushes>>) -> std::io::Result<()> {
+/// Serves the connection's requests: one, or with keep-alive as many as the client sends.
+async fn serve(
+    mut stream: TcpStream,
+    flushes: Arc<Mutex<Flushes>>,
+    framing: Framing,
+) -> std::io::Result<()> {
     // Each chunk leaves when written, so the timestamp after `write_all` is its flush.
     stream.set_nodelay(true)?;
-    let (method, body) = read_request(&mut stream).await?;
+    loop {
+        let (method, body) = match read_request(&mut stream).await {
+            Ok(request) => request,
+            // The client closed a kept-alive connection between requests.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        respond(&mut stream, &method, &body, &flushes, framing).await?;
+        if !framing.keep_alive {
+            return stream.shutdown().await;
+        }
+    }
+}
+
+/// Writes `data` as part of a body: as is, or as one HTTP chunk.
+async fn send(stream: &mut TcpStream, data: &[u8], framing: Framing) -> std::io::Result<()> {
+    if framing.keep_alive {
+        let mut chunk = format!("{:x}\r\n", data.len()).into_bytes();
+        chunk.extend_from_slice(data);
+        chunk.extend_from_slice(b"\r\n");
+        stream.write_all(&chunk).await
+    } else {
+        stream.write_all(data).await
+    }
+}
+
+/// Answers one request.
+async fn respond(
+    stream: &mut TcpStream,
+    method: &str,
+    body: &[u8],
+    flushes: &Mutex<Flushes>,
+    framing: Framing,
+) -> std::io::Result<()> {
+    let connection = if framing.keep_alive {
+        "keep-alive"
+    } else {
+        "close"
+    };
     if method != "POST" {
         // The model list each session asks for: none here.
-        let missing = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
-        return stream.write_all(missing).await;
+        let missing = format!(
+            "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: {connection}\r\n\r\n"
+        );
+        return stream.write_all(missing.as_bytes()).await;
     }
-    stream
-        .write_all(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
-        )
-        .await?;
-    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let framing_header = if framing.keep_alive {
+        "transfer-encoding: chunked\r\n"
+    } else {
+        ""
+    };
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n{framing_header}connection: {connection}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await?;
+    let request: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let messages = request["messages"].as_array().map(Vec::as_slice);
     if messages
         .unwrap_or_default()
@@ -74,7 +132,7 @@ async fn respond(mut stream: TcpStream, flushes: Arc<Mutex<Flushes>>) -> std::io
             sse(json!({"content": "done"}), None),
             sse(json!({}), Some("stop")),
         ];
-        stream.write_all(answer.concat().as_bytes()).await?;
+        send(stream, answer.concat().as_bytes(), framing).await?;
     } else {
         let call_id = {
             let mut flushes = flushes.lock().unwrap();
@@ -85,7 +143,7 @@ async fn respond(mut stream: TcpStream, flushes: Arc<Mutex<Flushes>>) -> std::io
         let call = json!({"index": 0, "id": call_id, "type": "function",
             "function": {"name": "read_file", "arguments": ""}});
         let first = sse(json!({"role": "assistant", "tool_calls": [call]}), None);
-        stream.write_all(first.as_bytes()).await?;
+        send(stream, first.as_bytes(), framing).await?;
         let at = Instant::now();
         flushes
             .lock()
@@ -95,17 +153,23 @@ async fn respond(mut stream: TcpStream, flushes: Arc<Mutex<Flushes>>) -> std::io
         for fragment in ARG_FRAGMENTS {
             tokio::time::sleep(FRAGMENT_GAP).await;
             let delta = json!({"tool_calls": [{"index": 0, "function": {"arguments": fragment}}]});
-            stream.write_all(sse(delta, None).as_bytes()).await?;
+            send(stream, sse(delta, None).as_bytes(), framing).await?;
         }
         tokio::time::sleep(FRAGMENT_GAP).await;
-        stream
-            .write_all(sse(json!({}), Some("tool_calls")).as_bytes())
-            .await?;
+        send(
+            stream,
+            sse(json!({}), Some("tool_calls")).as_bytes(),
+            framing,
+        )
+        .await?;
         let at = Instant::now();
         flushes.lock().unwrap().finish.insert(call_id, at);
     }
-    stream.write_all(b"data: [DONE]\n\n").await?;
-    stream.shutdown().await
+    send(stream, b"data: [DONE]\n\n", framing).await?;
+    if framing.keep_alive {
+        stream.write_all(b"0\r\n\r\n").await?;
+    }
+    Ok(())
 }
 
 /// One `chat.completion.chunk` event with this delta and finish reason.
