@@ -2,7 +2,7 @@
 //! provider takes), resources for front ends that show them, a short note for the model on
 //! everything else, and the structured result for `rawOutput`.
 
-use corvid_protocol::{ImageData, MAX_IMAGE_BYTES, ToolOutput, ToolResource};
+use corvid_protocol::{ImageData, MAX_IMAGE_BYTES, ToolOutput, ToolResource, decoded_len};
 use corvid_tools::ToolError;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::Value;
@@ -48,11 +48,6 @@ pub fn to_output(
         )));
     }
     Ok(output)
-}
-
-/// Decoded size of standard base64 text (close enough to hold a budget).
-fn decoded_len(base64: &str) -> usize {
-    base64.len() / 4 * 3
 }
 
 /// Adds one content block to `output`: an image a provider takes becomes an image, a resource

@@ -45,10 +45,7 @@ impl ImageData {
             return Err(ImageProblem::UnsupportedType(self.media_type.clone()));
         }
         let data = self.data_base64.as_bytes();
-        let body = data
-            .strip_suffix(b"==")
-            .or_else(|| data.strip_suffix(b"="))
-            .unwrap_or(data);
+        let body = unpadded(data);
         let well_formed = !data.is_empty()
             && data.len().is_multiple_of(4)
             && body
@@ -57,7 +54,7 @@ impl ImageData {
         if !well_formed {
             return Err(ImageProblem::NotBase64(self.media_type.clone()));
         }
-        let bytes = data.len() / 4 * 3 - (data.len() - body.len());
+        let bytes = decoded_len(&self.data_base64);
         if bytes > MAX_IMAGE_BYTES {
             return Err(ImageProblem::TooLarge {
                 media_type: self.media_type.clone(),
@@ -65,5 +62,32 @@ impl ImageData {
             });
         }
         Ok(())
+    }
+}
+
+/// How many bytes standard base64 text decodes to (its padding counted off), without decoding
+/// it: what the size limits on images and files are held against.
+pub fn decoded_len(base64: &str) -> usize {
+    let data = base64.as_bytes();
+    (data.len() / 4 * 3).saturating_sub(data.len() - unpadded(data).len())
+}
+
+/// `data` without its trailing `=` padding.
+fn unpadded(data: &[u8]) -> &[u8] {
+    data.strip_suffix(b"==")
+        .or_else(|| data.strip_suffix(b"="))
+        .unwrap_or(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decoded_len_counts_the_padding_off() {
+        assert_eq!(
+            ["", "AAAA", "AAA=", "AA==", "iVBORw=="].map(decoded_len),
+            [0, 3, 2, 1, 4]
+        );
     }
 }
