@@ -219,8 +219,11 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
         &output,
         succeeded,
     );
-    let model = lock(&ctx.shared.model).clone();
-    let (images, notes) = result_images(&output.images, &model, ctx.stat.policy.images);
+    let (images, notes) = result_images(
+        &output.images,
+        &lock(&ctx.shared.model),
+        ctx.stat.policy.images,
+    );
     for note in notes {
         if !kept.is_empty() {
             kept.push('\n');
