@@ -43,6 +43,8 @@ pub mod models;
 pub mod openai_chat;
 pub mod redact;
 pub mod sse;
+#[cfg(test)]
+mod test_history;
 pub mod wire;
 
 pub use anthropic::AnthropicProvider;

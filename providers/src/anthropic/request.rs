@@ -152,7 +152,7 @@ fn image_block(image: &ImageData) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use corvid_protocol::{ToolCall, ToolResult};
+    use crate::test_history::{png, shot_calls, shot_result};
     use pretty_assertions::assert_eq;
 
     #[test]
@@ -189,43 +189,16 @@ mod tests {
 
     #[test]
     fn a_tool_results_images_follow_its_text_inside_the_tool_result_block() {
-        let png = ImageData {
-            media_type: "image/png".into(),
-            data_base64: "iVBORw==".into(),
-        };
-        let result = |id: &str, output: &str, images: Vec<ImageData>| {
-            Part::ToolResult(ToolResult {
-                call_id: id.into(),
-                name: "shot".into(),
-                output: output.into(),
-                is_error: false,
-                images,
-            })
-        };
         let request = ModelRequest {
             model: "claude-sonnet-4-5".into(),
             system: String::new(),
             messages: vec![
-                Message {
-                    role: Role::Assistant,
-                    parts: vec![
-                        Part::ToolCall(ToolCall {
-                            call_id: "a".into(),
-                            name: "shot".into(),
-                            args: json!({}),
-                        }),
-                        Part::ToolCall(ToolCall {
-                            call_id: "b".into(),
-                            name: "shot".into(),
-                            args: json!({}),
-                        }),
-                    ],
-                },
+                shot_calls(&["a", "b"]),
                 Message {
                     role: Role::User,
                     parts: vec![
-                        result("a", "a tiny image", vec![png.clone()]),
-                        result("b", "", vec![png]),
+                        shot_result("a", "a tiny image", vec![png()]),
+                        shot_result("b", "", vec![png()]),
                     ],
                 },
             ]

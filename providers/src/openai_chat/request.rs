@@ -187,7 +187,7 @@ fn arguments_text(args: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use corvid_protocol::ToolCall;
+    use crate::test_history::{png, shot_calls, shot_result};
     use pretty_assertions::assert_eq;
 
     fn request(messages: Vec<Message>) -> ModelRequest {
@@ -209,10 +209,7 @@ mod tests {
                 Part::Text {
                     text: "what is this?".into(),
                 },
-                Part::Image(ImageData {
-                    media_type: "image/png".into(),
-                    data_base64: "iVBORw==".into(),
-                }),
+                Part::Image(png()),
             ],
         };
         let body = build_body(
@@ -231,37 +228,13 @@ mod tests {
 
     #[test]
     fn a_batchs_tool_images_follow_its_tool_messages_in_one_user_message_naming_each_call() {
-        let png = ImageData {
-            media_type: "image/png".into(),
-            data_base64: "iVBORw==".into(),
-        };
-        let result = |id: &str, output: &str, images: Vec<ImageData>| {
-            Part::ToolResult(ToolResult {
-                call_id: id.into(),
-                name: "shot".into(),
-                output: output.into(),
-                is_error: false,
-                images,
-            })
-        };
-        let calls = Message {
-            role: Role::Assistant,
-            parts: ["a", "b", "c"]
-                .map(|id| {
-                    Part::ToolCall(ToolCall {
-                        call_id: id.into(),
-                        name: "shot".into(),
-                        args: json!({}),
-                    })
-                })
-                .to_vec(),
-        };
+        let calls = shot_calls(&["a", "b", "c"]);
         let results = Message {
             role: Role::User,
             parts: vec![
-                result("a", "one image", vec![png.clone()]),
-                result("b", "no image", Vec::new()),
-                result("c", "", vec![png.clone(), png]),
+                shot_result("a", "one image", vec![png()]),
+                shot_result("b", "no image", Vec::new()),
+                shot_result("c", "", vec![png(), png()]),
             ],
         };
         let body = build_body(
