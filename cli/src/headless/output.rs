@@ -199,11 +199,9 @@ impl<W: Write> Printer<W> {
                 ..
             } => {
                 let is_error = *status == ToolStatus::Failed;
-                let content = match self.refusals.get(call_id) {
-                    Some(refusal) => json!(refusal),
-                    None => tool_result_content(output),
-                };
-                let refused = self.refusals.contains_key(call_id);
+                let refusal = self.refusals.get(call_id);
+                let refused = refusal.is_some();
+                let content = refusal.map_or_else(|| tool_result_content(output), |r| json!(r));
                 self.tool_result(call_id, content, is_error, None)?;
                 // A refusal was already reported when it happened.
                 if is_error && !refused {
