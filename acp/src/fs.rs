@@ -74,6 +74,11 @@ impl FileSystem for ClientFs {
         ));
         async move { sent.block_task().await.map(|_| ()).map_err(io_error) }.boxed()
     }
+
+    /// Reads go to disk when the client does not offer its buffers.
+    fn on_local_disk(&self) -> bool {
+        !self.read
+    }
 }
 
 /// A failed client read as an I/O error. The write tools read first to tell a new file from

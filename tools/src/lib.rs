@@ -53,6 +53,11 @@ pub trait FileSystem: Send + Sync {
     /// Creates or replaces a text file.
     fn write_text(&self, path: PathBuf, content: String)
     -> BoxFuture<'static, std::io::Result<()>>;
+    /// True when reads go straight to local disk, so a tool may check and read a file in one
+    /// blocking step instead of one trip to the blocking pool per step.
+    fn on_local_disk(&self) -> bool {
+        false
+    }
 }
 
 /// Everything a tool call may use while it runs.

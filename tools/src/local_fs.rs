@@ -23,6 +23,10 @@ impl FileSystem for LocalFs {
     fn write_text(&self, path: PathBuf, content: String) -> BoxFuture<'static, io::Result<()>> {
         blocking(move || write_atomically(&path, content.as_bytes()))
     }
+
+    fn on_local_disk(&self) -> bool {
+        true
+    }
 }
 
 /// Runs blocking file I/O off the async workers. A dropped future lets it finish, which is

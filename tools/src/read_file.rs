@@ -2,7 +2,7 @@
 //! a file too large to load is paged from disk without loading it.
 
 use std::io::BufReader;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use corvid_protocol::{ToolDisplay, ToolKind, ToolOutput};
 use futures::FutureExt;
@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 use crate::common::{count_of, io_error, no_approval, parse_args, path_display, plain_display};
 use crate::line_window::{MAX_LINE_BYTES, Window, WindowError, read_window};
 use crate::paths::{relative, resolve};
-use crate::regular_file::{MAX_WHOLE_FILE_BYTES, ensure_regular, human_size, open_regular};
+use crate::regular_file::{
+    MAX_WHOLE_FILE_BYTES, ensure_regular, human_size, open_regular, read_whole_text,
+};
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 
 /// Lines returned when the model gives no `limit`.
@@ -97,17 +99,27 @@ impl Tool for ReadFile {
             if limit == 0 {
                 return Err(ToolError::new("limit must be at least 1"));
             }
+            // On local disk the whole read is one trip to the blocking pool: with many sessions
+            // at once, each trip is a thread wake-up and back (issue 16).
+            if ctx.fs.on_local_disk() {
+                let shown = rel.clone();
+                return tokio::task::spawn_blocking(move || read_local(&path, &rel, offset, limit))
+                    .await
+                    .map_err(|e| ToolError::new(format!("reading {shown} failed: {e}")))?;
+            }
             // The type and size decide before anything is read: a FIFO or device is never
             // opened, and a huge file is paged from disk instead of loaded.
             if let Ok(meta) = tokio::fs::metadata(&path).await {
-                if meta.is_dir() {
-                    return Err(ToolError::new(format!(
-                        "{rel} is a directory; use list_directory to see its entries"
-                    )));
+                if let Some(refused) = refusal(&meta, &rel) {
+                    return Err(refused);
                 }
-                ensure_regular(&meta).map_err(|e| io_error("read", &rel, &e))?;
                 if meta.len() > MAX_WHOLE_FILE_BYTES {
-                    return page_from_disk(path, rel, meta.len(), offset, limit).await;
+                    let (size, shown) = (meta.len(), rel.clone());
+                    return tokio::task::spawn_blocking(move || {
+                        page_from_disk(&path, &rel, size, offset, limit)
+                    })
+                    .await
+                    .map_err(|e| ToolError::new(format!("reading {shown} failed: {e}")))?;
                 }
             }
             let content = ctx
@@ -115,15 +127,58 @@ impl Tool for ReadFile {
                 .read_text(path.clone())
                 .await
                 .map_err(|e| io_error("read", &rel, &e))?;
-            if content.contains('\0') {
-                return Err(ToolError::new(format!(
-                    "{rel} looks binary (it contains NUL bytes); refusing to read it"
-                )));
-            }
-            page_text(&rel, &path, &content, offset, limit)
+            page_loaded(&rel, &path, &content, offset, limit)
         }
         .boxed()
     }
+}
+
+/// The whole read on local disk, in the blocking pool: the same checks in the same order as
+/// for an editor's buffers.
+fn read_local(
+    path: &Path,
+    rel: &str,
+    offset: usize,
+    limit: usize,
+) -> Result<ToolOutput, ToolError> {
+    if let Ok(meta) = std::fs::metadata(path) {
+        if let Some(refused) = refusal(&meta, rel) {
+            return Err(refused);
+        }
+        if meta.len() > MAX_WHOLE_FILE_BYTES {
+            return page_from_disk(path, rel, meta.len(), offset, limit);
+        }
+    }
+    let content = read_whole_text(path).map_err(|e| io_error("read", rel, &e))?;
+    page_loaded(rel, path, &content, offset, limit)
+}
+
+/// Why a path that exists cannot be read as a text file: a directory, a FIFO or a device.
+fn refusal(meta: &std::fs::Metadata, rel: &str) -> Option<ToolError> {
+    if meta.is_dir() {
+        return Some(ToolError::new(format!(
+            "{rel} is a directory; use list_directory to see its entries"
+        )));
+    }
+    ensure_regular(meta)
+        .err()
+        .map(|e| io_error("read", rel, &e))
+}
+
+/// A window of a file loaded whole, refused when it holds NUL bytes.
+fn page_loaded(
+    rel: &str,
+    path: &Path,
+    content: &str,
+    offset: usize,
+    limit: usize,
+) -> Result<ToolOutput, ToolError> {
+    if content.contains('\0') {
+        return Err(ToolError::new(format!(
+            "{rel} looks binary (it contains NUL bytes); refusing to read it"
+        )));
+    }
+    page_text(rel, path, content, offset, limit)
 }
 
 /// A window of a file loaded whole, whose line count is known.
@@ -153,36 +208,34 @@ fn page_text(
 }
 
 /// A window of a file too large to load, read from disk keeping only the lines shown; its
-/// line count is known only when the window reaches its end.
-async fn page_from_disk(
-    path: PathBuf,
-    rel: String,
+/// line count is known only when the window reaches its end. Blocking: run it in the pool.
+fn page_from_disk(
+    path: &Path,
+    rel: &str,
     size: u64,
     offset: usize,
     limit: usize,
 ) -> Result<ToolOutput, ToolError> {
-    let disk_path = path.clone();
-    let read = tokio::task::spawn_blocking(move || {
-        let (file, _) = open_regular(&disk_path)?;
-        read_window(
-            &mut BufReader::with_capacity(READ_BUFFER_BYTES, file),
-            offset,
-            limit,
-        )
-    })
-    .await
-    .map_err(|e| ToolError::new(format!("reading {rel} failed: {e}")))?;
+    let read = open_regular(path)
+        .map_err(WindowError::Io)
+        .and_then(|(file, _)| {
+            read_window(
+                &mut BufReader::with_capacity(READ_BUFFER_BYTES, file),
+                offset,
+                limit,
+            )
+        });
     let window = match read {
         Ok(window) if window.shown == 0 && !window.more => {
-            return Err(past_end(&rel, offset, offset));
+            return Err(past_end(rel, offset, offset));
         }
         Ok(window) => window,
-        Err(WindowError::PastEnd(lines)) => return Err(past_end(&rel, offset, lines)),
-        Err(WindowError::Binary) => return Err(binary(&rel, Some(size))),
-        Err(WindowError::Io(e)) => return Err(io_error("read", &rel, &e)),
+        Err(WindowError::PastEnd(lines)) => return Err(past_end(rel, offset, lines)),
+        Err(WindowError::Binary) => return Err(binary(rel, Some(size))),
+        Err(WindowError::Io(e)) => return Err(io_error("read", rel, &e)),
     };
     let total = (!window.more).then_some(offset + window.shown);
-    Ok(render(&rel, &path, offset, window, total, Some(size)))
+    Ok(render(rel, path, offset, window, total, Some(size)))
 }
 
 fn past_end(rel: &str, offset: usize, total: usize) -> ToolError {

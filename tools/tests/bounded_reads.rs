@@ -209,3 +209,59 @@ async fn a_text_file_too_large_to_load_is_paged_from_disk() {
         "offset 1200000 is past the end of big.log, which has 1200000 lines"
     );
 }
+
+/// An editor whose buffers are the files on disk: reads take the path of a client's buffers,
+/// checked step by step, instead of the one blocking step of local disk.
+struct DiskBuffers;
+
+impl FileSystem for DiskBuffers {
+    fn read_text(
+        &self,
+        path: std::path::PathBuf,
+    ) -> futures::future::BoxFuture<'static, std::io::Result<String>> {
+        LocalFs.read_text(path)
+    }
+
+    fn write_text(
+        &self,
+        path: std::path::PathBuf,
+        content: String,
+    ) -> futures::future::BoxFuture<'static, std::io::Result<()>> {
+        LocalFs.write_text(path, content)
+    }
+}
+
+#[tokio::test]
+async fn reads_from_local_disk_and_from_an_editors_buffers_answer_alike() {
+    let ws = Workspace::new();
+    ws.file("notes.txt", "one\ntwo\nthree\n");
+    ws.file("empty.txt", "");
+    ws.file("nul.bin", "a\0b");
+    ws.dir("sub");
+    mkfifo(&ws, "pipe");
+    let big: String = (0..1_000_000).map(|i| format!("line {i:07}\n")).collect();
+    ws.file("big.log", &big);
+    let cases = [
+        json!({"file_path": "notes.txt"}),
+        json!({"file_path": "notes.txt", "offset": 1, "limit": 1}),
+        json!({"file_path": "notes.txt", "offset": 3}),
+        json!({"file_path": "empty.txt"}),
+        json!({"file_path": "nul.bin"}),
+        json!({"file_path": "sub"}),
+        json!({"file_path": "pipe"}),
+        json!({"file_path": "missing.txt"}),
+        json!({"file_path": "big.log", "offset": 999_999}),
+        json!({"file_path": "big.log", "offset": 1_000_000}),
+    ];
+    assert!(!DiskBuffers.on_local_disk() && LocalFs.on_local_disk());
+    let buffers = ws.ctx_with(std::sync::Arc::new(DiskBuffers));
+    for args in cases {
+        let local = finishes("read_file", ReadFile.execute(args.clone(), ws.ctx())).await;
+        let editor = finishes("read_file", ReadFile.execute(args.clone(), buffers.clone())).await;
+        let shown = |answer: Result<corvid_protocol::ToolOutput, ToolError>| match answer {
+            Ok(output) => format!("ok: {}\n{}", output.text, output.raw),
+            Err(error) => format!("error: {}", error.message),
+        };
+        assert_eq!(shown(local), shown(editor), "{args}");
+    }
+}
