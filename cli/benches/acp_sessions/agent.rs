@@ -109,27 +109,47 @@ impl Agent {
         value.with_context(|| format!("no {key} in /proc/PID/status"))
     }
 
-    /// CPU time of all the process's threads so far (`/proc/PID/task/*/schedstat`, in ns).
-    pub fn cpu_seconds(&self) -> Result<f64> {
-        let mut ns = 0u64;
+    /// CPU time of all the process's threads so far and how often they were scheduled
+    /// (`/proc/PID/task/*/schedstat`: run time in ns, wait time, time slices).
+    pub fn usage(&self) -> Result<Usage> {
+        let mut usage = Usage::default();
         for task in std::fs::read_dir(format!("/proc/{}/task", self.child.id()))? {
             // A thread that ended meanwhile has no file any more; its time is not counted.
             let Ok(stat) = std::fs::read_to_string(task?.path().join("schedstat")) else {
                 continue;
             };
-            ns += stat
+            let fields: Vec<u64> = stat
                 .split_whitespace()
-                .next()
-                .unwrap_or("0")
-                .parse::<u64>()?;
+                .map(str::parse)
+                .collect::<Result<_, _>>()?;
+            usage.cpu_seconds += *fields.first().unwrap_or(&0) as f64 / 1e9;
+            usage.slices += *fields.get(2).unwrap_or(&0);
         }
-        Ok(ns as f64 / 1e9)
+        Ok(usage)
     }
 
     pub fn close(mut self) -> Result<()> {
         drop(self.stdin);
         self.child.wait()?;
         Ok(())
+    }
+}
+
+/// What corvid's threads used so far.
+#[derive(Default, Clone, Copy)]
+pub struct Usage {
+    pub cpu_seconds: f64,
+    /// Times a thread was put on a CPU: each wake-up of a sleeping thread counts.
+    pub slices: u64,
+}
+
+impl std::ops::Sub for Usage {
+    type Output = Usage;
+    fn sub(self, earlier: Usage) -> Usage {
+        Usage {
+            cpu_seconds: self.cpu_seconds - earlier.cpu_seconds,
+            slices: self.slices.saturating_sub(earlier.slices),
+        }
     }
 }
 

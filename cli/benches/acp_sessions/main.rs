@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 
-use agent::{Agent, Perf, result};
+use agent::{Agent, Perf, Usage, result};
 use mock::Mock;
 
 /// How long a run may take before the bench gives up.
@@ -115,7 +115,7 @@ struct Report {
     rss_one_kib: u64,
     rss_all_kib: u64,
     peak_kib: u64,
-    agent_cpu: f64,
+    agent: Usage,
     /// corvid's threads once every prompt was answered.
     threads: u64,
 }
@@ -151,7 +151,7 @@ async fn measure(mock: &Mock, options: &Options) -> Result<Report> {
         None => None,
     };
 
-    let agent_cpu0 = agent.cpu_seconds()?;
+    let usage0 = agent.usage()?;
     let mut prompts = HashSet::new();
     let prompted = Instant::now();
     for id in &ids {
@@ -182,7 +182,7 @@ async fn measure(mock: &Mock, options: &Options) -> Result<Report> {
     })
     .await
     .context("the prompts were not all answered in time")??;
-    let agent_cpu = agent.cpu_seconds()? - agent_cpu0;
+    let usage = agent.usage()? - usage0;
     let peak_kib = agent.status_kib("VmHWM")?;
     let threads = agent.status_kib("Threads")?;
     if let Some(perf) = perf {
@@ -217,7 +217,7 @@ async fn measure(mock: &Mock, options: &Options) -> Result<Report> {
         rss_one_kib,
         rss_all_kib,
         peak_kib,
-        agent_cpu,
+        agent: usage,
         threads,
     })
 }
@@ -247,12 +247,14 @@ impl Report {
         println!(
             "  RSS with 1 session {:.1} MiB, with {sessions} idle {:.1} MiB ({per_session} KiB per \
              extra session), peak {:.1} MiB; corvid's CPU during the turns {:.0} ms ({:.2} ms a \
-             session); all {sessions} first model requests in {:.1} ms; {} threads after",
+             session, {:.1} thread wake-ups a session); all {sessions} first model requests in {:.1} ms; \
+             {} threads after",
             self.rss_one_kib as f64 / 1024.0,
             self.rss_all_kib as f64 / 1024.0,
             self.peak_kib as f64 / 1024.0,
-            self.agent_cpu * 1000.0,
-            self.agent_cpu * 1000.0 / sessions as f64,
+            self.agent.cpu_seconds * 1000.0,
+            self.agent.cpu_seconds * 1000.0 / sessions as f64,
+            self.agent.slices as f64 / sessions as f64,
             self.requests_ms,
             self.threads,
         );
