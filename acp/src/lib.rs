@@ -16,6 +16,7 @@ mod model_option;
 mod output;
 mod plan_mode;
 mod prompt;
+mod pump;
 mod server;
 mod session;
 mod task_cards;

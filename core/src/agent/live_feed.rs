@@ -126,7 +126,10 @@ mod tests {
 
     fn feed() -> (LiveFeed, mpsc::UnboundedReceiver<CoreEvent>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (LiveFeed::new(Emitter::new(tx, None), "call-1"), rx)
+        (
+            LiveFeed::new(Emitter::new(tx, None, Default::default()), "call-1"),
+            rx,
+        )
     }
 
     fn deltas(rx: &mut mpsc::UnboundedReceiver<CoreEvent>) -> Vec<String> {

@@ -35,7 +35,7 @@ mod task;
 mod user_shell;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use corvid_protocol::{ApprovalMode, CoreEvent, Message, Op};
@@ -136,13 +136,20 @@ fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) ->
         });
     }
     let tools = config.tools.clone();
-    tokio::spawn(session::run_session(config, observer, op_rx, ev_tx));
+    let hook = Arc::new(OnceLock::new());
+    tokio::spawn(session::run_session(
+        config,
+        observer,
+        op_rx,
+        ev_tx,
+        hook.clone(),
+    ));
     AgentHandle {
         session_id,
         instructions: instructions.files,
         tools,
         ops: OpSender { tx: op_tx },
-        events: EventReceiver { rx: ev_rx },
+        events: EventReceiver { rx: ev_rx, hook },
     }
 }
 
@@ -214,11 +221,44 @@ impl OpSender {
 /// The event half of the queue pair: the ordered core events of the session.
 pub struct EventReceiver {
     rx: mpsc::UnboundedReceiver<CoreEvent>,
+    hook: Arc<OnceLock<EventHook>>,
 }
+
+/// Called by whichever task emitted an event, right after it was queued, for every event but
+/// text and thought deltas. A front end whose own task would otherwise be woken to read the
+/// event can take it at once: with 100 sessions busy on two cores, a woken task waited in the
+/// runtime's queue for 6 ms at the median (`cargo bench -p corvid-cli --bench acp_sessions --
+/// --keep-alive`, issue 16). Deltas are left to the reader's task, which takes a burst of them
+/// in one go. The hook must not block, and may run on any thread the agent emits from.
+pub type EventHook = Arc<dyn Fn() + Send + Sync>;
 
 impl EventReceiver {
     /// Waits for the next core event; `AgentClosed` once the agent ended and all events were read.
     pub async fn next_event(&mut self) -> Result<CoreEvent, AgentClosed> {
         self.rx.recv().await.ok_or(AgentClosed)
+    }
+
+    /// The next core event if one is waiting; `None` if none is, `AgentClosed` once the agent
+    /// ended and all events were read.
+    pub fn try_next_event(&mut self) -> Option<Result<CoreEvent, AgentClosed>> {
+        match self.rx.try_recv() {
+            Ok(event) => Some(Ok(event)),
+            Err(mpsc::error::TryRecvError::Empty) => None,
+            Err(mpsc::error::TryRecvError::Disconnected) => Some(Err(AgentClosed)),
+        }
+    }
+
+    /// [`Self::next_event`] as a poll, for a reader that keeps the receiver behind a lock it
+    /// must not hold while waiting.
+    pub fn poll_next_event(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<CoreEvent, AgentClosed>> {
+        self.rx.poll_recv(cx).map(|event| event.ok_or(AgentClosed))
+    }
+
+    /// Sets the session's [`EventHook`]; only the first one set is kept (false for a later one).
+    pub fn set_hook(&self, hook: EventHook) -> bool {
+        self.hook.set(hook).is_ok()
     }
 }

@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use corvid_protocol::{
@@ -17,7 +17,7 @@ use tokio::task::{JoinError, JoinHandle};
 use tokio_util::sync::CancellationToken;
 
 use super::ids::ids_in_history;
-use super::{AgentConfig, HistoryObserver};
+use super::{AgentConfig, EventHook, HistoryObserver};
 use crate::context::ContextMeter;
 use crate::context::meter::message_bytes;
 use crate::retry::RetryPolicy;
@@ -151,6 +151,8 @@ impl Shared {
 #[derive(Clone)]
 pub(super) struct Emitter {
     tx: mpsc::UnboundedSender<CoreEvent>,
+    /// The front end's hook, called after each event but a delta is queued.
+    hook: Arc<OnceLock<EventHook>>,
     observer: Option<Arc<dyn HistoryObserver>>,
     /// A task's emitter sets this before its `TaskFinished` goes out, so the session knows
     /// the task is done even before it handed its state back.
@@ -165,9 +167,11 @@ impl Emitter {
     pub(super) fn new(
         tx: mpsc::UnboundedSender<CoreEvent>,
         observer: Option<Arc<dyn HistoryObserver>>,
+        hook: Arc<OnceLock<EventHook>>,
     ) -> Self {
         Self {
             tx,
+            hook,
             observer,
             task_done: None,
             parent_call: None,
@@ -222,8 +226,14 @@ impl Emitter {
             .observer
             .as_ref()
             .and_then(|observer| observer.event_emitted(&event));
+        let delta = matches!(
+            event,
+            CoreEvent::TextDelta { .. } | CoreEvent::ThoughtDelta { .. }
+        );
         if self.tx.send(event).is_err() {
             tracing::trace!("core event dropped: no receiver");
+        } else if !delta && let Some(hook) = self.hook.get() {
+            hook();
         }
         self.notice(notice);
     }
@@ -393,8 +403,9 @@ pub(super) async fn run_session(
     observer: Option<Arc<dyn HistoryObserver>>,
     mut ops: mpsc::UnboundedReceiver<Op>,
     events: mpsc::UnboundedSender<CoreEvent>,
+    hook: Arc<OnceLock<EventHook>>,
 ) {
-    let events = Emitter::new(events, observer);
+    let events = Emitter::new(events, observer, hook);
     let session_id = config.session_id;
     let shared = Arc::new(Shared::new(config.approval_mode, config.model));
     let mut stat = Static {
@@ -524,4 +535,45 @@ fn abnormal_end(events: &Emitter, task_id: &str, err: &str) {
         )),
         pending_summaries: 0,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    use corvid_protocol::CoreEvent;
+    use pretty_assertions::assert_eq;
+    use tokio::sync::mpsc;
+
+    use super::{Emitter, EventHook};
+
+    /// The hook runs after the event is queued, so it can take it at once, and deltas are
+    /// left to the reader: only the warning's emit finds both events waiting.
+    #[test]
+    fn the_hook_runs_after_each_event_but_a_delta_with_the_event_already_queued() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let rx = Arc::new(Mutex::new(rx));
+        let taken: Arc<Mutex<Vec<Vec<CoreEvent>>>> = Arc::default();
+        let slot: Arc<OnceLock<EventHook>> = Arc::default();
+        let (reader, seen) = (rx.clone(), taken.clone());
+        let hook: EventHook = Arc::new(move || {
+            let mut rx = reader.lock().unwrap();
+            let mut now = Vec::new();
+            while let Ok(event) = rx.try_recv() {
+                now.push(event);
+            }
+            seen.lock().unwrap().push(now);
+        });
+        assert!(slot.set(hook).is_ok());
+        let emitter = Emitter::new(tx, None, slot);
+
+        let delta = CoreEvent::TextDelta { text: "a".into() };
+        let warning = CoreEvent::Warning {
+            message: "w".into(),
+        };
+        emitter.emit(delta.clone());
+        emitter.emit(warning.clone());
+
+        assert_eq!(*taken.lock().unwrap(), vec![vec![delta, warning]]);
+    }
 }
