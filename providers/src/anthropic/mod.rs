@@ -1,7 +1,7 @@
 //! Anthropic Messages (`POST {baseUrl}/v1/messages`).
 
 mod parser;
-mod request;
+pub(crate) mod request;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! OpenAI Chat Completions (`POST {baseUrl}/chat/completions`) and compatible servers.
 
 mod parser;
-mod request;
+pub(crate) mod request;
 
 use std::sync::Arc;
 
