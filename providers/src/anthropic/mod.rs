@@ -5,7 +5,7 @@ pub(crate) mod request;
 
 use std::sync::Arc;
 
-use corvid_protocol::{Completion, ErrorInfo, ModelRequest};
+use corvid_protocol::{Completion, ErrorInfo, ErrorKind, ModelRequest};
 use futures::future::BoxFuture;
 use reqwest::header::HeaderName;
 
@@ -43,6 +43,12 @@ impl AnthropicProvider {
         Ok(Self {
             endpoint: Arc::new(endpoint),
         })
+    }
+
+    /// The body of a streaming request for `request`, as sent (benchmarks and debugging).
+    pub fn request_body(&self, request: &ModelRequest) -> Result<Vec<u8>, ErrorInfo> {
+        let body = request::build_body(request, true);
+        serde_json::to_vec(&body).map_err(|e| ErrorInfo::new(ErrorKind::BadRequest, e.to_string()))
     }
 }
 
