@@ -5,6 +5,8 @@
 //! from `corvid_tools::builtin_tools()`), a ~6 KB system prompt and 11 messages with tool
 //! calls and their results.
 
+#![allow(clippy::unwrap_used)]
+
 use std::hint::black_box;
 
 use corvid_protocol::{Message, ModelRequest, Part, Role, ToolCall, ToolResult, ToolSchema};
