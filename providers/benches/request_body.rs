@@ -8,22 +8,27 @@
 #![allow(clippy::unwrap_used)]
 
 use std::hint::black_box;
+use std::sync::Arc;
 
-use corvid_protocol::{Message, ModelRequest, Part, Role, ToolCall, ToolResult, ToolSchema};
+use corvid_protocol::{
+    JsonText, Message, ModelRequest, Part, Role, ToolCall, ToolResult, ToolSchema,
+};
 use corvid_providers::{AnthropicProvider, OpenAiChatProvider, ProviderConfig};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 
 const BUILTIN_TOOLS: &str = include_str!("data/builtin_tools.json");
 
-fn tools() -> Vec<ToolSchema> {
+fn tools() -> Vec<Arc<ToolSchema>> {
     let tools: Vec<Value> = serde_json::from_str(BUILTIN_TOOLS).unwrap();
     tools
         .into_iter()
-        .map(|t| ToolSchema {
-            name: t["name"].as_str().unwrap().to_owned(),
-            description: t["description"].as_str().unwrap().to_owned(),
-            parameters: t["parameters"].clone(),
+        .map(|t| {
+            Arc::new(ToolSchema {
+                name: t["name"].as_str().unwrap().to_owned(),
+                description: t["description"].as_str().unwrap().to_owned(),
+                parameters: JsonText::new(&t["parameters"]),
+            })
         })
         .collect()
 }

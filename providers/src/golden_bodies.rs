@@ -5,21 +5,22 @@
 //! them, for a change that means to alter the bytes.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use corvid_protocol::{
-    ImageData, Message, ModelRequest, Part, Role, ToolCall, ToolResult, ToolSchema,
+    ImageData, JsonText, Message, ModelRequest, Part, Role, ToolCall, ToolResult, ToolSchema,
 };
 use serde_json::{Value, json};
 
 use crate::anthropic::request as anthropic;
 use crate::openai_chat::request::{self as openai, Delivery, MaxTokensField};
 
-fn schema(name: &str, description: &str, parameters: Value) -> ToolSchema {
-    ToolSchema {
+fn schema(name: &str, description: &str, parameters: Value) -> Arc<ToolSchema> {
+    Arc::new(ToolSchema {
         name: name.into(),
         description: description.into(),
-        parameters,
-    }
+        parameters: JsonText::new(&parameters),
+    })
 }
 
 fn text(text: &str) -> Part {
@@ -259,21 +260,16 @@ fn bodies() -> Vec<(String, Vec<u8>)> {
                 (MaxTokensField::MaxTokens, "max_tokens"),
                 (MaxTokensField::MaxCompletionTokens, "max_completion_tokens"),
             ] {
-                let body = openai::build_body(&request, delivery, field);
-                out.push((format!("openai_{name}_{d}_{f}.json"), to_bytes(&body)));
+                let body = openai::build_body(&request, delivery, field).unwrap();
+                out.push((format!("openai_{name}_{d}_{f}.json"), body));
             }
         }
         for (stream, d) in [(true, "stream"), (false, "whole")] {
-            let body = anthropic::build_body(&request, stream);
-            out.push((format!("anthropic_{name}_{d}.json"), to_bytes(&body)));
+            let body = anthropic::build_body(&request, stream).unwrap();
+            out.push((format!("anthropic_{name}_{d}.json"), body));
         }
     }
     out
-}
-
-/// What reqwest's `RequestBuilder::json` sent.
-fn to_bytes(body: &Value) -> Vec<u8> {
-    serde_json::to_vec(body).unwrap()
 }
 
 fn golden_dir() -> PathBuf {

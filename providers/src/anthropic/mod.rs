@@ -5,7 +5,7 @@ pub(crate) mod request;
 
 use std::sync::Arc;
 
-use corvid_protocol::{Completion, ErrorInfo, ErrorKind, ModelRequest};
+use corvid_protocol::{Completion, ErrorInfo, ModelRequest};
 use futures::future::BoxFuture;
 use reqwest::header::HeaderName;
 
@@ -46,9 +46,8 @@ impl AnthropicProvider {
     }
 
     /// The body of a streaming request for `request`, as sent (benchmarks and debugging).
-    pub fn request_body(&self, request: &ModelRequest) -> Result<Vec<u8>, ErrorInfo> {
-        let body = request::build_body(request, true);
-        serde_json::to_vec(&body).map_err(|e| ErrorInfo::new(ErrorKind::BadRequest, e.to_string()))
+    pub fn request_body(&self, request: &ModelRequest) -> serde_json::Result<Vec<u8>> {
+        request::build_body(request, true)
     }
 }
 

@@ -5,7 +5,7 @@ pub(crate) mod request;
 
 use std::sync::Arc;
 
-use corvid_protocol::{Completion, ErrorInfo, ErrorKind, ModelRequest};
+use corvid_protocol::{Completion, ErrorInfo, ModelRequest};
 use futures::future::BoxFuture;
 use reqwest::header::AUTHORIZATION;
 
@@ -49,9 +49,8 @@ impl OpenAiChatProvider {
     }
 
     /// The body of a streaming request for `request`, as sent (benchmarks and debugging).
-    pub fn request_body(&self, request: &ModelRequest) -> Result<Vec<u8>, ErrorInfo> {
-        let body = build_body(request, Delivery::Stream, self.max_tokens_field);
-        serde_json::to_vec(&body).map_err(|e| ErrorInfo::new(ErrorKind::BadRequest, e.to_string()))
+    pub fn request_body(&self, request: &ModelRequest) -> serde_json::Result<Vec<u8>> {
+        build_body(request, Delivery::Stream, self.max_tokens_field)
     }
 
     /// Overrides which field carries `max_output_tokens`.
