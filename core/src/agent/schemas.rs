@@ -9,7 +9,7 @@
 //!
 //! The cache is the process's: the built-in tools are the same objects in every session
 //! (`corvid_tools::builtin_tools`), so any number of sessions keeps one copy of their schemas
-//! (about 8 KB), and a session that sends no request adds nothing. Entries are per tool
+//! (about 6 KB), and a session that sends no request adds nothing. Entries are per tool
 //! object: an MCP server that restarts offers new objects under the same names, whose schemas
 //! may differ, and those are built afresh.
 
