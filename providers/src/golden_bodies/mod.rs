@@ -2,7 +2,8 @@
 //! spelling of every value decide whether a provider's prompt cache hits, so a change of the
 //! body builders must not change a single byte. The golden files were written by the builders
 //! of commit a7548ae (which built a `serde_json::Value` tree); `CORVID_WRITE_GOLDEN=1` rewrites
-//! them, for a change that means to alter the bytes.
+//! them, for a change that means to alter the bytes. Random histories are checked against
+//! those builders themselves (`reference`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,6 +12,10 @@ use corvid_protocol::{
     ImageData, JsonText, Message, ModelRequest, Part, Role, ToolCall, ToolResult, ToolSchema,
 };
 use serde_json::{Value, json};
+
+mod reference;
+
+use proptest::prelude::*;
 
 use crate::anthropic::request as anthropic;
 use crate::openai_chat::request::{self as openai, Delivery, MaxTokensField};
@@ -307,4 +312,108 @@ fn every_body_is_byte_for_byte_the_pinned_one() {
     expected.sort();
     found.sort();
     pretty_assertions::assert_eq!(found, expected);
+}
+
+fn any_text() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "",
+        "a",
+        "b \"c\"\n",
+        "é 🎉 </x>",
+        "\u{1}\u{7f}",
+        "line\r\n",
+    ])
+    .prop_map(str::to_owned)
+}
+
+fn any_image() -> impl Strategy<Value = ImageData> {
+    prop::sample::select(vec![("image/png", "iVBORw=="), ("image/jpeg", "/9j/4A==")])
+        .prop_map(|(media_type, data)| image(media_type, data))
+}
+
+fn any_args() -> impl Strategy<Value = Value> {
+    prop::sample::select(vec![
+        json!({}),
+        json!({"z": 1, "a": [true, null, 1.5, "s\"q"]}),
+        Value::String("{bad".into()),
+        Value::Null,
+    ])
+}
+
+fn any_id() -> impl Strategy<Value = String> {
+    prop::sample::select(vec!["a", "b", "c"]).prop_map(str::to_owned)
+}
+
+fn any_part() -> impl Strategy<Value = Part> {
+    prop_oneof![
+        any_text().prop_map(|t| Part::Text { text: t }),
+        (any_text(), prop::option::of(any_text()))
+            .prop_map(|(text, signature)| Part::Thought { text, signature }),
+        (any_id(), any_args()).prop_map(|(id, args)| call(&id, "tool", args)),
+        (
+            any_id(),
+            any_text(),
+            any::<bool>(),
+            prop::collection::vec(any_image(), 0..3)
+        )
+            .prop_map(|(id, output, is_error, images)| result(
+                &id, "tool", &output, is_error, images
+            )),
+        any_image().prop_map(Part::Image),
+    ]
+}
+
+fn any_request() -> impl Strategy<Value = ModelRequest> {
+    let message =
+        (any::<bool>(), prop::collection::vec(any_part(), 0..5)).prop_map(|(user, parts)| {
+            let role = if user { Role::User } else { Role::Assistant };
+            message(role, parts)
+        });
+    let tool = (any_text(), any_args()).prop_map(|(description, parameters)| {
+        schema(
+            "tool",
+            &description,
+            json!({"type": "object", "x": parameters}),
+        )
+    });
+    (
+        prop::collection::vec(message, 0..9),
+        any_text(),
+        prop::collection::vec(tool, 0..3),
+        prop::option::of(prop::sample::select(vec![1u32, 8192])),
+        prop::option::of(prop::sample::select(vec![0.0, 0.5, 1.0, 2.0])),
+    )
+        .prop_map(
+            |(messages, system, tools, max_output_tokens, temperature)| ModelRequest {
+                model: "m".into(),
+                system,
+                messages: messages.into(),
+                tools,
+                max_output_tokens,
+                temperature,
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_history_is_sent_byte_for_byte_as_the_value_tree_builders_sent_it(
+        request in any_request()
+    ) {
+        for delivery in [Delivery::Stream, Delivery::Whole] {
+            for field in [MaxTokensField::MaxTokens, MaxTokensField::MaxCompletionTokens] {
+                let old = serde_json::to_vec(&reference::openai_body(&request, delivery, field))
+                    .unwrap();
+                let new = openai::build_body(&request, delivery, field).unwrap();
+                prop_assert_eq!(String::from_utf8(new).unwrap(), String::from_utf8(old).unwrap());
+            }
+        }
+        for stream in [true, false] {
+            let old = serde_json::to_vec(&reference::anthropic_body(&request, stream)).unwrap();
+            let new = anthropic::build_body(&request, stream).unwrap();
+            prop_assert_eq!(String::from_utf8(new).unwrap(), String::from_utf8(old).unwrap());
+        }
+    }
 }
