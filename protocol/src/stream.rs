@@ -1,6 +1,11 @@
 //! Provider stream events: what every provider turns its HTTP bytes into.
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::{ErrorInfo, Messages, ToolCall};
 
@@ -74,13 +79,80 @@ impl FinishReason {
     }
 }
 
-/// A tool offered to the model.
+/// A tool offered to the model. Built once per tool and shared by every request that offers
+/// it (see [`ModelRequest::tools`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSchema {
     pub name: String,
     pub description: String,
     /// JSON Schema of the arguments object.
-    pub parameters: serde_json::Value,
+    pub parameters: JsonText,
+}
+
+/// A JSON value kept as the compact text serde_json writes for it: serialized once, copied
+/// into every request body as it is (a schema tree used to be rebuilt and walked per request).
+#[derive(Clone)]
+pub struct JsonText(Box<RawValue>);
+
+impl JsonText {
+    /// The compact text of `value`, exactly as serde_json would write it inside a body.
+    pub fn new(value: &Value) -> Self {
+        // Writing a `Value` cannot fail: its map keys are strings, its numbers finite, and the
+        // output is a `String`. The fallback only keeps this free of a panic path.
+        let raw = serde_json::value::to_raw_value(value).unwrap_or_else(|_| null());
+        Self(raw)
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The text as a raw value, for serializing it inside another document.
+    pub fn raw(&self) -> &RawValue {
+        &self.0
+    }
+
+    /// The value parsed back (for tests and inspection; the text is always valid JSON).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.get()).unwrap_or(Value::Null)
+    }
+}
+
+fn null() -> Box<RawValue> {
+    RawValue::NULL.to_owned()
+}
+
+impl From<Value> for JsonText {
+    fn from(value: Value) -> Self {
+        Self::new(&value)
+    }
+}
+
+impl PartialEq for JsonText {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl fmt::Debug for JsonText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.get())
+    }
+}
+
+impl Serialize for JsonText {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+/// Read as a value and written compactly again, so text read from a pretty-printed file is
+/// sent as the value it holds, not with its layout.
+impl<'de> Deserialize<'de> for JsonText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(|value| Self::new(&value))
+    }
 }
 
 /// Everything a provider needs for one model request.
@@ -89,7 +161,8 @@ pub struct ModelRequest {
     pub model: String,
     pub system: String,
     pub messages: Messages,
-    pub tools: Vec<ToolSchema>,
+    /// Shared with the cache that built them: a request costs no copy of any schema.
+    pub tools: Vec<Arc<ToolSchema>>,
     pub max_output_tokens: Option<u32>,
     pub temperature: Option<f64>,
 }
@@ -105,3 +178,28 @@ pub struct Completion {
 
 /// A stream item: an event, or the error that ends the stream.
 pub type StreamItem = Result<StreamEvent, ErrorInfo>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn json_text_is_written_into_a_document_as_its_value_would_be() {
+        let value = json!({"type": "object", "description": "say \"hi\"\n", "n": [1.5, -0.0]});
+        let text = JsonText::new(&value);
+        assert_eq!(
+            serde_json::to_string(&[&text, &text]).unwrap(),
+            serde_json::to_string(&[&value, &value]).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_schema_read_from_pretty_json_keeps_its_value_not_its_layout() {
+        let text = "{\"name\": \"t\", \"description\": \"\",\n \"parameters\": {\n  \"type\": \"object\"\n}}";
+        let schema: ToolSchema = serde_json::from_str(text).unwrap();
+        assert_eq!(schema.parameters.get(), r#"{"type":"object"}"#);
+        assert_eq!(schema.parameters.to_value(), json!({"type": "object"}));
+    }
+}

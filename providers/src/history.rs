@@ -1,6 +1,7 @@
 //! History shaping both APIs need: one message per role turn, and every tool call answered by
 //! exactly one result, in call order, in the message right after it.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use corvid_protocol::{Message, Part, Role, ToolResult};
@@ -9,37 +10,49 @@ use corvid_protocol::{Message, Part, Role, ToolResult};
 /// both APIs reject a call left unanswered.
 const MISSING_RESULT: &str = "This tool call was not executed.";
 
+/// One message as sent: its parts borrowed from the history (a body builder copies them into
+/// the body once; cloning the history here cost a copy of every text and image per request),
+/// owned only for the results answering a call left without one.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Turn<'a> {
+    pub role: Role,
+    pub parts: Vec<Cow<'a, Part>>,
+}
+
 /// Merges consecutive same-role messages, then pairs tool results with their calls by id.
 ///
 /// Results without a matching call just before them are dropped (both APIs reject them).
-pub(crate) fn paired(messages: &[Message]) -> Vec<Message> {
+pub(crate) fn paired(messages: &[Message]) -> Vec<Turn<'_>> {
     let merged = merge_roles(messages);
-    let mut out: Vec<Message> = Vec::with_capacity(merged.len() + 1);
+    let mut out: Vec<Turn<'_>> = Vec::with_capacity(merged.len() + 1);
     let mut iter = merged.into_iter().peekable();
-    while let Some(message) = iter.next() {
-        match message.role {
+    while let Some(turn) = iter.next() {
+        match turn.role {
             Role::Assistant => {
-                let calls: Vec<(String, String)> = message
+                // A merged turn borrows all its parts.
+                let calls: Vec<(&str, &str)> = turn
                     .parts
                     .iter()
                     .filter_map(|p| match p {
-                        Part::ToolCall(c) => Some((c.call_id.clone(), c.name.clone())),
+                        Cow::Borrowed(Part::ToolCall(c)) => {
+                            Some((c.call_id.as_str(), c.name.as_str()))
+                        }
                         _ => None,
                     })
                     .collect();
-                out.push(message);
+                out.push(turn);
                 if calls.is_empty() {
                     continue;
                 }
-                let next = iter.next_if(|m| m.role == Role::User);
+                let next = iter.next_if(|t| t.role == Role::User);
                 out.push(answer_calls(&calls, next));
             }
             Role::User => {
-                let parts: Vec<Part> = message
+                let parts: Vec<Cow<'_, Part>> = turn
                     .parts
                     .into_iter()
                     .filter(|p| {
-                        let orphan = matches!(p, Part::ToolResult(_));
+                        let orphan = matches!(**p, Part::ToolResult(_));
                         if orphan {
                             tracing::warn!("dropping a tool result that answers no preceding call");
                         }
@@ -47,7 +60,7 @@ pub(crate) fn paired(messages: &[Message]) -> Vec<Message> {
                     })
                     .collect();
                 if !parts.is_empty() {
-                    out.push(Message {
+                    out.push(Turn {
                         role: Role::User,
                         parts,
                     });
@@ -59,30 +72,30 @@ pub(crate) fn paired(messages: &[Message]) -> Vec<Message> {
 }
 
 /// The user message answering `calls`: their results in call order, then the rest of `next`.
-fn answer_calls(calls: &[(String, String)], next: Option<Message>) -> Message {
-    let (mut results, rest): (Vec<Part>, Vec<Part>) = next
-        .map(|m| m.parts)
+fn answer_calls<'a>(calls: &[(&str, &str)], next: Option<Turn<'a>>) -> Turn<'a> {
+    let (mut results, rest): (Vec<Cow<'a, Part>>, Vec<Cow<'a, Part>>) = next
+        .map(|t| t.parts)
         .unwrap_or_default()
         .into_iter()
-        .partition(|p| matches!(p, Part::ToolResult(_)));
+        .partition(|p| matches!(**p, Part::ToolResult(_)));
     let mut parts = Vec::with_capacity(calls.len() + rest.len());
     let mut answered = HashSet::new();
-    for (id, name) in calls {
-        if !answered.insert(id.as_str()) {
+    for &(id, name) in calls {
+        if !answered.insert(id) {
             continue;
         }
         let found = results
             .iter()
-            .position(|p| matches!(p, Part::ToolResult(r) if &r.call_id == id));
+            .position(|p| matches!(&**p, Part::ToolResult(r) if r.call_id == id));
         parts.push(match found {
             Some(pos) => results.swap_remove(pos),
-            None => Part::ToolResult(ToolResult {
-                call_id: id.clone(),
-                name: name.clone(),
+            None => Cow::Owned(Part::ToolResult(ToolResult {
+                call_id: id.to_owned(),
+                name: name.to_owned(),
                 output: MISSING_RESULT.to_owned(),
                 is_error: true,
                 images: Vec::new(),
-            }),
+            })),
         });
     }
     if !results.is_empty() {
@@ -92,20 +105,22 @@ fn answer_calls(calls: &[(String, String)], next: Option<Message>) -> Message {
         );
     }
     parts.extend(rest);
-    Message {
+    Turn {
         role: Role::User,
         parts,
     }
 }
 
-fn merge_roles(messages: &[Message]) -> Vec<Message> {
-    let mut out: Vec<Message> = Vec::with_capacity(messages.len());
+fn merge_roles(messages: &[Message]) -> Vec<Turn<'_>> {
+    let mut out: Vec<Turn<'_>> = Vec::with_capacity(messages.len());
     for message in messages {
+        let parts = message.parts.iter().map(Cow::Borrowed);
         match out.last_mut() {
-            Some(last) if last.role == message.role => {
-                last.parts.extend(message.parts.iter().cloned())
-            }
-            _ => out.push(message.clone()),
+            Some(last) if last.role == message.role => last.parts.extend(parts),
+            _ => out.push(Turn {
+                role: message.role,
+                parts: parts.collect(),
+            }),
         }
     }
     out
@@ -138,6 +153,17 @@ mod tests {
 
     fn msg(role: Role, parts: Vec<Part>) -> Message {
         Message { role, parts }
+    }
+
+    /// The turns as owned messages, to compare with whole expected values.
+    fn owned(turns: Vec<Turn<'_>>) -> Vec<Message> {
+        turns
+            .into_iter()
+            .map(|t| Message {
+                role: t.role,
+                parts: t.parts.into_iter().map(Cow::into_owned).collect(),
+            })
+            .collect()
     }
 
     #[test]
@@ -174,7 +200,7 @@ mod tests {
                 ],
             ),
         ];
-        assert_eq!(paired(&history), expected);
+        assert_eq!(owned(paired(&history)), expected);
     }
 
     #[test]
@@ -183,6 +209,6 @@ mod tests {
             Role::User,
             vec![result("x", "X"), Part::Text { text: "hi".into() }],
         )];
-        assert_eq!(paired(&history), vec![Message::user_text("hi")]);
+        assert_eq!(owned(paired(&history)), vec![Message::user_text("hi")]);
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use corvid_protocol::{Completion, ErrorInfo, ErrorKind, StreamItem};
 use futures::stream::{self, BoxStream, StreamExt};
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 
 use crate::EventStream;
@@ -243,13 +243,18 @@ impl Endpoint {
     }
 
     /// Sends `body`; a non-success status becomes a classified (unredacted) error.
-    async fn send(&self, body: &Value) -> Result<reqwest::Response, ErrorInfo> {
+    async fn send(&self, body: Bytes) -> Result<reqwest::Response, ErrorInfo> {
         tracing::debug!(url = %self.reading.shown_url, "sending model request");
+        // What `RequestBuilder::json` did: the type goes last, unless a configured header set it.
+        let mut headers = self.headers.clone();
+        if !headers.contains_key(CONTENT_TYPE) {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        }
         let request = self
             .client
             .post(self.url.clone())
-            .headers(self.headers.clone())
-            .json(body)
+            .headers(headers)
+            .body(body)
             .send();
         let response = body::within_idle(&self.reading, request)
             .await?
@@ -264,9 +269,9 @@ impl Endpoint {
     }
 
     /// A streaming request: items are yielded as soon as the chunk that completes them arrives.
-    pub(crate) fn stream(self, body: Value, protocol: WireProtocol) -> EventStream {
+    pub(crate) fn stream(self, body: RequestBody, protocol: WireProtocol) -> EventStream {
         let redactor = self.reading.redactor.clone();
-        let state = State::Send(Box::new((self, body, protocol)));
+        let state = State::Send(Box::new((self, encoded(body), protocol)));
         stream::unfold(state, next_item)
             .map(move |item| item.map_err(|e| reported(&redactor, e)))
             .boxed()
@@ -275,11 +280,11 @@ impl Endpoint {
     /// A non-streaming request, assembled by the same parser as a stream.
     pub(crate) async fn complete(
         self,
-        body: Value,
+        body: RequestBody,
         protocol: WireProtocol,
     ) -> Result<Completion, ErrorInfo> {
         let result = async {
-            let response = self.send(&body).await?;
+            let response = self.send(encoded(body)?).await?;
             let content_type = body::content_type(&response);
             let bytes = body::read_whole(&self.reading, response).await?;
             let answer = body::sniff(content_type.as_deref(), &bytes);
@@ -292,6 +297,20 @@ impl Endpoint {
         let redactor = self.reading.redactor.clone();
         result.await.map_err(|e| reported(&redactor, e))
     }
+}
+
+/// A request body as a provider's builder serialized it.
+pub(crate) type RequestBody = serde_json::Result<Vec<u8>>;
+
+/// The body as the HTTP layer sends it, without a copy. Writing corvid's bodies cannot fail
+/// (every map has string keys); should it, the request fails instead of the process.
+fn encoded(body: RequestBody) -> Result<Bytes, ErrorInfo> {
+    body.map(Bytes::from).map_err(|e| {
+        ErrorInfo::new(
+            ErrorKind::BadRequest,
+            format!("corvid could not write the request body: {e}"),
+        )
+    })
 }
 
 /// The process's one HTTP client (a connection pool and the system's root certificates),
@@ -332,7 +351,7 @@ fn reported(redactor: &Redactor, error: ErrorInfo) -> ErrorInfo {
 }
 
 enum State {
-    Send(Box<(Endpoint, Value, WireProtocol)>),
+    Send(Box<(Endpoint, Result<Bytes, ErrorInfo>, WireProtocol)>),
     Body(Box<Body>),
     Over,
 }
@@ -367,7 +386,11 @@ async fn next_item(mut state: State) -> Option<(StreamItem, State)> {
             State::Send(request) => {
                 let (endpoint, body, protocol) = *request;
                 let reading = endpoint.reading.clone();
-                match endpoint.send(&body).await {
+                let sent = match body {
+                    Ok(body) => endpoint.send(body).await,
+                    Err(error) => Err(error),
+                };
+                match sent {
                     Ok(response) => open_body(response, protocol, reading).await,
                     Err(error) => return Some((Err(error), State::Over)),
                 }

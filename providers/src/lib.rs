@@ -36,6 +36,8 @@ pub trait Provider: Send + Sync {
 pub mod anthropic;
 mod body;
 pub mod error;
+#[cfg(test)]
+mod golden_bodies;
 mod history;
 pub mod http;
 pub mod limits;

@@ -24,11 +24,11 @@ fn request() -> ModelRequest {
         model: "claude-test".into(),
         system: "Be brief.".into(),
         messages: vec![Message::user_text("Weather in Oslo?")].into(),
-        tools: vec![ToolSchema {
+        tools: vec![std::sync::Arc::new(ToolSchema {
             name: "weather".into(),
             description: "Weather for a place".into(),
-            parameters: json!({"type": "object"}),
-        }],
+            parameters: json!({"type": "object"}).into(),
+        })],
         max_output_tokens: None,
         temperature: None,
     }
@@ -192,6 +192,7 @@ async fn the_request_sends_signed_thinking_back_and_pairs_tool_results() {
         (Some(KEY), Some("2023-06-01"))
     );
     assert_eq!(r.header("authorization"), None);
+    assert_eq!(r.header("content-type"), Some("application/json"));
     assert_eq!(
         r.body,
         json!({

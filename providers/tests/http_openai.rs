@@ -29,11 +29,12 @@ fn request() -> ModelRequest {
         model: "gpt-test".into(),
         system: "You are terse.".into(),
         messages: vec![Message::user_text("What is the weather?")].into(),
-        tools: vec![ToolSchema {
+        tools: vec![std::sync::Arc::new(ToolSchema {
             name: "weather".into(),
             description: "Weather for a place".into(),
-            parameters: json!({"type": "object", "properties": {"location": {"type": "string"}}}),
-        }],
+            parameters: json!({"type": "object", "properties": {"location": {"type": "string"}}})
+                .into(),
+        })],
         max_output_tokens: Some(512),
         temperature: Some(0.5),
     }
@@ -169,6 +170,13 @@ async fn the_request_pairs_tool_results_with_their_calls_and_asks_for_usage() {
         Some(format!("Bearer {KEY}").as_str())
     );
     assert_eq!(r.header("x-gateway"), Some("corvid-tests"));
+    let types: Vec<&str> = r
+        .headers
+        .iter()
+        .filter(|(n, _)| n == "content-type")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert_eq!(types, vec!["application/json"]);
     assert_eq!(
         r.body,
         json!({

@@ -1,8 +1,7 @@
 //! The built-in tool set offered to the model.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use crate::ToolRegistry;
 use crate::edit::Edit;
 use crate::exit_plan_mode::ExitPlanMode;
 use crate::glob::Glob;
@@ -12,19 +11,26 @@ use crate::read_file::ReadFile;
 use crate::shell::RunShellCommand;
 use crate::todo_write::TodoWrite;
 use crate::write_file::WriteFile;
+use crate::{Tool, ToolRegistry};
 
-/// Every built-in tool, in the order of SPEC §3.2.
+/// Every built-in tool, in the order of SPEC §3.2. The tools hold no state, so every session
+/// gets the same objects: a tool's schema is then built once for the whole process (the core
+/// keeps schemas per tool object), however many sessions offer it.
 pub fn builtin_tools() -> ToolRegistry {
-    ToolRegistry::new(vec![
-        Arc::new(ReadFile),
-        Arc::new(ListDirectory),
-        Arc::new(Glob),
-        Arc::new(GrepSearch),
-        Arc::new(WriteFile),
-        Arc::new(Edit),
-        Arc::new(RunShellCommand),
-        Arc::new(TodoWrite),
-        // Offered only in plan mode (the core filters by mode).
-        Arc::new(ExitPlanMode),
-    ])
+    static TOOLS: OnceLock<Vec<Arc<dyn Tool>>> = OnceLock::new();
+    let tools = TOOLS.get_or_init(|| {
+        vec![
+            Arc::new(ReadFile),
+            Arc::new(ListDirectory),
+            Arc::new(Glob),
+            Arc::new(GrepSearch),
+            Arc::new(WriteFile),
+            Arc::new(Edit),
+            Arc::new(RunShellCommand),
+            Arc::new(TodoWrite),
+            // Offered only in plan mode (the core filters by mode).
+            Arc::new(ExitPlanMode),
+        ]
+    });
+    ToolRegistry::new(tools.clone())
 }

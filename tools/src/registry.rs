@@ -103,7 +103,7 @@ impl ToolRegistry {
             .map(|t| ToolSchema {
                 name: t.name().to_owned(),
                 description: t.description().to_owned(),
-                parameters: t.parameters(),
+                parameters: t.parameters().into(),
             })
             .collect()
     }

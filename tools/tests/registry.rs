@@ -51,14 +51,10 @@ fn the_builtin_registry_describes_every_tool_of_the_spec() {
         ]
     );
     for schema in registry.schemas() {
-        assert_eq!(
-            schema.parameters["type"],
-            json!("object"),
-            "{}",
-            schema.name
-        );
-        let properties = schema.parameters["properties"].as_object().unwrap();
-        for required in schema.parameters["required"].as_array().unwrap() {
+        let parameters = schema.parameters.to_value();
+        assert_eq!(parameters["type"], json!("object"), "{}", schema.name);
+        let properties = parameters["properties"].as_object().unwrap();
+        for required in parameters["required"].as_array().unwrap() {
             assert!(properties.contains_key(required.as_str().unwrap()));
         }
         assert!(!schema.description.is_empty());
@@ -146,4 +142,17 @@ fn a_dynamic_source_adds_its_tools_after_the_fixed_ones_which_win_on_a_name_clas
     assert_eq!(names, ["read_file", "todo_write"]);
     assert_eq!(registry.get("todo_write").unwrap().name(), "todo_write");
     assert_eq!(registry.schemas().len(), 2);
+}
+
+#[test]
+fn every_session_gets_the_same_built_in_tool_objects() {
+    let first: Vec<_> = builtin_tools().iter().collect();
+    let second: Vec<_> = builtin_tools().iter().collect();
+    assert_eq!(first.len(), second.len());
+    assert!(
+        first
+            .iter()
+            .zip(&second)
+            .all(|(a, b)| std::sync::Arc::ptr_eq(a, b))
+    );
 }

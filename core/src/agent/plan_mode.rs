@@ -11,6 +11,7 @@ use corvid_tools::exit_plan_mode::{EXIT_PLAN_MODE, plan_of, plan_steps};
 use corvid_tools::{ApprovalNeed, Tool};
 
 use super::approval::{Approval, approve};
+use super::schemas::SchemaCache;
 use super::session::{TaskCtx, lock};
 
 /// What the model is told about plan mode, after the system prompt.
@@ -82,13 +83,13 @@ pub(super) fn system_prompt(ctx: &TaskCtx) -> String {
 
 /// The schemas of the tools offered to the model in the session's current mode, and the bytes
 /// they add to a request.
-pub(super) fn tool_schemas(ctx: &TaskCtx) -> (Vec<ToolSchema>, u64) {
-    ctx.stat.schemas.schemas(&offered_tools(ctx))
+pub(super) fn tool_schemas(ctx: &TaskCtx) -> (Vec<Arc<ToolSchema>>, u64) {
+    SchemaCache::process().schemas(&offered_tools(ctx))
 }
 
 /// The bytes the schemas of the offered tools add to a request.
 pub(super) fn tool_bytes(ctx: &TaskCtx) -> u64 {
-    ctx.stat.schemas.bytes(&offered_tools(ctx))
+    SchemaCache::process().bytes(&offered_tools(ctx))
 }
 
 fn offered_tools(ctx: &TaskCtx) -> Vec<Arc<dyn Tool>> {

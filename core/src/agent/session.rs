@@ -44,9 +44,6 @@ pub(super) struct Static {
     pub summaries: Option<SummaryConfig>,
     /// Permission rules, protected paths and the other policies of the session.
     pub policy: crate::policy::SessionPolicy,
-    /// The request size of the tools' schemas, measured once (shared with subagents, whose
-    /// tools are the same objects).
-    pub schemas: Arc<super::schemas::SchemaSizes>,
 }
 
 /// What operations change while a task runs. A subagent has its own, sharing the parent's
@@ -420,7 +417,6 @@ pub(super) async fn run_session(
         shell_timeout: config.shell_timeout,
         summaries: config.summaries,
         policy: config.policy,
-        schemas: Arc::default(),
     };
     if let crate::policy::Subagents::On {
         max_turns,

@@ -1,6 +1,8 @@
 //! Estimating a request's size in tokens without a tokenizer: bytes of what is sent, divided
 //! by a ratio calibrated on the provider's own count of the last prompt.
 
+use std::sync::Arc;
+
 use corvid_protocol::{Message, Part, ToolSchema};
 
 /// Bytes per token before any usage came back (English text and code run 3-4.5).
@@ -64,14 +66,14 @@ impl ContextMeter {
 
 /// The bytes a request of this system prompt, these tools and these messages sends (text
 /// and arguments; framing is left out, the calibration absorbs it).
-pub fn request_bytes(system: &str, tools: &[ToolSchema], messages: &[Message]) -> u64 {
-    let tools: u64 = tools.iter().map(schema_bytes).sum();
+pub fn request_bytes(system: &str, tools: &[Arc<ToolSchema>], messages: &[Message]) -> u64 {
+    let tools: u64 = tools.iter().map(|tool| schema_bytes(tool)).sum();
     len(system) + tools + messages.iter().map(message_bytes).sum::<u64>()
 }
 
 /// The bytes one tool's schema adds to a request.
 pub fn schema_bytes(tool: &ToolSchema) -> u64 {
-    len(&tool.name) + len(&tool.description) + json_len(&tool.parameters)
+    len(&tool.name) + len(&tool.description) + len(tool.parameters.get())
 }
 
 /// The bytes one message adds to a request.

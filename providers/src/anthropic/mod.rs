@@ -1,7 +1,7 @@
 //! Anthropic Messages (`POST {baseUrl}/v1/messages`).
 
 mod parser;
-mod request;
+pub(crate) mod request;
 
 use std::sync::Arc;
 
@@ -43,6 +43,11 @@ impl AnthropicProvider {
         Ok(Self {
             endpoint: Arc::new(endpoint),
         })
+    }
+
+    /// The body of a streaming request for `request`, as sent (benchmarks and debugging).
+    pub fn request_body(&self, request: &ModelRequest) -> serde_json::Result<Vec<u8>> {
+        request::build_body(request, true)
     }
 }
 

@@ -1,73 +1,185 @@
 //! `ModelRequest` → Messages API request body.
+//!
+//! The body is a tree of borrowing structs serialized straight to bytes: no text of the
+//! history, no schema and no image is copied before it lands in the body, and the field order
+//! is the one the API has always been sent (the prompt cache keys on the bytes).
 
-use corvid_protocol::{ImageData, Message, ModelRequest, Part, Role};
-use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
-use crate::history::paired;
+use corvid_protocol::{ImageData, ModelRequest, Part, Role, ToolSchema};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::history::{Turn, paired};
 
 /// The Messages API requires a limit; this one fits every current model.
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
-/// Builds the JSON body of `POST /v1/messages`.
-pub(crate) fn build_body(request: &ModelRequest, stream: bool) -> Value {
-    let mut messages: Vec<(Role, Vec<Value>)> = Vec::with_capacity(request.messages.len());
-    for message in paired(&request.messages) {
-        let blocks = blocks(&message);
+/// The JSON body of `POST /v1/messages`, borrowing from its request.
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<[Block<'a>; 1]>,
+    messages: Vec<OutMessage<'a>>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    tools: Vec<OutTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    stream: bool,
+}
+
+#[derive(Serialize)]
+struct OutTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a RawValue,
+}
+
+impl<'a> From<&'a ToolSchema> for OutTool<'a> {
+    fn from(tool: &'a ToolSchema) -> Self {
+        Self {
+            name: &tool.name,
+            description: &tool.description,
+            input_schema: tool.parameters.raw(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct OutMessage<'a> {
+    role: &'static str,
+    content: Vec<Block<'a>>,
+}
+
+/// One content block; `cache_control`, when set, is its last field.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Cow<'a, Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: ResultContent<'a>,
+        #[serde(skip_serializing_if = "is_false")]
+        is_error: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    Image {
+        source: Source<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+}
+
+impl Block<'_> {
+    /// Puts a cache breakpoint on this block; `false` for a block that cannot carry one.
+    fn mark(&mut self) -> bool {
+        match self {
+            Self::Thinking { .. } => false,
+            Self::Text { cache_control, .. }
+            | Self::ToolUse { cache_control, .. }
+            | Self::ToolResult { cache_control, .. }
+            | Self::Image { cache_control, .. } => {
+                *cache_control = Some(EPHEMERAL);
+                true
+            }
+        }
+    }
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ResultContent<'a> {
+    Text(&'a str),
+    Blocks(Vec<Block<'a>>),
+}
+
+#[derive(Serialize)]
+struct Source<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+/// The JSON body of `POST /v1/messages`, serialized.
+pub(crate) fn build_body(request: &ModelRequest, stream: bool) -> serde_json::Result<Vec<u8>> {
+    let turns = paired(&request.messages);
+    serde_json::to_vec(&body(request, &turns, stream))
+}
+
+fn body<'a>(request: &'a ModelRequest, turns: &'a [Turn<'_>], stream: bool) -> Body<'a> {
+    let mut messages: Vec<(Role, Vec<Block<'a>>)> = Vec::with_capacity(turns.len());
+    for turn in turns {
+        let blocks = blocks(turn);
         if blocks.is_empty() {
             continue;
         }
         match messages.last_mut() {
             // Dropping an empty message can leave two of one role next to each other.
-            Some((role, existing)) if *role == message.role => existing.extend(blocks),
-            _ => messages.push((message.role, blocks)),
+            Some((role, existing)) if *role == turn.role => existing.extend(blocks),
+            _ => messages.push((turn.role, blocks)),
         }
     }
-    let mut messages: Vec<Value> = messages
+    let mut messages: Vec<OutMessage<'a>> = messages
         .into_iter()
         .map(|(role, mut blocks)| {
             // tool_result blocks must open a user message.
-            blocks.sort_by_key(|b| b["type"] != "tool_result");
+            blocks.sort_by_key(|b| !matches!(b, Block::ToolResult { .. }));
             let role = match role {
                 Role::User => "user",
                 Role::Assistant => "assistant",
             };
-            json!({"role": role, "content": blocks})
+            OutMessage {
+                role,
+                content: blocks,
+            }
         })
         .collect();
     mark_cache_breakpoints(&mut messages);
-    let mut body = Map::new();
-    body.insert("model".into(), json!(request.model));
-    body.insert(
-        "max_tokens".into(),
-        json!(request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
-    );
-    if !request.system.is_empty() {
+    Body {
+        model: &request.model,
+        max_tokens: request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         // The tools and the system prompt are the same every turn: one breakpoint caches both.
-        body.insert(
-            "system".into(),
-            json!([{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]),
-        );
+        system: (!request.system.is_empty()).then(|| {
+            [Block::Text {
+                text: &request.system,
+                cache_control: Some(EPHEMERAL),
+            }]
+        }),
+        messages,
+        tools: request.tools.iter().map(|t| OutTool::from(&**t)).collect(),
+        temperature: request.temperature,
+        stream,
     }
-    body.insert("messages".into(), Value::Array(messages));
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
-    }
-    if let Some(temperature) = request.temperature {
-        body.insert("temperature".into(), json!(temperature));
-    }
-    body.insert("stream".into(), json!(stream));
-    Value::Object(body)
 }
 
 /// A cache breakpoint: the prefix up to the block carrying it is cached for a few minutes.
 const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
 
-#[derive(serde::Serialize)]
+#[derive(Serialize)]
 struct CacheControl {
     #[serde(rename = "type")]
     kind: &'static str,
@@ -80,80 +192,98 @@ const CACHED_MESSAGES: usize = 2;
 
 /// Puts a breakpoint on the last block of each of the last messages that can carry one
 /// (thinking blocks cannot). With the system prompt's, that makes three of the four allowed.
-fn mark_cache_breakpoints(messages: &mut [Value]) {
+fn mark_cache_breakpoints(messages: &mut [OutMessage<'_>]) {
     for message in messages.iter_mut().rev().take(CACHED_MESSAGES) {
-        let Some(blocks) = message["content"].as_array_mut() else {
-            continue;
-        };
-        if let Some(block) = blocks
-            .iter_mut()
-            .rev()
-            .find(|b| b["type"] != "thinking" && b["type"] != "redacted_thinking")
-        {
-            block["cache_control"] = json!(EPHEMERAL);
+        for block in message.content.iter_mut().rev() {
+            if block.mark() {
+                break;
+            }
         }
     }
 }
 
-fn blocks(message: &Message) -> Vec<Value> {
-    message
-        .parts
+fn blocks<'a>(turn: &'a Turn<'_>) -> Vec<Block<'a>> {
+    turn.parts
         .iter()
-        .filter_map(|part| match part {
+        .filter_map(|part| match &**part {
             // The API rejects empty text blocks.
             Part::Text { text } if text.is_empty() => None,
-            Part::Text { text } => Some(json!({"type": "text", "text": text})),
+            Part::Text { text } => Some(text_block(text)),
             // Only signed thinking can be sent back; an unsigned one would be rejected.
-            Part::Thought { text, signature: Some(signature) } if message.role == Role::Assistant => {
-                Some(json!({"type": "thinking", "thinking": text, "signature": signature}))
-            }
+            Part::Thought {
+                text,
+                signature: Some(signature),
+            } if turn.role == Role::Assistant => Some(Block::Thinking {
+                thinking: text,
+                signature,
+            }),
             Part::Thought { .. } => None,
-            Part::ToolCall(call) => {
+            Part::ToolCall(call) => Some(Block::ToolUse {
+                id: &call.call_id,
+                name: &call.name,
                 // Arguments that never parsed into an object cannot be a tool_use input.
-                let input = if call.args.is_object() { call.args.clone() } else { json!({}) };
-                Some(json!({"type": "tool_use", "id": call.call_id, "name": call.name, "input": input}))
-            }
-            Part::ToolResult(result) => {
-                let mut block = json!({
-                    "type": "tool_result", "tool_use_id": result.call_id,
-                    "content": tool_result_content(&result.output, &result.images),
-                });
-                if result.is_error {
-                    block["is_error"] = json!(true);
-                }
-                Some(block)
-            }
+                input: if call.args.is_object() {
+                    Cow::Borrowed(&call.args)
+                } else {
+                    Cow::Owned(Value::Object(Map::new()))
+                },
+                cache_control: None,
+            }),
+            Part::ToolResult(result) => Some(Block::ToolResult {
+                tool_use_id: &result.call_id,
+                content: tool_result_content(&result.output, &result.images),
+                is_error: result.is_error,
+                cache_control: None,
+            }),
             Part::Image(image) => Some(image_block(image)),
         })
         .collect()
 }
 
+fn text_block(text: &str) -> Block<'_> {
+    Block::Text {
+        text,
+        cache_control: None,
+    }
+}
+
 /// A tool result's content: its text as a string, or, when the tool returned images, a list
 /// of a text block (the API rejects empty ones) and the image blocks.
-fn tool_result_content(output: &str, images: &[ImageData]) -> Value {
+fn tool_result_content<'a>(output: &'a str, images: &'a [ImageData]) -> ResultContent<'a> {
     if images.is_empty() {
-        return json!(output);
+        return ResultContent::Text(output);
     }
-    let text = (!output.is_empty()).then(|| json!({"type": "text", "text": output}));
-    Value::Array(
+    let text = (!output.is_empty()).then(|| text_block(output));
+    ResultContent::Blocks(
         text.into_iter()
             .chain(images.iter().map(image_block))
             .collect(),
     )
 }
 
-fn image_block(image: &ImageData) -> Value {
-    json!({
-        "type": "image",
-        "source": {"type": "base64", "media_type": image.media_type, "data": image.data_base64},
-    })
+fn image_block(image: &ImageData) -> Block<'_> {
+    Block::Image {
+        source: Source {
+            kind: "base64",
+            media_type: &image.media_type,
+            data: &image.data_base64,
+        },
+        cache_control: None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::test_history::{png, shot_calls, shot_result};
+    use corvid_protocol::Message;
     use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    /// The body sent for `request`, parsed back.
+    fn sent(request: &ModelRequest, stream: bool) -> Value {
+        serde_json::from_slice(&build_body(request, stream).unwrap()).unwrap()
+    }
 
     #[test]
     fn an_image_is_a_base64_image_block_after_the_text() {
@@ -178,7 +308,7 @@ mod tests {
             temperature: None,
         };
         assert_eq!(
-            build_body(&request, false)["messages"],
+            sent(&request, false)["messages"],
             json!([{"role": "user", "content": [
                 {"type": "text", "text": "what is this?"},
                 {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4A=="},
@@ -209,7 +339,7 @@ mod tests {
         };
         let image = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw=="}});
         assert_eq!(
-            build_body(&request, false)["messages"][1],
+            sent(&request, false)["messages"][1],
             json!({"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": "a", "content": [
                     {"type": "text", "text": "a tiny image"}, image,
@@ -251,7 +381,7 @@ mod tests {
             max_output_tokens: None,
             temperature: None,
         };
-        let body = build_body(&request, true);
+        let body = sent(&request, true);
         let marked: Vec<String> = body["messages"]
             .as_array()
             .unwrap()

@@ -199,11 +199,11 @@ mod tests {
             model: "corvid-demo".into(),
             system: "sys".into(),
             messages: messages.into(),
-            tools: vec![ToolSchema {
+            tools: vec![std::sync::Arc::new(ToolSchema {
                 name: "list_directory".into(),
                 description: String::new(),
-                parameters: json!({}),
-            }],
+                parameters: json!({}).into(),
+            })],
             max_output_tokens: None,
             temperature: None,
         }

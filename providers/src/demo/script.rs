@@ -252,10 +252,12 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     fn request(messages: Vec<Message>) -> ModelRequest {
-        let tool = |name: &str| ToolSchema {
-            name: name.into(),
-            description: String::new(),
-            parameters: json!({}),
+        let tool = |name: &str| {
+            std::sync::Arc::new(ToolSchema {
+                name: name.into(),
+                description: String::new(),
+                parameters: json!({}).into(),
+            })
         };
         ModelRequest {
             model: "corvid-demo".into(),

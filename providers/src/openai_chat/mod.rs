@@ -1,7 +1,7 @@
 //! OpenAI Chat Completions (`POST {baseUrl}/chat/completions`) and compatible servers.
 
 mod parser;
-mod request;
+pub(crate) mod request;
 
 use std::sync::Arc;
 
@@ -46,6 +46,11 @@ impl OpenAiChatProvider {
             endpoint: Arc::new(endpoint),
             max_tokens_field,
         })
+    }
+
+    /// The body of a streaming request for `request`, as sent (benchmarks and debugging).
+    pub fn request_body(&self, request: &ModelRequest) -> serde_json::Result<Vec<u8>> {
+        build_body(request, Delivery::Stream, self.max_tokens_field)
     }
 
     /// Overrides which field carries `max_output_tokens`.
