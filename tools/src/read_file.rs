@@ -165,7 +165,8 @@ fn refusal(meta: &std::fs::Metadata, rel: &str) -> Option<ToolError> {
         .map(|e| io_error("read", rel, &e))
 }
 
-/// A window of a file loaded whole, refused when it holds NUL bytes.
+/// A window of a file loaded whole, whose line count is known; refused when it holds NUL
+/// bytes.
 fn page_loaded(
     rel: &str,
     path: &Path,
@@ -178,17 +179,6 @@ fn page_loaded(
             "{rel} looks binary (it contains NUL bytes); refusing to read it"
         )));
     }
-    page_text(rel, path, content, offset, limit)
-}
-
-/// A window of a file loaded whole, whose line count is known.
-fn page_text(
-    rel: &str,
-    path: &Path,
-    content: &str,
-    offset: usize,
-    limit: usize,
-) -> Result<ToolOutput, ToolError> {
     let total = content.lines().count();
     if total == 0 {
         return Ok(ToolOutput::new(
