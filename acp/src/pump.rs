@@ -24,6 +24,7 @@ use corvid_core::agent::{AgentClosed, EventReceiver};
 use corvid_protocol::{
     ApprovalDecision, ApprovalMode, CoreEvent, ErrorInfo, ErrorKind, MAIN_PROMPT_ID, Op, StopReason,
 };
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::coalesce::{ChunkKind, Coalescer, Item};
@@ -104,20 +105,27 @@ impl Pump {
             queue: Coalescer::new(QUEUE_CAPACITY),
             held: VecDeque::new(),
         }));
-        let hooked = Arc::downgrade(&pump);
+        // Tells the task to look again at what it waits for: the hook may have left frames
+        // waiting for room, which the task then has to wait for instead of the next event.
+        let rethink = Arc::new(Notify::new());
+        let (hooked, told) = (Arc::downgrade(&pump), rethink.clone());
         lock_pump(&pump).events.set_hook(Arc::new(move || {
             // Busy (its task or another emitter is at it) or outside the runtime (the reply
             // to a permission request spawns): the pump's task, woken by the event, takes it.
             if tokio::runtime::Handle::try_current().is_err() {
                 return;
             }
-            if let Some(pump) = hooked.upgrade()
-                && let Ok(mut pump) = pump.try_lock()
-            {
-                pump.advance();
+            let Some(pump) = hooked.upgrade() else {
+                return;
+            };
+            let Ok(mut pump) = pump.try_lock() else {
+                return;
+            };
+            if !matches!(pump.advance(), Progress::Waiting { room: false, .. }) {
+                told.notify_one();
             }
         }));
-        tokio::spawn(run(pump));
+        tokio::spawn(run(pump, rethink));
     }
 
     /// Does everything that needs no waiting: queues what was held, sends what fits, and takes
@@ -145,7 +153,10 @@ impl Pump {
                 self.agent_closed = !self.take(event);
                 took += 1;
             }
-            if took == 0 {
+            // Held items that did not fit a full queue move up once it was sent; only when it
+            // could not be sent (the output is full) is there nothing to do but wait for room.
+            let held_can_move = self.queue.is_empty() && !self.held.is_empty();
+            if took == 0 && !held_can_move {
                 return Progress::Waiting {
                     room: !self.queue.is_empty(),
                     events: self.held.is_empty() && !self.agent_closed,
@@ -422,7 +433,7 @@ enum Progress {
 }
 
 /// The pump's task: waits for what the pump waits for and moves it along, until it is done.
-async fn run(pump: Arc<Mutex<Pump>>) {
+async fn run(pump: Arc<Mutex<Pump>>, rethink: Arc<Notify>) {
     loop {
         let (room, events) = match lock_pump(&pump).advance() {
             Progress::Done => return,
@@ -437,6 +448,7 @@ async fn run(pump: Arc<Mutex<Pump>>) {
                 let mut pump = lock_pump(&pump);
                 pump.agent_closed = !pump.take(event);
             }
+            () = rethink.notified() => {}
         }
     }
 }

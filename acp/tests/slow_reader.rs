@@ -98,3 +98,51 @@ async fn a_slow_reader_gets_all_text_in_place_and_every_tool_frame_in_order() {
         }
     }
 }
+
+/// More cards at once than the session's queue holds, read slowly: the ones held back move up
+/// as the queue empties (the pump used to stop for good after the 65th frame, its task waiting
+/// on nothing), and the prompt still ends with every card. Cards go out from the task that
+/// emitted them; when that finds the output full, the pump's own task waits for room.
+#[tokio::test]
+async fn cards_that_find_the_output_full_still_reach_a_slow_reader_and_the_prompt_ends() {
+    const CALLS: usize = 150;
+    let dir = project();
+    let mut first: Vec<Step> = Vec::new();
+    for n in 0..CALLS {
+        first.push(preparing(&format!("c{n}"), "read_file"));
+    }
+    for n in 0..CALLS {
+        first.push(call(
+            &format!("c{n}"),
+            "read_file",
+            json!({"file_path": "a.txt"}),
+        ));
+    }
+    first.push(finish(FinishReason::ToolCalls));
+    let second = vec![finish(FinishReason::Stop)];
+    let mut client = RawClient::start(512, ScriptedProvider::new(vec![first, second]));
+    client.initialize().await;
+    let sid = client.new_session(1, dir.path()).await;
+    client
+        .send(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}}),
+        )
+        .await;
+
+    let mut completed = 0;
+    loop {
+        for _ in 0..8 {
+            tokio::task::yield_now().await;
+        }
+        let message = client.next().await;
+        if message["id"] == json!(2) && message.get("method").is_none() {
+            assert_eq!(message["result"]["stopReason"], json!("end_turn"));
+            break;
+        }
+        if message["params"]["update"]["status"] == "completed" {
+            completed += 1;
+        }
+    }
+    assert_eq!(completed, CALLS);
+}
