@@ -8,6 +8,7 @@
 
 mod coalesce;
 mod commands;
+mod direct_pipe;
 pub mod fs;
 mod ignored_fields;
 mod listing;

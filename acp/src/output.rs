@@ -21,6 +21,8 @@ use std::task::{Context, Poll};
 use serde::Serialize;
 use tokio::sync::{Notify, oneshot};
 
+use crate::direct_pipe::DirectPipe;
+
 /// Session frames wait once this many lines are buffered and not yet written.
 pub const MAX_LINES: usize = 256;
 /// Session frames wait once this many bytes are buffered (a single larger frame still goes
@@ -38,6 +40,8 @@ pub struct Output {
 
 struct Shared {
     state: Mutex<State>,
+    /// The client's pipe, written straight when the writer is idle (see [`DirectPipe`]).
+    direct: Option<DirectPipe>,
     /// Wakes the writer thread when lines arrive or the output closes.
     wake_writer: Condvar,
     /// Wakes sessions waiting for room after each written batch.
@@ -59,6 +63,9 @@ struct State {
     /// The writer sleeps on the condvar: only then does a new line need a wake-up (a
     /// notification is a syscall, even with nobody waiting).
     writer_waiting: bool,
+    /// Lines that went straight into the pipe, whole.
+    #[cfg(test)]
+    direct_lines: usize,
 }
 
 /// Why a frame was not buffered.
@@ -75,9 +82,16 @@ pub enum SendError {
 impl Output {
     /// Starts the writer thread on `writer`; the [`LineSink`] is the crate's side of the same
     /// buffer, and closing it ends the thread once everything buffered is written.
-    pub fn spawn(writer: Box<dyn Write + Send>) -> std::io::Result<(Self, LineSink)> {
+    ///
+    /// `direct` is the pipe behind `writer` opened again, to write lines straight into it
+    /// while the writer thread is idle (`None`: every line goes through the thread).
+    pub fn spawn(
+        writer: Box<dyn Write + Send>,
+        direct: Option<DirectPipe>,
+    ) -> std::io::Result<(Self, LineSink)> {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
+            direct,
             wake_writer: Condvar::new(),
             room: Notify::new(),
         });
@@ -111,14 +125,13 @@ impl Output {
         )
         .map_err(|e| SendError::Closed(std::io::Error::other(e)))?;
         line.push(b'\n');
-        let mut state = self.shared.lock();
+        let state = self.shared.lock();
         state.usable()?;
         let empty = state.lines == 0;
         if !empty && (state.lines >= MAX_LINES || state.queued_bytes >= MAX_BYTES) {
             return Err(SendError::Full);
         }
-        state.append_line(&[&line]);
-        self.shared.wake_writer_if_waiting(state);
+        self.shared.deliver(state, &[&line]);
         Ok(())
     }
 
@@ -163,13 +176,12 @@ impl Output {
 
     /// Buffers a line of the crate's; never refused for room.
     fn push_line(&self, line: &str) -> std::io::Result<()> {
-        let mut state = self.shared.lock();
+        let state = self.shared.lock();
         state.usable().map_err(|e| match e {
             SendError::Closed(e) => e,
             SendError::Full => std::io::ErrorKind::WouldBlock.into(),
         })?;
-        state.append_line(&[line.as_bytes(), b"\n"]);
-        self.shared.wake_writer_if_waiting(state);
+        self.shared.deliver(state, &[line.as_bytes(), b"\n"]);
         Ok(())
     }
 
@@ -188,6 +200,36 @@ struct Notification<'a, P> {
 }
 
 impl Shared {
+    /// Sends one whole line given in parts: straight into the pipe if the writer is idle with
+    /// nothing buffered (so nothing can overtake it) and the pipe takes it at once; otherwise,
+    /// or for what the pipe did not take, through the buffer and the writer thread.
+    fn deliver(&self, mut state: MutexGuard<'_, State>, parts: &[&[u8]]) {
+        let mut rest = parts;
+        if let Some(pipe) = &self.direct
+            && state.writer_waiting
+            && state.bytes.is_empty()
+        {
+            while let Some((part, later)) = rest.split_first() {
+                let written = pipe.write_now(part);
+                if written < part.len() {
+                    let tail = &part[written..];
+                    let mut remaining = vec![tail];
+                    remaining.extend_from_slice(later);
+                    state.append_line(&remaining);
+                    return self.wake_writer_if_waiting(state);
+                }
+                rest = later;
+            }
+            #[cfg(test)]
+            {
+                state.direct_lines += 1;
+            }
+            return;
+        }
+        state.append_line(rest);
+        self.wake_writer_if_waiting(state);
+    }
+
     fn wake_writer_if_waiting(&self, state: MutexGuard<'_, State>) {
         let waiting = state.writer_waiting;
         drop(state);
@@ -340,10 +382,13 @@ mod tests {
     async fn a_reader_that_does_not_read_stops_session_frames_at_the_bound() {
         let (permit, permits) = mpsc::channel();
         let written = Arc::new(Mutex::new(Vec::new()));
-        let (output, mut sink) = Output::spawn(Box::new(Gated {
-            permits,
-            written: written.clone(),
-        }))
+        let (output, mut sink) = Output::spawn(
+            Box::new(Gated {
+                permits,
+                written: written.clone(),
+            }),
+            None,
+        )
         .unwrap();
         let mut accepted = 0;
         for i in 0..MAX_LINES * 4 {
@@ -383,7 +428,7 @@ mod tests {
                 Ok(())
             }
         }
-        let (output, mut sink) = Output::spawn(Box::new(Shared(written.clone()))).unwrap();
+        let (output, mut sink) = Output::spawn(Box::new(Shared(written.clone())), None).unwrap();
         let mut expected = VecDeque::new();
         for i in 0..100 {
             output.room().await;
@@ -402,5 +447,60 @@ mod tests {
             output.try_send("n", &0),
             Err(SendError::Closed(_))
         ));
+    }
+
+    /// Lines go straight into an idle pipe and through the writer thread once the pipe is full
+    /// or the writer busy, and the reader gets every line whole and in order either way.
+    #[tokio::test]
+    async fn lines_written_straight_into_the_pipe_and_by_the_writer_keep_their_order() {
+        use std::io::{BufRead, BufReader};
+        use std::os::fd::AsRawFd;
+
+        let (reader, writer) = std::io::pipe().unwrap();
+        let path = format!("/proc/self/fd/{}", writer.as_raw_fd());
+        let direct = DirectPipe::reopen(std::path::Path::new(&path)).expect("a pipe");
+        let (output, mut sink) = Output::spawn(Box::new(writer), Some(direct)).unwrap();
+        let (lines_tx, lines) = mpsc::channel();
+        let (go_on, go) = mpsc::channel();
+        let read = std::thread::spawn(move || {
+            for (n, line) in BufReader::new(reader).lines().enumerate() {
+                // The reader pauses after the first 20 lines until told to go on.
+                if n == 20 {
+                    go.recv().unwrap();
+                }
+                lines_tx.send(line.unwrap()).unwrap();
+            }
+        });
+
+        // One by one into an idle pipe, read at once: all straight, once the writer is idle.
+        while !output.shared.lock().writer_waiting {
+            tokio::task::yield_now().await;
+        }
+        for i in 0..20 {
+            output.try_send("n", &i).unwrap();
+            let line = lines.recv().unwrap();
+            assert_eq!(
+                line,
+                format!(r#"{{"jsonrpc":"2.0","method":"n","params":{i}}}"#)
+            );
+        }
+        assert_eq!(output.shared.lock().direct_lines, 20);
+        // While the reader pauses, a burst larger than the pipe (64 KiB) and smaller than the
+        // output's bound: what the pipe does not take waits for the writer thread.
+        let big = "x".repeat(1000);
+        for _ in 0..100 {
+            output.try_send("big", &big).unwrap();
+        }
+        go_on.send(()).unwrap();
+        futures::SinkExt::close(&mut sink).await.unwrap();
+        let direct_lines = output.shared.lock().direct_lines;
+        // The second open of the pipe closes with the output; then the reader sees the end.
+        drop((output, sink));
+        read.join().unwrap();
+        let rest: Vec<String> = lines.try_iter().collect();
+        let expected = format!(r#"{{"jsonrpc":"2.0","method":"big","params":"{big}"}}"#);
+        assert_eq!(rest.len(), 100);
+        assert!(rest.iter().all(|line| *line == expected));
+        assert!(direct_lines < 20 + 70, "{direct_lines}");
     }
 }

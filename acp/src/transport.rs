@@ -5,12 +5,14 @@
 //! message, which the crate answers with -32700 like any other line that is not JSON.
 //! Outgoing lines go through [`crate::output`], which the sessions also write to directly.
 
+use std::path::Path;
 use std::pin::Pin;
 
 use agent_client_protocol::Lines;
 use futures::Stream;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 
+use crate::direct_pipe::DirectPipe;
 use crate::output::{LineSink, Output};
 
 /// What replaces a line that is not UTF-8: not JSON, so it is answered as a parse error.
@@ -32,20 +34,30 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    transport(reader, Box::new(tokio_util::io::SyncIoBridge::new(writer)))
+    transport(
+        reader,
+        Box::new(tokio_util::io::SyncIoBridge::new(writer)),
+        None,
+    )
 }
 
 /// The transport on this process's stdin and stdout; stdout is written by the output's own
-/// thread, without tokio's per-write blocking-pool hop.
+/// thread, without tokio's per-write blocking-pool hop, or straight into the client's pipe
+/// while that thread is idle.
 pub fn stdio_transport() -> std::io::Result<LineTransport> {
-    transport(tokio::io::stdin(), Box::new(std::io::stdout()))
+    let direct = DirectPipe::reopen(Path::new("/proc/self/fd/1"));
+    transport(tokio::io::stdin(), Box::new(std::io::stdout()), direct)
 }
 
-fn transport<R>(reader: R, writer: Box<dyn std::io::Write + Send>) -> std::io::Result<LineTransport>
+fn transport<R>(
+    reader: R,
+    writer: Box<dyn std::io::Write + Send>,
+    direct: Option<DirectPipe>,
+) -> std::io::Result<LineTransport>
 where
     R: AsyncRead + Unpin + Send + 'static,
 {
-    let (output, sink) = Output::spawn(writer)?;
+    let (output, sink) = Output::spawn(writer, direct)?;
     Ok(LineTransport {
         lines: Lines::new(sink, incoming(reader)),
         output,
