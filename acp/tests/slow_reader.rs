@@ -18,6 +18,21 @@ fn deltas(prefix: &str) -> impl Iterator<Item = String> + '_ {
     (0..DELTAS).map(move |i| format!("{prefix}{i} "))
 }
 
+/// A session in `dir` answering from `turns`, prompted (request id 2), whose server writes to
+/// a 512-byte pipe: its writer is blocked most of the time.
+async fn prompted_through_a_small_pipe(dir: &std::path::Path, turns: Vec<Vec<Step>>) -> RawClient {
+    let mut client = RawClient::start(512, ScriptedProvider::new(turns));
+    client.initialize().await;
+    let sid = client.new_session(1, dir).await;
+    client
+        .send(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}}),
+        )
+        .await;
+    client
+}
+
 #[tokio::test]
 async fn a_slow_reader_gets_all_text_in_place_and_every_tool_frame_in_order() {
     let dir = project();
@@ -29,16 +44,7 @@ async fn a_slow_reader_gets_all_text_in_place_and_every_tool_frame_in_order() {
     ]);
     let mut second: Vec<Step> = deltas("u").map(|t| text(&t)).collect();
     second.push(finish(FinishReason::Stop));
-    // A 512-byte pipe: the server's writer is blocked most of the time.
-    let mut client = RawClient::start(512, ScriptedProvider::new(vec![first, second]));
-    client.initialize().await;
-    let sid = client.new_session(1, dir.path()).await;
-    client
-        .send(
-            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}}),
-        )
-        .await;
+    let mut client = prompted_through_a_small_pipe(dir.path(), vec![first, second]).await;
 
     // Everything up to the answer, read one line at a time with pauses in between.
     let mut updates: Vec<Value> = Vec::new();
@@ -120,15 +126,7 @@ async fn cards_that_find_the_output_full_still_reach_a_slow_reader_and_the_promp
     }
     first.push(finish(FinishReason::ToolCalls));
     let second = vec![finish(FinishReason::Stop)];
-    let mut client = RawClient::start(512, ScriptedProvider::new(vec![first, second]));
-    client.initialize().await;
-    let sid = client.new_session(1, dir.path()).await;
-    client
-        .send(
-            json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
-            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}}),
-        )
-        .await;
+    let mut client = prompted_through_a_small_pipe(dir.path(), vec![first, second]).await;
 
     let mut completed = 0;
     loop {
