@@ -497,6 +497,11 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
+    /// A printer of session `s` without the initial system line, writing text verbatim.
+    fn printer(format: OutputFormat) -> Printer<Vec<u8>> {
+        Printer::new(format, false, "s".into(), Vec::new(), TextSafety::Verbatim)
+    }
+
     fn kinds(out: &[u8]) -> Vec<(String, Value)> {
         String::from_utf8_lossy(out)
             .lines()
@@ -512,13 +517,7 @@ mod tests {
 
     #[test]
     fn a_label_arriving_mid_text_does_not_split_the_assistant_message() {
-        let mut p = Printer::new(
-            OutputFormat::StreamJson,
-            false,
-            "s".into(),
-            Vec::new(),
-            TextSafety::Verbatim,
-        );
+        let mut p = printer(OutputFormat::StreamJson);
         let text = |t: &str| CoreEvent::TextDelta { text: t.into() };
         p.event(&text("Here is ")).unwrap();
         p.event(&CoreEvent::ToolUseSummary {
@@ -543,13 +542,7 @@ mod tests {
 
     #[test]
     fn a_subagents_calls_are_tagged_with_the_task_call_and_its_text_is_not_the_answer() {
-        let mut p = Printer::new(
-            OutputFormat::StreamJson,
-            false,
-            "s".into(),
-            Vec::new(),
-            TextSafety::Verbatim,
-        );
+        let mut p = printer(OutputFormat::StreamJson);
         let child = |event: CoreEvent| CoreEvent::Subagent {
             parent_call_id: "t1".into(),
             event: Box::new(event),
@@ -603,13 +596,7 @@ mod tests {
 
     #[test]
     fn a_tool_results_images_are_base64_image_blocks_after_its_text() {
-        let mut p = Printer::new(
-            OutputFormat::StreamJson,
-            false,
-            "s".into(),
-            Vec::new(),
-            TextSafety::Verbatim,
-        );
+        let mut p = printer(OutputFormat::StreamJson);
         p.event(&CoreEvent::ToolFinished {
             call_id: "c1".into(),
             tool_name: "mcp__everything__get-tiny-image".into(),
@@ -636,13 +623,7 @@ mod tests {
 
     #[test]
     fn a_compaction_is_a_stream_json_event_and_the_result_tells_the_context_fill() {
-        let mut p = Printer::new(
-            OutputFormat::StreamJson,
-            false,
-            "s".into(),
-            Vec::new(),
-            TextSafety::Verbatim,
-        );
+        let mut p = printer(OutputFormat::StreamJson);
         p.event(&CoreEvent::Compacted {
             summary: "the summary".into(),
             kept_messages: 4,
@@ -681,13 +662,7 @@ mod tests {
 
     #[test]
     fn text_format_prints_the_last_turns_text_and_nothing_for_a_failed_task() {
-        let mut p = Printer::new(
-            OutputFormat::Text,
-            false,
-            "s".into(),
-            Vec::new(),
-            TextSafety::Verbatim,
-        );
+        let mut p = printer(OutputFormat::Text);
         for ev in [
             CoreEvent::TextDelta {
                 text: "first".into(),
@@ -709,13 +684,7 @@ mod tests {
         p.finish(&ok, 1).unwrap();
         assert_eq!(String::from_utf8_lossy(&p.out), "second\n");
 
-        let mut p = Printer::new(
-            OutputFormat::Text,
-            false,
-            "s".into(),
-            Vec::new(),
-            TextSafety::Verbatim,
-        );
+        let mut p = printer(OutputFormat::Text);
         p.event(&CoreEvent::TextDelta {
             text: "partial".into(),
         })
