@@ -33,6 +33,24 @@ async fn prompted_through_a_small_pipe(dir: &std::path::Path, turns: Vec<Vec<Ste
     client
 }
 
+/// Every update up to the prompt's `end_turn` answer, read one line at a time with pauses in
+/// between; the server asks the client nothing meanwhile.
+async fn read_slowly_to_the_answer(client: &mut RawClient) -> Vec<Value> {
+    let mut updates = Vec::new();
+    loop {
+        for _ in 0..8 {
+            tokio::task::yield_now().await;
+        }
+        let message = client.next().await;
+        if message["id"] == json!(2) && message.get("method").is_none() {
+            assert_eq!(message["result"]["stopReason"], json!("end_turn"));
+            return updates;
+        }
+        assert_eq!(message.get("id"), None, "no request expected: {message}");
+        updates.push(message["params"]["update"].clone());
+    }
+}
+
 #[tokio::test]
 async fn a_slow_reader_gets_all_text_in_place_and_every_tool_frame_in_order() {
     let dir = project();
@@ -46,20 +64,7 @@ async fn a_slow_reader_gets_all_text_in_place_and_every_tool_frame_in_order() {
     second.push(finish(FinishReason::Stop));
     let mut client = prompted_through_a_small_pipe(dir.path(), vec![first, second]).await;
 
-    // Everything up to the answer, read one line at a time with pauses in between.
-    let mut updates: Vec<Value> = Vec::new();
-    loop {
-        for _ in 0..8 {
-            tokio::task::yield_now().await;
-        }
-        let message = client.next().await;
-        if message["id"] == json!(2) && message.get("method").is_none() {
-            assert_eq!(message["result"]["stopReason"], json!("end_turn"));
-            break;
-        }
-        assert_eq!(message.get("id"), None, "no request expected: {message}");
-        updates.push(message["params"]["update"].clone());
-    }
+    let updates = read_slowly_to_the_answer(&mut client).await;
 
     let chunks: Vec<(usize, &str)> = updates
         .iter()
@@ -128,19 +133,10 @@ async fn cards_that_find_the_output_full_still_reach_a_slow_reader_and_the_promp
     let second = vec![finish(FinishReason::Stop)];
     let mut client = prompted_through_a_small_pipe(dir.path(), vec![first, second]).await;
 
-    let mut completed = 0;
-    loop {
-        for _ in 0..8 {
-            tokio::task::yield_now().await;
-        }
-        let message = client.next().await;
-        if message["id"] == json!(2) && message.get("method").is_none() {
-            assert_eq!(message["result"]["stopReason"], json!("end_turn"));
-            break;
-        }
-        if message["params"]["update"]["status"] == "completed" {
-            completed += 1;
-        }
-    }
+    let updates = read_slowly_to_the_answer(&mut client).await;
+    let completed = updates
+        .iter()
+        .filter(|u| u["status"] == "completed")
+        .count();
     assert_eq!(completed, CALLS);
 }
