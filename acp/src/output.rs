@@ -204,29 +204,31 @@ impl Shared {
     /// nothing buffered (so nothing can overtake it) and the pipe takes it at once; otherwise,
     /// or for what the pipe did not take, through the buffer and the writer thread.
     fn deliver(&self, mut state: MutexGuard<'_, State>, parts: &[&[u8]]) {
-        let mut rest = parts;
         if let Some(pipe) = &self.direct
             && state.writer_waiting
             && state.bytes.is_empty()
         {
-            while let Some((part, later)) = rest.split_first() {
-                let written = pipe.write_now(part);
-                if written < part.len() {
-                    let tail = &part[written..];
-                    let mut remaining = vec![tail];
-                    remaining.extend_from_slice(later);
-                    state.append_line(&remaining);
-                    return self.wake_writer_if_waiting(state);
+            // One write per line: a line in parts (the crate's, and its newline) is joined.
+            let joined;
+            let line: &[u8] = match parts {
+                [whole] => whole,
+                _ => {
+                    joined = parts.concat();
+                    &joined
                 }
-                rest = later;
+            };
+            let written = pipe.write_now(line);
+            if written == line.len() {
+                #[cfg(test)]
+                {
+                    state.direct_lines += 1;
+                }
+                return;
             }
-            #[cfg(test)]
-            {
-                state.direct_lines += 1;
-            }
-            return;
+            state.append_line(&[&line[written..]]);
+        } else {
+            state.append_line(parts);
         }
-        state.append_line(rest);
         self.wake_writer_if_waiting(state);
     }
 
@@ -464,8 +466,8 @@ mod tests {
         let (go_on, go) = mpsc::channel();
         let read = std::thread::spawn(move || {
             for (n, line) in BufReader::new(reader).lines().enumerate() {
-                // The reader pauses after the first 20 lines until told to go on.
-                if n == 20 {
+                // The reader pauses after the first 21 lines until told to go on.
+                if n == 21 {
                     go.recv().unwrap();
                 }
                 lines_tx.send(line.unwrap()).unwrap();
@@ -484,7 +486,12 @@ mod tests {
                 format!(r#"{{"jsonrpc":"2.0","method":"n","params":{i}}}"#)
             );
         }
-        assert_eq!(output.shared.lock().direct_lines, 20);
+        // The crate's lines (given with their newline apart) go straight too.
+        futures::SinkExt::send(&mut sink, "crate line".to_owned())
+            .await
+            .unwrap();
+        assert_eq!(lines.recv().unwrap(), "crate line");
+        assert_eq!(output.shared.lock().direct_lines, 21);
         // While the reader pauses, a burst larger than the pipe (64 KiB) and smaller than the
         // output's bound: what the pipe does not take waits for the writer thread.
         let big = "x".repeat(1000);
@@ -501,6 +508,6 @@ mod tests {
         let expected = format!(r#"{{"jsonrpc":"2.0","method":"big","params":"{big}"}}"#);
         assert_eq!(rest.len(), 100);
         assert!(rest.iter().all(|line| *line == expected));
-        assert!(direct_lines < 20 + 70, "{direct_lines}");
+        assert!(direct_lines < 21 + 70, "{direct_lines}");
     }
 }

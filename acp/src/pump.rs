@@ -101,7 +101,7 @@ impl Pump {
             state,
             mapper,
             cx,
-            output,
+            output: output.clone(),
             queue: Coalescer::new(QUEUE_CAPACITY),
             held: VecDeque::new(),
         }));
@@ -125,7 +125,7 @@ impl Pump {
                 told.notify_one();
             }
         }));
-        tokio::spawn(run(pump, rethink));
+        tokio::spawn(run(pump, rethink, output));
     }
 
     /// Does everything that needs no waiting: queues what was held, sends what fits, and takes
@@ -433,13 +433,12 @@ enum Progress {
 }
 
 /// The pump's task: waits for what the pump waits for and moves it along, until it is done.
-async fn run(pump: Arc<Mutex<Pump>>, rethink: Arc<Notify>) {
+async fn run(pump: Arc<Mutex<Pump>>, rethink: Arc<Notify>, output: Output) {
     loop {
         let (room, events) = match lock_pump(&pump).advance() {
             Progress::Done => return,
             Progress::Waiting { room, events } => (room, events),
         };
-        let output = lock_pump(&pump).output.clone();
         // The receiver is polled under the lock, which is never held while waiting.
         let next = std::future::poll_fn(|cx| lock_pump(&pump).events.poll_next_event(cx));
         tokio::select! {
