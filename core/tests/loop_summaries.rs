@@ -107,8 +107,8 @@ async fn a_slow_summary_never_delays_the_next_turn_and_settles_after_the_task() 
         vec![
             "batch a,b",
             "task_finished pending=1",
-            "summary \"Read both files\" a,b",
             "summary usage 30",
+            "summary \"Read both files\" a,b",
         ]
     );
     let request = &fast.requests()[0];
@@ -151,11 +151,11 @@ async fn a_summary_that_returns_after_a_later_batch_is_dropped_as_stale() {
         vec![
             "batch a",
             "batch b",
+            "summary usage 30",
             "summary \"Second label\" b",
-            "summary usage 30",
             "task_finished pending=1",
-            "dropped a (stale: a later batch already completed)",
             "summary usage 30",
+            "dropped a (stale: a later batch already completed)",
         ]
     );
 }
@@ -243,8 +243,8 @@ async fn a_plan_update_after_a_batch_does_not_make_its_label_stale() {
             "batch a",
             "batch t",
             "task_finished pending=1",
-            "summary \"Read a\" a",
             "summary usage 30",
+            "summary \"Read a\" a",
         ]
     );
 }

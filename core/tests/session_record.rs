@@ -97,8 +97,7 @@ async fn a_tool_task_is_recorded_with_its_summary_and_resumes_with_the_full_hist
     }) {
         events.push(handle.next_event().await.unwrap());
     }
-    // The summary's usage is emitted right after the summary itself.
-    events.push(handle.next_event().await.unwrap());
+    // The summary's usage is emitted just before the summary, which settles its batch.
     // The recording is locked while its agent lives.
     common::shut_down(handle).await;
 
@@ -113,8 +112,8 @@ async fn a_tool_task_is_recorded_with_its_summary_and_resumes_with_the_full_hist
             "User tool_result",
             "usage main",
             "Assistant text",
-            "summary Read the file c1",
             format!("usage {SUMMARY_PROMPT_ID}").as_str(),
+            "summary Read the file c1",
         ]
     );
     let raw = std::fs::read_to_string(&loaded.path).unwrap();
@@ -143,8 +142,8 @@ async fn a_tool_task_is_recorded_with_its_summary_and_resumes_with_the_full_hist
             "batch_completed",
             "usage",
             "text_delta",
-            "tool_use_summary",
             "usage",
+            "tool_use_summary",
             "task_finished"
         ]
     );

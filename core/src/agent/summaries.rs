@@ -61,7 +61,14 @@ impl SummaryTracker {
             };
             let latest = lock(&ctx.shared.latest_batch);
             let mut pending = lock(&in_flight);
-            let usage = outcome.as_ref().and_then(|o| o.usage);
+            // The usage goes out before the label or its drop: that one settles the batch, and
+            // a front end waiting for the last settlement (headless) stops reading there.
+            if let Some(usage) = outcome.as_ref().and_then(|o| o.usage) {
+                ctx.events.emit(CoreEvent::Usage {
+                    prompt_id: SUMMARY_PROMPT_ID.to_owned(),
+                    usage,
+                });
+            }
             let dropped = match outcome {
                 _ if ctx.cancel.is_cancelled() => Some("the task was cancelled".to_owned()),
                 _ if *latest > seq => Some("stale: a later batch already completed".to_owned()),
@@ -81,12 +88,6 @@ impl SummaryTracker {
                 ctx.events.emit(CoreEvent::SummaryDropped {
                     preceding_tool_use_ids: ids,
                     reason,
-                });
-            }
-            if let Some(usage) = usage {
-                ctx.events.emit(CoreEvent::Usage {
-                    prompt_id: SUMMARY_PROMPT_ID.to_owned(),
-                    usage,
                 });
             }
             *pending = pending.saturating_sub(1);
