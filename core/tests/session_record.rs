@@ -102,8 +102,23 @@ async fn a_tool_task_is_recorded_with_its_summary_and_resumes_with_the_full_hist
     common::shut_down(handle).await;
 
     let loaded = store.load(cwd.path(), "rec-1").unwrap();
+    // The summary is written in the background while the next turn runs, so its two records
+    // (usage, then the summary) may land anywhere after the batch's results, but together.
+    let mut kinds = kinds(&loaded.records);
+    let summary_usage = format!("usage {SUMMARY_PROMPT_ID}");
+    let at = kinds.iter().position(|k| *k == summary_usage).unwrap();
+    let summary: Vec<String> = kinds.drain(at..at + 2).collect();
     assert_eq!(
-        kinds(&loaded.records),
+        summary,
+        [summary_usage.as_str(), "summary Read the file c1"]
+    );
+    let results = kinds.iter().position(|k| k == "User tool_result").unwrap();
+    assert!(
+        at > results,
+        "the summary was recorded before the results it labels"
+    );
+    assert_eq!(
+        kinds,
         vec![
             "User text",
             "usage main",
@@ -112,8 +127,6 @@ async fn a_tool_task_is_recorded_with_its_summary_and_resumes_with_the_full_hist
             "User tool_result",
             "usage main",
             "Assistant text",
-            format!("usage {SUMMARY_PROMPT_ID}").as_str(),
-            "summary Read the file c1",
         ]
     );
     let raw = std::fs::read_to_string(&loaded.path).unwrap();
@@ -129,7 +142,18 @@ async fn a_tool_task_is_recorded_with_its_summary_and_resumes_with_the_full_hist
         vec![FakeTool::reader("read", 1, &log)],
     );
     let resumed = spawn_resumed(config, &store, &loaded).unwrap();
-    let transcript = event_types(&resumed.transcript);
+    // The transcript follows the recording: the summary and its usage where they were written.
+    let mut transcript = event_types(&resumed.transcript);
+    let label = transcript
+        .iter()
+        .position(|e| e == "tool_use_summary")
+        .unwrap();
+    let batch = transcript
+        .iter()
+        .position(|e| e == "batch_completed")
+        .unwrap();
+    assert!(label > batch + 1 && transcript[label - 1] == "usage");
+    transcript.drain(label - 1..=label);
     assert_eq!(
         transcript,
         vec![
@@ -142,8 +166,6 @@ async fn a_tool_task_is_recorded_with_its_summary_and_resumes_with_the_full_hist
             "batch_completed",
             "usage",
             "text_delta",
-            "usage",
-            "tool_use_summary",
             "task_finished"
         ]
     );

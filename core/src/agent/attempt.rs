@@ -9,6 +9,7 @@ use corvid_protocol::{
 };
 use futures::StreamExt;
 
+use super::bulk;
 use super::ids::AttemptIds;
 use super::session::TaskCtx;
 
@@ -46,6 +47,8 @@ pub(super) async fn run_attempt(
     if ctx.cancel.is_cancelled() {
         return (out, AttemptEnd::Cancelled);
     }
+    // Sending the request is bulk work; the other sessions' ready chunks go first.
+    bulk::after_ready_work().await;
     let mut stream = ctx.stat.provider.stream(request);
     let end = loop {
         let item = tokio::select! {

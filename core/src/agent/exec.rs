@@ -15,6 +15,7 @@ use futures::FutureExt;
 use serde_json::Value;
 
 use super::approval::Approval;
+use super::bulk;
 use super::live_feed::LiveFeed;
 use super::plan_mode;
 use super::session::{TaskCtx, lock};
@@ -186,6 +187,8 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
         emit_started(ctx, &call, display, prepared);
         tool_ctx.live_output = Some(feed.sink());
     }
+    // The card is out; the tool's work waits for the other sessions' ready chunks.
+    bulk::after_ready_work().await;
     let result = execute(ctx, tool.as_ref(), call.args.clone(), tool_ctx).await;
     if let Some(feed) = &feed {
         feed.close();

@@ -21,6 +21,7 @@
 
 mod approval;
 mod attempt;
+mod bulk;
 mod compact;
 mod exec;
 mod ids;
