@@ -22,6 +22,9 @@ use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 const DEFAULT_LIMIT: usize = 2000;
 /// The read buffer when paging a file too large to load.
 const READ_BUFFER_BYTES: usize = 64 * 1024;
+/// Files on local disk up to this size are read on the async worker itself: from the page
+/// cache that takes tens of microseconds, less than the trip to the blocking pool.
+const INLINE_READ_BYTES: u64 = 128 * 1024;
 
 /// Reads a text file, optionally a window of its lines.
 #[derive(Debug, Clone, Copy, Default)]
@@ -99,9 +102,16 @@ impl Tool for ReadFile {
             if limit == 0 {
                 return Err(ToolError::new("limit must be at least 1"));
             }
-            // On local disk the whole read is one trip to the blocking pool: with many sessions
-            // at once, each trip is a thread wake-up and back (issue 16).
+            // On local disk a small file is read right here, and any other in one trip to the
+            // blocking pool: with many sessions at once, each trip is a thread wake-up and back,
+            // and a burst of them starts new threads (issue 16). Reading a few KB costs about
+            // what the path checks before it already did on this thread.
             if ctx.fs.on_local_disk() {
+                if std::fs::metadata(&path)
+                    .is_ok_and(|m| m.is_file() && m.len() <= INLINE_READ_BYTES)
+                {
+                    return read_local(&path, &rel, offset, limit);
+                }
                 let shown = rel.clone();
                 return tokio::task::spawn_blocking(move || read_local(&path, &rel, offset, limit))
                     .await

@@ -241,6 +241,9 @@ async fn reads_from_local_disk_and_from_an_editors_buffers_answer_alike() {
     mkfifo(&ws, "pipe");
     let big: String = (0..1_000_000).map(|i| format!("line {i:07}\n")).collect();
     ws.file("big.log", &big);
+    // Past the size read on the worker itself, below the size paged from disk.
+    let medium: String = (0..20_000).map(|i| format!("row {i:07}\n")).collect();
+    ws.file("medium.txt", &medium);
     let cases = [
         json!({"file_path": "notes.txt"}),
         json!({"file_path": "notes.txt", "offset": 1, "limit": 1}),
@@ -252,6 +255,7 @@ async fn reads_from_local_disk_and_from_an_editors_buffers_answer_alike() {
         json!({"file_path": "missing.txt"}),
         json!({"file_path": "big.log", "offset": 999_999}),
         json!({"file_path": "big.log", "offset": 1_000_000}),
+        json!({"file_path": "medium.txt", "offset": 19_990}),
     ];
     assert!(!DiskBuffers.on_local_disk() && LocalFs.on_local_disk());
     let buffers = ws.ctx_with(std::sync::Arc::new(DiskBuffers));
