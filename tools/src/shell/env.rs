@@ -3,6 +3,7 @@
 //! provider keys and anything named like a secret stay out by default (`tools.shellEnv`).
 
 use std::ffi::{OsStr, OsString};
+use std::sync::Arc;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -12,22 +13,23 @@ pub const SECRET_PATTERNS: [&str; 4] = ["*KEY*", "*SECRET*", "*TOKEN*", "*PASSWO
 /// The provider key variables corvid itself reads by default.
 pub const PROVIDER_KEYS: [&str; 2] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
 
-/// Decides, by name, which variables a command sees.
+/// Decides, by name, which variables a command sees. Cheap to clone: every tool call's
+/// context carries one, and copying the compiled sets cost a tenth of a small call's CPU.
 #[derive(Debug, Clone)]
 pub struct EnvFilter {
     /// Always dropped unless included by name or glob: the provider keys, the secret patterns,
     /// and `tools.shellEnv.exclude`.
-    dropped: GlobSet,
+    dropped: Arc<GlobSet>,
     /// `tools.shellEnv.include`: kept even when `dropped` matches.
-    kept: GlobSet,
+    kept: Arc<GlobSet>,
 }
 
 impl Default for EnvFilter {
     fn default() -> Self {
         // The built-in patterns always compile.
         Self::new(&[], &[], &[]).unwrap_or_else(|_| Self {
-            dropped: GlobSet::empty(),
-            kept: GlobSet::empty(),
+            dropped: Arc::new(GlobSet::empty()),
+            kept: Arc::new(GlobSet::empty()),
         })
     }
 }
@@ -48,8 +50,8 @@ impl EnvFilter {
             .chain(key_vars.iter().map(String::as_str))
             .chain(exclude.iter().map(String::as_str));
         Ok(Self {
-            dropped: glob_set(dropped)?,
-            kept: glob_set(include.iter().map(String::as_str))?,
+            dropped: Arc::new(glob_set(dropped)?),
+            kept: Arc::new(glob_set(include.iter().map(String::as_str))?),
         })
     }
 
