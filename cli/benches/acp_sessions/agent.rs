@@ -64,10 +64,15 @@ impl Agent {
         Ok(id)
     }
 
-    /// The next message that is not a request to the client (those are answered: allow).
+    /// The next message that is not a request to the client (those are answered: allow),
+    /// leaving out updates that are neither preparing nor `in_progress` cards unparsed: this
+    /// client shares the two cores with corvid.
     pub async fn next(&mut self) -> Result<(Instant, Value)> {
         loop {
             let (at, line) = self.lines.recv().await.context("corvid exited")?;
+            if !line_may_matter(&line) {
+                continue;
+            }
             let message: Value = serde_json::from_slice(&line)?;
             if message.get("method").is_none() || message.get("id").is_none() {
                 return Ok((at, message));
@@ -109,23 +114,9 @@ impl Agent {
         value.with_context(|| format!("no {key} in /proc/PID/status"))
     }
 
-    /// CPU time of all the process's threads so far and how often they were scheduled
-    /// (`/proc/PID/task/*/schedstat`: run time in ns, wait time, time slices).
+    /// CPU time of all corvid's threads so far and how often they were scheduled.
     pub fn usage(&self) -> Result<Usage> {
-        let mut usage = Usage::default();
-        for task in std::fs::read_dir(format!("/proc/{}/task", self.child.id()))? {
-            // A thread that ended meanwhile has no file any more; its time is not counted.
-            let Ok(stat) = std::fs::read_to_string(task?.path().join("schedstat")) else {
-                continue;
-            };
-            let fields: Vec<u64> = stat
-                .split_whitespace()
-                .map(str::parse)
-                .collect::<Result<_, _>>()?;
-            usage.cpu_seconds += *fields.first().unwrap_or(&0) as f64 / 1e9;
-            usage.slices += *fields.get(2).unwrap_or(&0);
-        }
-        Ok(usage)
+        usage_of(self.child.id())
     }
 
     pub fn close(mut self) -> Result<()> {
@@ -135,7 +126,34 @@ impl Agent {
     }
 }
 
-/// What corvid's threads used so far.
+/// Whether a line from corvid may be a response, a request, or a preparing or `in_progress`
+/// card; any other session update is not needed here.
+fn line_may_matter(line: &[u8]) -> bool {
+    use memchr::memmem::find;
+    let update = find(&line[..line.len().min(64)], br#""method":"session/update""#).is_some();
+    !update || find(line, b"preparing").is_some() || find(line, b"in_progress").is_some()
+}
+
+/// CPU time of all a process's threads so far and how often they were scheduled
+/// (`/proc/PID/task/*/schedstat`: run time in ns, wait time, time slices).
+pub fn usage_of(pid: u32) -> Result<Usage> {
+    let mut usage = Usage::default();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        // A thread that ended meanwhile has no file any more; its time is not counted.
+        let Ok(stat) = std::fs::read_to_string(task?.path().join("schedstat")) else {
+            continue;
+        };
+        let fields: Vec<u64> = stat
+            .split_whitespace()
+            .map(str::parse)
+            .collect::<Result<_, _>>()?;
+        usage.cpu_seconds += *fields.first().unwrap_or(&0) as f64 / 1e9;
+        usage.slices += *fields.get(2).unwrap_or(&0);
+    }
+    Ok(usage)
+}
+
+/// What a process's threads used so far.
 #[derive(Default, Clone, Copy)]
 pub struct Usage {
     pub cpu_seconds: f64,

@@ -4,7 +4,8 @@
 //! `cargo bench -p corvid-cli --bench acp_sessions [-- --sessions 100 --runs 3 --binary PATH]`
 //! (`--binary` runs another build; `--perf FILE` records a `perf` profile of corvid during the
 //! turns only, call graphs by DWARF, for `perf report -i FILE`; `--keep-alive` makes the mock
-//! keep connections open as real providers do, instead of one connection per request).
+//! keep connections open as real providers do, instead of one connection per request;
+//! `--timeline` prints the latencies by when each session's stream started).
 //!
 //! A loopback HTTP/1.1 SSE mock on a tokio listener ([`mock`]) serves every session at once (one
 //! `read_file` call: the id+name chunk, six argument fragments 2 ms apart, the finish chunk,
@@ -25,7 +26,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 
-use agent::{Agent, Perf, Usage, result};
+use agent::{Agent, Perf, Usage, result, usage_of};
 use mock::Mock;
 
 /// How long a run may take before the bench gives up.
@@ -59,9 +60,12 @@ struct Options {
     perf: Option<PathBuf>,
     /// `--keep-alive`: the mock keeps connections open, as real providers do.
     keep_alive: bool,
+    /// `--timeline`: the latencies by when each session's first chunk left, in tenths.
+    timeline: bool,
 }
 
-/// `--sessions N`, `--runs N`, `--binary PATH`, `--perf FILE`, `--keep-alive`; anything else
+/// `--sessions N`, `--runs N`, `--binary PATH`, `--perf FILE`, `--keep-alive`, `--timeline`;
+/// anything else
 /// cargo passes (`--bench`) is ignored.
 fn options() -> Result<Options> {
     let mut options = Options {
@@ -70,6 +74,7 @@ fn options() -> Result<Options> {
         binary: env!("CARGO_BIN_EXE_corvid").into(),
         perf: None,
         keep_alive: false,
+        timeline: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -82,6 +87,10 @@ fn options() -> Result<Options> {
             }
             "--keep-alive" => {
                 options.keep_alive = true;
+                continue;
+            }
+            "--timeline" => {
+                options.timeline = true;
                 continue;
             }
             "--perf" => {
@@ -116,6 +125,8 @@ struct Report {
     rss_all_kib: u64,
     peak_kib: u64,
     agent: Usage,
+    /// This bench's own threads (the mock and the client) during the turns, on the same cores.
+    bench: Usage,
     /// corvid's threads once every prompt was answered.
     threads: u64,
 }
@@ -152,6 +163,7 @@ async fn measure(mock: &Mock, options: &Options) -> Result<Report> {
     };
 
     let usage0 = agent.usage()?;
+    let bench0 = usage_of(std::process::id())?;
     let mut prompts = HashSet::new();
     let prompted = Instant::now();
     for id in &ids {
@@ -183,6 +195,7 @@ async fn measure(mock: &Mock, options: &Options) -> Result<Report> {
     .await
     .context("the prompts were not all answered in time")??;
     let usage = agent.usage()? - usage0;
+    let bench = usage_of(std::process::id())? - bench0;
     let peak_kib = agent.status_kib("VmHWM")?;
     let threads = agent.status_kib("Threads")?;
     if let Some(perf) = perf {
@@ -199,6 +212,9 @@ async fn measure(mock: &Mock, options: &Options) -> Result<Report> {
         ms.collect::<Vec<_>>()
     };
     let preparing_ms = latencies(&preparing, &flushes.first_chunk);
+    if options.timeline {
+        print_timeline(&flushes, &preparing, &in_progress, prompted);
+    }
     let in_progress_ms = latencies(&in_progress, &flushes.finish);
     if preparing_ms.len() != sessions || in_progress_ms.len() != sessions {
         bail!(
@@ -218,8 +234,55 @@ async fn measure(mock: &Mock, options: &Options) -> Result<Report> {
         rss_all_kib,
         peak_kib,
         agent: usage,
+        bench,
         threads,
     })
+}
+
+/// The sessions in tenths by when the mock sent their first chunk (from the prompts): when, and
+/// the mean and worst latency of each tenth, to tell a burst's early sessions from its late ones.
+fn print_timeline(
+    flushes: &mock::Flushes,
+    preparing: &HashMap<String, Instant>,
+    in_progress: &HashMap<String, Instant>,
+    prompted: Instant,
+) {
+    struct Row {
+        first_chunk: f64,
+        preparing: f64,
+        finish: f64,
+        in_progress: f64,
+    }
+    let since = |at: Instant, from: Instant| ms(at.saturating_duration_since(from));
+    let mut rows: Vec<Row> = flushes
+        .first_chunk
+        .iter()
+        .filter_map(|(call, &sent)| {
+            let finish = *flushes.finish.get(call)?;
+            Some(Row {
+                first_chunk: since(sent, prompted),
+                preparing: since(*preparing.get(call)?, sent),
+                finish: since(finish, prompted),
+                in_progress: since(*in_progress.get(call)?, finish),
+            })
+        })
+        .collect();
+    rows.sort_by(|a, b| a.first_chunk.total_cmp(&b.first_chunk));
+    for tenth in rows.chunks(rows.len().div_ceil(10).max(1)) {
+        let mean = |f: fn(&Row) -> f64| tenth.iter().map(f).sum::<f64>() / tenth.len() as f64;
+        let worst = |f: fn(&Row) -> f64| tenth.iter().map(f).fold(0.0, f64::max);
+        println!(
+            "    first chunks {:5.1}-{:5.1} ms: preparing mean {:.2}, max {:.2} ms; finishes from \
+             {:5.1} ms: in_progress mean {:.2}, max {:.2} ms",
+            tenth[0].first_chunk,
+            tenth[tenth.len() - 1].first_chunk,
+            mean(|r| r.preparing),
+            worst(|r| r.preparing),
+            tenth[0].finish,
+            mean(|r| r.in_progress),
+            worst(|r| r.in_progress),
+        );
+    }
 }
 
 /// The p-th percentile by nearest rank, as the Python benches compute it.
@@ -247,14 +310,15 @@ impl Report {
         println!(
             "  RSS with 1 session {:.1} MiB, with {sessions} idle {:.1} MiB ({per_session} KiB per \
              extra session), peak {:.1} MiB; corvid's CPU during the turns {:.0} ms ({:.2} ms a \
-             session, {:.1} thread wake-ups a session); all {sessions} first model requests in {:.1} ms; \
-             {} threads after",
+             session, {:.1} thread wake-ups a session; the bench's own {:.0} ms); all {sessions} first \
+             model requests in {:.1} ms; {} threads after",
             self.rss_one_kib as f64 / 1024.0,
             self.rss_all_kib as f64 / 1024.0,
             self.peak_kib as f64 / 1024.0,
             self.agent.cpu_seconds * 1000.0,
             self.agent.cpu_seconds * 1000.0 / sessions as f64,
             self.agent.slices as f64 / sessions as f64,
+            self.bench.cpu_seconds * 1000.0,
             self.requests_ms,
             self.threads,
         );

@@ -3,7 +3,7 @@
 //! connections kept open with chunked bodies, so the client reuses them.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -14,6 +14,16 @@ use tokio::net::{TcpListener, TcpStream};
 const ARG_FRAGMENTS: [&str; 6] = [r#"{"file"#, r#"_path""#, r#": ""#, "notes", ".txt", r#""}"#];
 /// The pause before each argument fragment and before the finish chunk.
 const FRAGMENT_GAP: Duration = Duration::from_millis(2);
+/// The argument fragments' SSE events, written once: the mock shares the cores with corvid.
+static FRAGMENT_CHUNKS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    ARG_FRAGMENTS
+        .iter()
+        .map(|fragment| {
+            let delta = json!({"tool_calls": [{"index": 0, "function": {"arguments": fragment}}]});
+            sse(delta, None)
+        })
+        .collect()
+});
 
 /// When the mock flushed each call's first and finish chunks, by call id.
 #[derive(Default)]
@@ -144,10 +154,9 @@ async fn respond(
             .unwrap()
             .first_chunk
             .insert(call_id.clone(), at);
-        for fragment in ARG_FRAGMENTS {
+        for fragment in &*FRAGMENT_CHUNKS {
             tokio::time::sleep(FRAGMENT_GAP).await;
-            let delta = json!({"tool_calls": [{"index": 0, "function": {"arguments": fragment}}]});
-            send(stream, sse(delta, None).as_bytes(), framing).await?;
+            send(stream, fragment.as_bytes(), framing).await?;
         }
         tokio::time::sleep(FRAGMENT_GAP).await;
         send(
@@ -170,8 +179,7 @@ async fn respond(
 /// two cores with corvid, and parsing 200 request bodies of ~30 KB into JSON trees cost the
 /// bench CPU that corvid's frames then waited behind.
 fn answers_a_tool(body: &[u8]) -> bool {
-    const TOOL_ROLE: &[u8] = br#""role":"tool""#;
-    body.windows(TOOL_ROLE.len()).any(|w| w == TOOL_ROLE)
+    memchr::memmem::find(body, br#""role":"tool""#).is_some()
 }
 
 /// One `chat.completion.chunk` event with this delta and finish reason.
