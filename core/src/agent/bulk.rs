@@ -41,18 +41,30 @@ mod tests {
 
     use super::{BULK_TURNS, after_ready_work};
 
+    /// What the tasks of a test did, in the order they did it.
+    type Order = Arc<Mutex<Vec<&'static str>>>;
+
+    /// A task that records "hot" once woken through the returned sender.
+    fn spawn_hot(
+        order: &Order,
+    ) -> (
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let (wake_tx, wake_rx) = tokio::sync::oneshot::channel::<()>();
+        let order = order.clone();
+        let hot = tokio::spawn(async move {
+            wake_rx.await.ok();
+            order.lock().unwrap().push("hot");
+        });
+        (wake_tx, hot)
+    }
+
     /// A task woken while a bulk step is running goes first, even though it was queued later.
     #[tokio::test]
     async fn a_task_woken_before_the_bulk_step_runs_first() {
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let (wake_tx, wake_rx) = tokio::sync::oneshot::channel::<()>();
-        let hot = tokio::spawn({
-            let order = order.clone();
-            async move {
-                wake_rx.await.ok();
-                order.lock().unwrap().push("hot");
-            }
-        });
+        let order = Order::default();
+        let (wake_tx, hot) = spawn_hot(&order);
         let bulk = tokio::spawn({
             let order = order.clone();
             async move {
@@ -71,15 +83,8 @@ mod tests {
     /// after at most [`BULK_TURNS`] of them, not after all ten (with a bare yield it ran last).
     #[tokio::test]
     async fn bulk_steps_take_turns_so_woken_work_does_not_wait_behind_all_of_them() {
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let (wake_tx, wake_rx) = tokio::sync::oneshot::channel::<()>();
-        let hot = tokio::spawn({
-            let order = order.clone();
-            async move {
-                wake_rx.await.ok();
-                order.lock().unwrap().push("hot");
-            }
-        });
+        let order = Order::default();
+        let (wake_tx, hot) = spawn_hot(&order);
         let mut wake_tx = Some(wake_tx);
         let mut steps = Vec::new();
         for _ in 0..10 {
