@@ -53,8 +53,10 @@ pub fn open_parent_dir(root: &Path, path: &Path) -> io::Result<(OwnedFd, OsStrin
             "the path has no file name",
         ));
     };
-    // The root is the user's choice, links in its own spelling included; it is opened once.
-    let mut dir = open_dir(CWD, root).map_err(|e| {
+    // The root is the user's choice, links in its own spelling included (so it is opened as
+    // its canonical path is), once; below it nothing is followed.
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut dir = openat(CWD, root, flags, Mode::empty()).map_err(|e| {
         io::Error::new(
             io::Error::from(e).kind(),
             format!("the working directory cannot be opened: {e}"),

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 use common::Workspace;
-use corvid_tools::{Edit, WriteFile};
+use corvid_tools::{Edit, FileSystem, LocalFs, WriteFile};
 use pretty_assertions::assert_eq;
 use rustix::fs::{CWD, RenameFlags, renameat_with};
 use serde_json::json;
@@ -150,4 +150,97 @@ async fn write_file_stays_inside_under_a_symlink_swap_race() {
     .await;
     assert_eq!(ws.read("dir/sub/after.txt"), "after\n");
     assert!(everything_under(outside.path()).is_empty());
+}
+
+/// The moment the race exploits, held still: the path was checked while `dir` was a real
+/// folder, and `dir` is a link out of the workspace when the write runs.
+#[tokio::test]
+async fn a_folder_that_became_a_symlink_is_refused_not_followed() {
+    let ws = Workspace::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.path("dir")).unwrap();
+
+    for (rel, walked) in [("dir/f.txt", "dir"), ("dir/new/f.txt", "dir")] {
+        let err = LocalFs
+            .write_text(ws.root.clone(), ws.path(rel), "x\n".to_owned())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{walked} is a symbolic link (it changed after the path was checked); file \
+                 tools write only through real folders, so nothing was written"
+            )
+        );
+    }
+    assert_eq!(everything_under(outside.path()), Vec::<String>::new());
+}
+
+/// A path outside the working directory never reaches the disk, whatever the caller passes.
+#[tokio::test]
+async fn a_local_write_outside_the_root_is_refused() {
+    let ws = Workspace::new();
+    let outside = tempfile::tempdir().unwrap();
+
+    for path in [
+        outside.path().join("f.txt"),
+        ws.root.join("../f.txt"),
+        ws.root.clone(),
+    ] {
+        assert!(
+            LocalFs
+                .write_text(ws.root.clone(), path.clone(), "x\n".to_owned())
+                .await
+                .is_err(),
+            "{} was written",
+            path.display()
+        );
+    }
+    assert_eq!(everything_under(outside.path()), Vec::<String>::new());
+}
+
+/// Links inside the workspace keep working: the tools resolve them to their targets (and
+/// refuse those leaving the workspace) before writing through real folders.
+#[tokio::test]
+async fn write_and_edit_through_a_link_inside_the_workspace_change_its_target() {
+    let ws = Workspace::new();
+    ws.file("real/a.txt", "one\n");
+    std::os::unix::fs::symlink(ws.path("real"), ws.path("in")).unwrap();
+    std::os::unix::fs::symlink("a.txt", ws.path("real/alias.txt")).unwrap();
+
+    ws.run_ok(
+        &WriteFile,
+        json!({"file_path": "in/b.txt", "content": "two\n"}),
+    )
+    .await;
+    ws.run_ok(
+        &Edit,
+        json!({"file_path": "in/alias.txt", "old_string": "one", "new_string": "uno"}),
+    )
+    .await;
+
+    assert_eq!(ws.read("real/b.txt"), "two\n");
+    assert_eq!(ws.read("real/a.txt"), "uno\n");
+    assert!(
+        std::fs::symlink_metadata(ws.path("real/alias.txt"))
+            .unwrap()
+            .is_symlink()
+    );
+}
+
+/// The working directory itself may be spelled through a link (the user's choice); only
+/// links below it are refused.
+#[tokio::test]
+async fn a_working_directory_spelled_through_a_link_is_written_normally() {
+    let ws = Workspace::new();
+    let spelled = tempfile::tempdir().unwrap();
+    let root = spelled.path().join("project");
+    std::os::unix::fs::symlink(&ws.root, &root).unwrap();
+
+    LocalFs
+        .write_text(root.clone(), root.join("src/a.txt"), "x\n".to_owned())
+        .await
+        .unwrap();
+
+    assert_eq!(ws.read("src/a.txt"), "x\n");
 }
