@@ -291,8 +291,98 @@ mod tests {
             "echo 'unterminated",
             "$CMD arg",
             "",
+            // Forms the lexer does not model, or models as not plain.
+            "git status ${x:-$(id)}",
+            "git status ${x@P}",
+            "git status $((1 + 2))",
+            "git status $[1]",
+            "coproc git status",
+            "f() { git status; }",
+            "{ git status; }",
+            "git status >(ls)",
+            "git status a<(ls)",
+            "git status ;; ls",
+            "; git status",
+            "git status &&",
+            "git status | | ls",
+            "git status $'unterminated",
+            "git status \"unterminated",
+            "git status >",
+            "X+=1 git status",
+            "{fd}>/dev/null git status",
+            "git status <<<x",
+            "git status <>f",
+            "git status < /dev/tcp/example.com/80",
+            "git status >&$fd",
+            "git status <&x",
+            "git status >&2x",
+            "git status 1>&foo",
+            "git status &>>log",
+            "git status >|log",
+            "git status <<-EOF\n\tx\n\tEOF\nls",
+            "git status\0; rm x",
         ] {
             assert_eq!(prefixes(command), None, "{command}");
+        }
+    }
+
+    fn texts(command: &str) -> Vec<Vec<(String, bool)>> {
+        CommandLine::parse(command)
+            .parts()
+            .iter()
+            .map(|p| {
+                p.words()
+                    .iter()
+                    .map(|w| (w.text.clone(), w.exact))
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn exact(list: &[&str]) -> Vec<(String, bool)> {
+        list.iter().map(|w| ((*w).to_owned(), true)).collect()
+    }
+
+    #[test]
+    fn words_are_what_bash_passes_in_every_quoting() {
+        assert_eq!(
+            texts(r#"p $'a\x41\'\\\101\u0042\z' "x\"\$\a\'" 'b\c' \;d"#),
+            vec![exact(&["p", "aA'\\AB\\z", "x\"$\\a\\'", "b\\c", ";d"])]
+        );
+        // Line continuations join words and operators, but not inside single quotes.
+        assert_eq!(
+            texts("git sta\\\ntus 'a\\\nb' &\\\n& ls"),
+            vec![exact(&["git", "status", "a\\\nb"]), exact(&["ls"])]
+        );
+        // Redirections are not words; a number glued to `>` is a descriptor.
+        assert_eq!(
+            texts("2>/dev/null git status 2x>/dev/null >&2 3>&1- <in"),
+            vec![exact(&["git", "status", "2x"])]
+        );
+        // A here-document's body is not a command.
+        assert_eq!(
+            texts("cat <<'EOF'\nrm -rf x\nEOF\nls"),
+            vec![exact(&["cat"]), exact(&["ls"])]
+        );
+    }
+
+    #[test]
+    fn inexact_words_are_never_covered_by_a_prefix() {
+        let rule = words(&["git", "status"]);
+        let allowed = |command: &str| {
+            CommandLine::parse(command).allowed_by(std::iter::once(rule.as_slice()))
+        };
+        assert!(allowed("git status --short"));
+        assert!(allowed(r"git $'st\x61tus' $x"));
+        for command in [
+            r#"git $"status""#,
+            "git $x",
+            "git st*",
+            r"git $'st\u00e1tus'",
+            r"git $'status\0x'",
+            r"git $'\cstatus'",
+        ] {
+            assert!(!allowed(command), "{command}");
         }
     }
 
