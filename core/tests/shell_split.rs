@@ -179,13 +179,14 @@ fn check(bash: &Bash, line: &str) -> Result<bool, TestCaseError> {
     }
     // A line bash cannot parse runs only up to its error, and a failed redirection skips its
     // command; a line that runs without an error runs every part.
-    if quiet && bash.parses(line) {
-        if let Some(missing) = (0..parts.len()).find(|&i| !ran_any[i]) {
-            return Err(TestCaseError::fail(format!(
-                "the splitter saw {:?} in {line:?}, which bash never ran",
-                show(&parts[missing])
-            )));
-        }
+    if quiet
+        && bash.parses(line)
+        && let Some(missing) = (0..parts.len()).find(|&i| !ran_any[i])
+    {
+        return Err(TestCaseError::fail(format!(
+            "the splitter saw {:?} in {line:?}, which bash never ran",
+            show(&parts[missing])
+        )));
     }
     Ok(true)
 }
