@@ -103,6 +103,7 @@ impl Lexer {
                 // Only reached at the start of a word: a comment, which ends at the next
                 // newline even after a backslash (bash reads it raw).
                 '#' => {
+                    self.cur.bump();
                     while self.cur.raw_peek().is_some_and(|c| c != '\n') {
                         self.cur.raw_bump();
                     }
