@@ -1,7 +1,7 @@
 //! A shell command line as approval rules see it: the simple commands it runs (split at
 //! `&&`, `||`, `;`, `|`, `|&`, `&` and newlines, outside quotes), their words as bash passes
 //! them, and whether a prefix rule may vouch for it at all. Commands run as `bash -c`, so the
-//! lexer ([`lexer`], [`quoting`]) follows bash: every quoting form, escapes, line
+//! lexer (`lexer`, `quoting`) follows bash: every quoting form, escapes, line
 //! continuations, comments, here-documents and every redirection form.
 //!
 //! Conservative by design: a line with command or process substitution, arithmetic, a
@@ -358,6 +358,15 @@ mod tests {
         assert_eq!(
             texts("2>/dev/null git status 2x>/dev/null >&2 3>&1- <in"),
             vec![exact(&["git", "status", "2x"])]
+        );
+        // A comment ends at the next newline, even one after a backslash.
+        assert_eq!(
+            texts("git status \\\n#c \\\nls\nls -a"),
+            vec![
+                exact(&["git", "status"]),
+                exact(&["ls"]),
+                exact(&["ls", "-a"])
+            ]
         );
         // A here-document's body is not a command.
         assert_eq!(
