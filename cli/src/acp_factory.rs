@@ -1,7 +1,9 @@
 //! The settings-based agent factory behind `corvid --acp`: every ACP session loads the
 //! settings of its own working directory with the binary's flags, and is recorded under
-//! `$CORVID_HOME/sessions` (SPEC §9). The project file applies only in a trusted folder
-//! (remembered, or every session's folder with `--trust`); nothing is asked over ACP.
+//! `$CORVID_HOME/sessions` (SPEC §9). Project configuration applies only in a trusted folder
+//! with the content the user accepted: remembered, or, with `--trust`, the folder corvid was
+//! started in (or each `--trust DIR`) with the files it held at start. A session in any
+//! other folder is untrusted; nothing is asked over ACP.
 
 use corvid_acp::{AgentFactory, FactoryError, SessionSpec};
 use corvid_core::agent::AgentConfig;
@@ -24,8 +26,8 @@ impl SettingsFactory {
     }
 
     fn load(&self, cwd: &std::path::Path) -> Result<settings::Settings, FactoryError> {
-        let loaded =
-            settings::load(cwd, process_env, &self.overrides, self.grant).map_err(to_factory)?;
+        let loaded = settings::load(cwd, process_env, &self.overrides, self.grant.clone())
+            .map_err(to_factory)?;
         for warning in &loaded.warnings {
             tracing::warn!("{warning}");
         }
