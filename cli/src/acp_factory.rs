@@ -87,8 +87,9 @@ mod tests {
 
     use super::*;
 
-    /// `maxOutputTokens` of a session built in a folder whose project file sets it to 77.
-    fn max_tokens_with(grant: TrustGrant) -> Option<u32> {
+    /// `maxOutputTokens` of a session built in a folder whose project file sets it to 77,
+    /// with the grant `grant_for` gives for that folder.
+    fn max_tokens_with(grant_for: impl Fn(&std::path::Path) -> TrustGrant) -> Option<u32> {
         let project = tempfile::tempdir().unwrap();
         std::fs::create_dir(project.path().join(".corvid")).unwrap();
         std::fs::write(
@@ -100,10 +101,11 @@ mod tests {
             provider: Some(ProviderKind::Demo),
             ..Overrides::default()
         };
-        let config = SettingsFactory::new(overrides, grant)
+        let cwd = project.path().canonicalize().unwrap();
+        let config = SettingsFactory::new(overrides, grant_for(&cwd))
             .build(SessionSpec {
                 session_id: "s".into(),
-                cwd: project.path().canonicalize().unwrap(),
+                cwd,
                 fs: Arc::new(corvid_tools::LocalFs),
                 mcp_servers: Vec::new(),
             })
@@ -112,13 +114,16 @@ mod tests {
     }
 
     #[test]
-    fn acp_sessions_apply_project_settings_only_with_the_trust_flag() {
+    fn acp_sessions_apply_project_settings_only_in_a_folder_the_trust_flag_names() {
+        let elsewhere = tempfile::tempdir().unwrap();
+        let granted = |dirs: Vec<std::path::PathBuf>| settings::grant_folders(&dirs, |_| None);
         assert_eq!(
             [
-                max_tokens_with(TrustGrant::Remembered),
-                max_tokens_with(TrustGrant::ThisRun)
+                max_tokens_with(|_| TrustGrant::Remembered),
+                max_tokens_with(|cwd| granted(vec![cwd.to_owned()]).unwrap()),
+                max_tokens_with(|_| granted(vec![elsewhere.path().to_owned()]).unwrap()),
             ],
-            [None, Some(77)]
+            [None, Some(77), None]
         );
     }
 }

@@ -52,7 +52,8 @@ pub struct Cli {
         default_missing_value = "",
         action = clap::ArgAction::Append
     )]
-    pub trust: Vec<PathBuf>,
+    /// (A bare `--trust` is an empty entry: the working folder.)
+    pub trust: Vec<String>,
     /// Start the terminal UI in compact mode.
     #[arg(long)]
     pub compact: bool,

@@ -114,8 +114,7 @@ pub fn trust_grant(cli: &Cli) -> Result<TrustGrant, ConfigError> {
     if cli.trust.is_empty() {
         return Ok(TrustGrant::Remembered);
     }
-    let named = |dir: &PathBuf| !dir.as_os_str().is_empty();
-    if !cli.acp && !cli.trust.iter().any(named) {
+    if !cli.acp && cli.trust.iter().all(String::is_empty) {
         return Ok(TrustGrant::ThisRun);
     }
     let started_in = resolve_cwd(cli)?;
@@ -123,10 +122,10 @@ pub fn trust_grant(cli: &Cli) -> Result<TrustGrant, ConfigError> {
         .trust
         .iter()
         .map(|dir| {
-            if named(dir) {
-                dir.clone()
-            } else {
+            if dir.is_empty() {
                 started_in.clone()
+            } else {
+                PathBuf::from(dir)
             }
         })
         .collect();

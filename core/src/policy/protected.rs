@@ -129,10 +129,11 @@ impl ProtectedPaths {
         }
         for home in user_home.map(spellings).unwrap_or_default() {
             for (rel, why) in HOME_DEFAULTS {
+                let rel = rel.trim_end_matches('/');
                 rules.push(Entry {
                     pattern: PathPattern::under(&home.join(rel), Case::Insensitive)?,
                     protects: true,
-                    why: format!("{why} (`~/{}`)", rel.trim_end_matches('/')),
+                    why: format!("{why} (`~/{rel}`)"),
                 });
             }
         }
