@@ -887,3 +887,25 @@ fn an_agents_folder_linking_outside_the_repository_is_not_read() {
     assert_eq!(types.warnings.len(), 1, "{:?}", types.warnings);
     assert!(types.warnings[0].contains("outside the project folder"));
 }
+
+#[test]
+fn instructions_of_a_parent_folder_owned_by_another_user_are_not_read() {
+    use corvid_core::context::instructions::{FileNames, load as instructions};
+    let read_in = |project: &Path| {
+        instructions(
+            project,
+            None,
+            Some(Path::new("/nonexistent-home")),
+            &FileNames::Standard,
+        )
+        .prompt_section
+    };
+    let (_own, project) = planted_parent(|shared| write(&shared.join("AGENTS.md"), "PLANTED"));
+    assert!(read_in(&project).contains("PLANTED"), "the setup reads it");
+    let (_other, project) = planted_parent(|shared| {
+        write(&shared.join("AGENTS.md"), "PLANTED");
+        std::os::unix::fs::chown(shared, Some(65534), None)
+            .unwrap_or_else(|e| panic!("chown {} (run as root): {e}", shared.display()));
+    });
+    assert!(!read_in(&project).contains("PLANTED"));
+}

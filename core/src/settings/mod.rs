@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use corvid_protocol::ApprovalMode;
 
 pub use mcp::McpSettings;
+pub(crate) use project::is_own_folder;
 pub use project::{SettingsFiles, grant_folders};
 pub use provider::{
     DEMO_FAST_MODEL, DEMO_MODEL, ResolvedModel, Secret, resolve_fast_model, resolve_provider,
