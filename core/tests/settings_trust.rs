@@ -664,7 +664,8 @@ fn a_trusted_folders_list_without_accepted_files_asks_again_once() {
 fn a_file_planted_after_a_trust_flag_run_started_is_not_honoured() {
     let ws = Workspace::new(r#"{"model": {"name": "project-model"}}"#);
     // `--acp --trust` pins what the folder holds when corvid starts...
-    let grant = corvid_core::settings::grant_folders(&[ws.project.clone()], ws.env()).unwrap();
+    let grant =
+        corvid_core::settings::grant_folders(std::slice::from_ref(&ws.project), ws.env()).unwrap();
     assert_eq!(
         ws.load_with(grant.clone()).settings.model.name.as_deref(),
         Some("project-model")
