@@ -70,11 +70,6 @@ impl GrantedFolders {
                 .collect(),
         }
     }
-
-    /// The granted project folders.
-    pub fn folders(&self) -> &[PathBuf] {
-        &self.folders
-    }
 }
 
 /// One of a project's own configuration files and the digest of its content as read.
