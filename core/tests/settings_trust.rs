@@ -910,3 +910,33 @@ fn instructions_of_a_parent_folder_owned_by_another_user_are_not_read() {
     });
     assert!(!read_in(&project).contains("PLANTED"));
 }
+
+#[test]
+fn a_fifo_as_project_settings_is_refused_without_hanging_the_start() {
+    let ws = Workspace::bare();
+    std::fs::create_dir_all(ws.project.join(".corvid")).unwrap();
+    let fifo = ws.project.join(".corvid/settings.json");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo (coreutils) is needed by this test");
+    assert!(made.success());
+    // What the terminal UI's question hashes: nothing to accept.
+    assert_eq!(ws.files().config_files(), vec![]);
+    // Trusted, reading it is an error naming it, not a wait for a writer.
+    let err = load(
+        &ws.project,
+        ws.env(),
+        &Overrides::default(),
+        TrustGrant::ThisRun,
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        err,
+        format!(
+            "cannot read settings file {}: it is not a regular file",
+            fifo.display()
+        )
+    );
+}

@@ -91,19 +91,16 @@ fn read_capped(path: &Path, boundary: Option<&Path>) -> Result<Vec<u8>, String> 
             boundary.display()
         ));
     }
-    let meta = std::fs::metadata(&real).map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("it is not a regular file".to_owned());
-    }
-    let size = meta.len();
+    let file = crate::settings::open_regular(&real).map_err(|e| e.to_string())?;
+    let size = file.metadata().map_err(|e| e.to_string())?.len();
     if size > MAX_FILE_BYTES {
         return Err(format!(
             "it has {size} bytes, more than the {MAX_FILE_BYTES} an agent file may have"
         ));
     }
     let mut content = Vec::new();
-    std::fs::File::open(&real)
-        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut content))
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut content)
         .map_err(|e| e.to_string())?;
     if content.len() as u64 > MAX_FILE_BYTES {
         return Err(format!(

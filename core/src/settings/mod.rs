@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use corvid_protocol::ApprovalMode;
 
 pub use mcp::McpSettings;
-pub(crate) use project::is_own_folder;
 pub use project::{SettingsFiles, grant_folders};
+pub(crate) use project::{is_own_folder, open_regular};
 pub use provider::{
     DEMO_FAST_MODEL, DEMO_MODEL, ResolvedModel, Secret, resolve_fast_model, resolve_provider,
 };
@@ -387,16 +387,12 @@ pub fn load_with(
         let content = match project.trust {
             // Not even read: nothing of it may apply.
             Trust::Untrusted => path.exists().then(Vec::new),
-            Trust::Trusted => match std::fs::read(path) {
-                Ok(content) => Some(content),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(source) => {
-                    return Err(SettingsError::Read {
-                        path: path.to_owned(),
-                        source,
-                    });
-                }
-            },
+            Trust::Trusted => {
+                project::read_project_file(path).map_err(|source| SettingsError::Read {
+                    path: path.to_owned(),
+                    source,
+                })?
+            }
         };
         if let Some(content) = content {
             match project.verdict(path, &content) {

@@ -73,7 +73,7 @@ impl SettingsFiles {
     pub fn config_files(&self) -> Vec<ConfigFile> {
         let mut files = Vec::new();
         if let Some(path) = self.project_file()
-            && let Ok(content) = std::fs::read(path)
+            && let Ok(Some(content)) = read_project_file(path)
         {
             files.push(ConfigFile::new(path, &content));
         }
@@ -85,6 +85,48 @@ impl SettingsFiles {
         }
         files
     }
+}
+
+/// The most bytes a project settings file may have: more is a mistake (or a trap).
+const MAX_PROJECT_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The content of the project settings file at `path`; `None` when there is none. Only a
+/// regular file is read (a FIFO planted there would hang the start, a device never end),
+/// and at most [`MAX_PROJECT_FILE_BYTES`].
+pub(super) fn read_project_file(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let file = match open_regular(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut content = Vec::new();
+    file.take(MAX_PROJECT_FILE_BYTES + 1)
+        .read_to_end(&mut content)?;
+    if content.len() as u64 > MAX_PROJECT_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("it has more than the {MAX_PROJECT_FILE_BYTES} bytes a settings file may have"),
+        ));
+    }
+    Ok(Some(content))
+}
+
+/// Opens `path` for reading if it is a regular file. It is opened non-blocking and checked
+/// once open, so a FIFO swapped in after any earlier check cannot hang the open.
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "it is not a regular file",
+        ));
+    }
+    Ok(file)
 }
 
 /// `--trust DIR...`: for each folder, the project folder a session there would use, trusted
