@@ -480,7 +480,7 @@ fn a_trusted_folder_trusts_its_subfolders_but_not_a_sibling_sharing_its_prefix()
         std::fs::create_dir_all(root.join(d)).unwrap();
     }
     let mut trusted = TrustedFolders::load(&root.join("home")).unwrap();
-    trusted.remember(&root.join("app")).unwrap();
+    trusted.accept(&root.join("app"), &[]).unwrap();
     let reread = TrustedFolders::load(&root.join("home")).unwrap();
     assert_eq!(
         [

@@ -265,14 +265,9 @@ impl TrustedFolders {
             .any(|trusted| folder.starts_with(trusted))
     }
 
-    /// Adds `folder` (made absolute and canonical) and rewrites the file atomically, `0600`.
-    /// None of its configuration files is accepted by this alone: see [`Self::accept`].
-    pub fn remember(&mut self, folder: &Path) -> Result<(), SettingsError> {
-        self.accept(folder, &[])
-    }
-
-    /// Adds `folder` as [`Self::remember`] does and accepts `files` with the content they
-    /// had when the user reviewed them (a later change is asked about again).
+    /// Adds `folder` (made absolute and canonical) unless it or a parent is trusted already,
+    /// accepts `files` with the content they had when the user reviewed them (a later change
+    /// is asked about again), and rewrites the list atomically, `0600`.
     pub fn accept(&mut self, folder: &Path, files: &[ConfigFile]) -> Result<(), SettingsError> {
         let folder = canonical(folder);
         if !folder.is_absolute() {
