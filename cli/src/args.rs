@@ -52,7 +52,7 @@ pub struct Cli {
         default_missing_value = "",
         action = clap::ArgAction::Append
     )]
-    /// (A bare `--trust` is an empty entry: the working folder.)
+    // A bare `--trust` is an empty entry: the working folder.
     pub trust: Vec<String>,
     /// Start the terminal UI in compact mode.
     #[arg(long)]

@@ -123,12 +123,17 @@ pub fn trust_grant(cli: &Cli) -> Result<TrustGrant, ConfigError> {
         .iter()
         .map(|dir| {
             if dir.is_empty() {
-                started_in.clone()
-            } else {
-                PathBuf::from(dir)
+                return Ok(started_in.clone());
+            }
+            match std::fs::canonicalize(dir) {
+                Ok(real) if real.is_dir() => Ok(real),
+                Ok(_) => Err(ConfigError(format!("--trust {dir}: not a folder"))),
+                Err(e) => Err(ConfigError(format!(
+                    "--trust {dir}: not a usable folder: {e}"
+                ))),
             }
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     settings::grant_folders(&dirs, process_env).map_err(|e| ConfigError(format!("--trust: {e}")))
 }
 
