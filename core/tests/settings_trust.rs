@@ -940,3 +940,35 @@ fn a_fifo_as_project_settings_is_refused_without_hanging_the_start() {
         )
     );
 }
+
+#[test]
+fn in_the_home_folder_the_users_own_agent_files_are_not_taken_for_project_files() {
+    // Working in the home folder: `~/.corvid/agents` is the user's, and needs no trust.
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().canonicalize().unwrap();
+    write(
+        &home.join(".corvid/agents/mine.md"),
+        "---\ndescription: mine\n---\nMy own.\n",
+    );
+    let corvid_home = home.join(".corvid").display().to_string();
+    let env = |k: &str| (k == "CORVID_HOME").then(|| corvid_home.clone());
+    let loaded = load(
+        &home,
+        env,
+        &Overrides {
+            provider: Some(ProviderKind::Demo),
+            ..Overrides::default()
+        },
+        TrustGrant::Remembered,
+    )
+    .unwrap();
+    let config = corvid_core::settings::agent_config(&loaded.settings, env, &home, "s").unwrap();
+    let corvid_core::policy::Subagents::On { types, .. } = config.policy.subagents else {
+        panic!("subagents are on by default");
+    };
+    let names: Vec<&str> = types.types.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        (names, types.warnings),
+        (vec!["general", "explore", "mine"], vec![])
+    );
+}

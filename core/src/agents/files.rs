@@ -39,7 +39,7 @@ pub fn load(corvid_home: Option<&Path>, project: &Path, trust: &ProjectTrust) ->
             add(&path, content, &mut warnings);
         }
     }
-    for (path, content) in read_project_files(project, &mut warnings) {
+    for (path, content) in read_project_files(project, corvid_home, &mut warnings) {
         match trust.verdict(&path, &content) {
             crate::settings::Verdict::Apply => add(&path, Ok(content), &mut warnings),
             verdict => warnings.extend(ProjectTrust::ignored_warning(
@@ -54,15 +54,22 @@ pub fn load(corvid_home: Option<&Path>, project: &Path, trust: &ProjectTrust) ->
 
 /// The agent files of the project folder `project` with their content; the ones that cannot
 /// be read (a link out of the project, not a regular file, too large) get a warning instead.
+/// None when the folder is the user's own agent folder (a session in the home folder).
 pub(crate) fn read_project_files(
     project: &Path,
+    corvid_home: Option<&Path>,
     warnings: &mut Vec<String>,
 ) -> Vec<(PathBuf, Vec<u8>)> {
     let Ok(boundary) = project.canonicalize() else {
         return Vec::new();
     };
+    let dir = project.join(".corvid").join("agents");
+    let users = corvid_home.and_then(|home| home.join("agents").canonicalize().ok());
+    if users.is_some() && dir.canonicalize().ok() == users {
+        return Vec::new();
+    }
     let mut out = Vec::new();
-    for path in markdown_files(&project.join(".corvid").join("agents"), warnings) {
+    for path in markdown_files(&dir, warnings) {
         match read_capped(&path, Some(&boundary)) {
             Ok(content) => out.push((path, content)),
             Err(why) => warnings.push(format!("agent file {} was left out: {why}", path.display())),

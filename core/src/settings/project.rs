@@ -79,7 +79,10 @@ impl SettingsFiles {
         }
         if let Some(folder) = self.project_folder() {
             let mut ignored = Vec::new();
-            for (path, content) in crate::agents::files::read_project_files(folder, &mut ignored) {
+            let corvid_home = self.user.as_deref().and_then(Path::parent);
+            for (path, content) in
+                crate::agents::files::read_project_files(folder, corvid_home, &mut ignored)
+            {
                 files.push(ConfigFile::new(&path, &content));
             }
         }
