@@ -99,6 +99,18 @@ fn read_capped(path: &Path, boundary: Option<&Path>) -> Result<Vec<u8>, String> 
         ));
     }
     let file = crate::settings::open_regular(&real).map_err(|e| e.to_string())?;
+    // A folder swapped for a link between the check above and the open would have led the
+    // open elsewhere: check where the opened file really is.
+    if let Some(boundary) = boundary
+        && let Some(opened) = opened_path(&file)
+        && !opened.starts_with(boundary)
+    {
+        return Err(format!(
+            "it leads to {}, outside the project folder {}",
+            opened.display(),
+            boundary.display()
+        ));
+    }
     let size = file.metadata().map_err(|e| e.to_string())?.len();
     if size > MAX_FILE_BYTES {
         return Err(format!(
@@ -115,6 +127,12 @@ fn read_capped(path: &Path, boundary: Option<&Path>) -> Result<Vec<u8>, String> 
         ));
     }
     Ok(content)
+}
+
+/// Where an open file is, as the kernel says (`/proc/self/fd`); `None` without `/proc`.
+fn opened_path(file: &std::fs::File) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
 }
 
 /// The `.md` files of `dir`, sorted; a missing directory has none.
