@@ -12,12 +12,13 @@ pub use host::{CommandHost, HOSTED_OUTPUT_LIMIT, HostedCommand, HostedRun};
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use corvid_protocol::{ApprovalPreview, ToolDisplay, ToolKind, ToolOutput};
-use corvid_sandbox::{Confinement, Unavailable};
+use corvid_sandbox::{AfterCheck, CheckReport, Confinement, Unavailable};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use nix::sys::signal::Signal;
@@ -58,6 +59,9 @@ pub struct ShellPolicy {
     /// Where unconfined commands run instead of locally (the ACP client's terminals, so the
     /// editor shows them live); `None` runs everything here.
     pub host: Option<Arc<dyn CommandHost>>,
+    /// Folders a sandboxed command may never write, even inside the workspace or a temp dir:
+    /// `$CORVID_HOME`, whose settings decide how later commands run.
+    pub keep_read_only: Vec<PathBuf>,
 }
 
 /// Runs a shell command and reports its output, exit code or signal.
@@ -118,8 +122,8 @@ impl Tool for RunShellCommand {
          with all its child processes after `timeout_ms` (at most the user's limit) or when \
          the user cancels. Background processes are not waited for and their later output is \
          not captured. Unless the user turned the sandbox off, the command cannot write outside \
-         the workspace and temp dirs (nor to .git or .corvid) and has no network; secrets are \
-         not in its environment."
+         the workspace and temp dirs (nor create or write .git, .corvid, .envrc, .vscode or .idea \
+         anywhere) and has no network; secrets are not in its environment."
     }
 
     fn parameters(&self) -> Value {
@@ -203,7 +207,16 @@ impl Tool for RunShellCommand {
             let confinement = if args.outside_sandbox {
                 Confinement::unconfined()
             } else {
-                confinement(&ctx).unwrap_or_else(|_| Confinement::unconfined())
+                // Preparing walks the workspace; keep that off the async threads.
+                let (level, cwd, kept) = (
+                    ctx.shell.sandbox,
+                    ctx.cwd.clone(),
+                    ctx.shell.keep_read_only.clone(),
+                );
+                tokio::task::spawn_blocking(move || Confinement::prepare(level, &cwd, &kept))
+                    .await
+                    .map_err(|e| ToolError::new(format!("preparing the sandbox failed: {e}")))?
+                    .unwrap_or_else(|_| Confinement::unconfined())
             };
             // A command that runs unconfined anyway loses nothing in the editor's terminal;
             // a sandboxed one stays here, in the sandbox.
@@ -227,7 +240,7 @@ impl Tool for RunShellCommand {
 /// The sandbox for a command in this session: unconfined when the user turned it off, an
 /// error when it cannot be set up here.
 fn confinement(ctx: &ToolContext) -> Result<Confinement, Unavailable> {
-    Confinement::prepare(ctx.shell.sandbox, &ctx.cwd)
+    Confinement::prepare(ctx.shell.sandbox, &ctx.cwd, &ctx.shell.keep_read_only)
 }
 
 async fn run(
@@ -256,9 +269,10 @@ async fn run(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
-    confinement.apply_to(cmd.as_std_mut());
+    // The child starts a session of its own (so also a process group of its own, whose id is
+    // its pid): no controlling terminal, and a Ctrl-C meant for corvid does not reach it.
+    let after = confinement.apply_to(cmd.as_std_mut());
     let mut child = cmd
         .spawn()
         .map_err(|e| ToolError::new(format!("cannot start bash: {e}")))?;
@@ -290,17 +304,109 @@ async fn run(
     }
     let stdout = stdout.finish().await;
     let stderr = stderr.finish().await;
-    match outcome {
-        Outcome::Cancelled => Err(cancelled()),
-        Outcome::TimedOut => Ok(render(
-            command,
-            None,
-            Some(timeout),
-            level,
-            &stdout,
-            &stderr,
-        )),
-        Outcome::Exited(status) => Ok(render(command, Some(status), None, level, &stdout, &stderr)),
+    let report = match after {
+        Some(after) => check_protected(after).await,
+        None => CheckReport::default(),
+    };
+    let mut output = match outcome {
+        Outcome::Cancelled => return Err(cancelled_with(&report, &ctx.cwd)),
+        Outcome::TimedOut => render(command, None, Some(timeout), level, &stdout, &stderr),
+        Outcome::Exited(status) => render(command, Some(status), None, level, &stdout, &stderr),
+    };
+    add_violations(&mut output, &report, &ctx.cwd);
+    Ok(output)
+}
+
+/// Runs the after-command walk off the async threads.
+async fn check_protected(after: AfterCheck) -> CheckReport {
+    tokio::task::spawn_blocking(move || after.run())
+        .await
+        .unwrap_or_else(|_| CheckReport {
+            incomplete: true,
+            ..CheckReport::default()
+        })
+}
+
+/// What the model and the user are told about protected entries the command created.
+fn violations_text(report: &CheckReport, cwd: &Path) -> Option<String> {
+    if report.is_empty() {
+        return None;
+    }
+    let shown = |p: &Path| p.strip_prefix(cwd).unwrap_or(p).display().to_string();
+    let mut lines = Vec::new();
+    for (created, moved) in &report.quarantined {
+        tracing::warn!(
+            "a sandboxed command created {}; renamed to {}",
+            created.display(),
+            moved.display()
+        );
+        lines.push(format!(
+            "- it created {}, renamed to {}",
+            shown(created),
+            shown(moved)
+        ));
+    }
+    for (created, why) in &report.failed {
+        tracing::warn!(
+            "a sandboxed command created {}, which could not be renamed: {why}",
+            created.display()
+        );
+        lines.push(format!(
+            "- it created {}, which could not be renamed ({why}); the user must remove it",
+            shown(created)
+        ));
+    }
+    let mut text = String::new();
+    if !lines.is_empty() {
+        text.push_str(&format!(
+            "corvid's sandbox refused a change (a sandbox violation): sandboxed commands may not \
+             create {} anywhere in the workspace, since they change what runs outside the \
+             sandbox:\n{}",
+            corvid_sandbox::PROTECTED_NAMES.join(", "),
+            lines.join("\n")
+        ));
+    }
+    if report.incomplete {
+        if !text.is_empty() {
+            text.push_str("\n");
+        }
+        text.push_str(&format!(
+            "corvid could not check the whole workspace for such entries (more than {} entries, \
+             or unreadable folders).",
+            corvid_sandbox::WALK_LIMIT
+        ));
+    }
+    Some(text)
+}
+
+fn add_violations(output: &mut ToolOutput, report: &CheckReport, cwd: &Path) {
+    let Some(text) = violations_text(report, cwd) else {
+        return;
+    };
+    output.text.push_str(&format!("\n\n{text}"));
+    if let Some(raw) = output.raw.as_object_mut() {
+        let created: Vec<Value> = report
+            .quarantined
+            .iter()
+            .map(|(created, moved)| json!({"created": created, "renamed_to": moved}))
+            .chain(
+                report
+                    .failed
+                    .iter()
+                    .map(|(created, why)| json!({"created": created, "error": why})),
+            )
+            .collect();
+        raw.insert(
+            "sandbox_violations".to_owned(),
+            json!({"created": created, "incomplete": report.incomplete}),
+        );
+    }
+}
+
+fn cancelled_with(report: &CheckReport, cwd: &Path) -> ToolError {
+    match violations_text(report, cwd) {
+        Some(text) => ToolError::new(format!("{}\n\n{text}", cancelled().message)),
+        None => cancelled(),
     }
 }
 
@@ -447,9 +553,9 @@ fn blocked_note(sandbox: SandboxLevel) -> String {
     let denied = match sandbox {
         SandboxLevel::ReadOnly => "all writes and network access are denied",
         _ => {
-            "writes outside the workspace and temp dirs, to .git and .corvid, and (when the \
-             workspace holds .git or .corvid) new entries at its top level are denied, and so \
-             is network access"
+            "writes outside the workspace and temp dirs, to .git, .corvid, .envrc, .vscode and \
+             .idea (at any depth) and corvid's home, and new entries in the folders holding \
+             them are denied, and so is network access"
         }
     };
     format!(
