@@ -131,6 +131,15 @@ impl Confinement {
     }
 }
 
+/// Whether [`Confinement::prepare`] would succeed for `level` in `workspace`, without the
+/// walk and the rules it builds (for asking before a command, on an async thread).
+pub fn available(level: SandboxLevel, workspace: &Path) -> Result<(), Unavailable> {
+    if level == SandboxLevel::Off {
+        return Ok(());
+    }
+    platform::available(workspace)
+}
+
 /// Whether this system can confine commands at all (tests and CI ask this).
 pub fn supported() -> Result<(), Unavailable> {
     platform::supported()

@@ -30,6 +30,10 @@ pub(crate) fn supported() -> Result<(), Unavailable> {
     Err(unavailable())
 }
 
+pub(crate) fn available(_workspace: &Path) -> Result<(), Unavailable> {
+    Err(unavailable())
+}
+
 fn unavailable() -> Unavailable {
     Unavailable("corvid has no shell sandbox for this operating system yet".to_owned())
 }

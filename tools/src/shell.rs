@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use corvid_protocol::{ApprovalPreview, ToolDisplay, ToolKind, ToolOutput};
-use corvid_sandbox::{AfterCheck, CheckReport, Confinement, Unavailable};
+use corvid_sandbox::{AfterCheck, CheckReport, Confinement};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use nix::sys::signal::Signal;
@@ -161,7 +161,7 @@ impl Tool for RunShellCommand {
                 let preview = ApprovalPreview::Command {
                     command: args.command,
                 };
-                match confinement(ctx) {
+                match corvid_sandbox::available(ctx.shell.sandbox, &ctx.cwd) {
                     Ok(_) if args.outside_sandbox && ctx.shell.sandbox != SandboxLevel::Off => {
                         ApprovalNeed::Escalated {
                             preview,
@@ -235,12 +235,6 @@ impl Tool for RunShellCommand {
         }
         .boxed()
     }
-}
-
-/// The sandbox for a command in this session: unconfined when the user turned it off, an
-/// error when it cannot be set up here.
-fn confinement(ctx: &ToolContext) -> Result<Confinement, Unavailable> {
-    Confinement::prepare(ctx.shell.sandbox, &ctx.cwd, &ctx.shell.keep_read_only)
 }
 
 async fn run(
@@ -368,7 +362,7 @@ fn violations_text(report: &CheckReport, cwd: &Path) -> Option<String> {
     }
     if report.incomplete {
         if !text.is_empty() {
-            text.push_str("\n");
+            text.push('\n');
         }
         text.push_str(&format!(
             "corvid could not check the whole workspace for such entries (more than {} entries, \

@@ -36,13 +36,7 @@ impl Prepared {
         existing: &[PathBuf],
         keep_read_only: &[PathBuf],
     ) -> Result<Self, Unavailable> {
-        // Rules skip paths that cannot be opened, so a missing workspace must be caught here.
-        if !workspace.is_absolute() || !workspace.is_dir() {
-            return Err(Unavailable(format!(
-                "the workspace {} is not an existing absolute folder",
-                workspace.display()
-            )));
-        }
+        check_workspace(workspace)?;
         let grants = filesystem::grants(level, workspace, existing, keep_read_only);
         Ok(Self {
             landlock: Some(filesystem::ruleset(&grants)?),
@@ -61,4 +55,22 @@ impl Prepared {
 
 pub(crate) fn supported() -> Result<(), Unavailable> {
     filesystem::supported()
+}
+
+/// What [`Prepared::new`] needs, without building anything for a command.
+pub(crate) fn available(workspace: &Path) -> Result<(), Unavailable> {
+    check_workspace(workspace)?;
+    supported()?;
+    seccomp::filter().map(drop)
+}
+
+/// Rules skip paths that cannot be opened, so a missing workspace must be caught first.
+fn check_workspace(workspace: &Path) -> Result<(), Unavailable> {
+    if !workspace.is_absolute() || !workspace.is_dir() {
+        return Err(Unavailable(format!(
+            "the workspace {} is not an existing absolute folder",
+            workspace.display()
+        )));
+    }
+    Ok(())
 }

@@ -44,6 +44,8 @@ pub(super) fn filter() -> Result<BpfProgram, Unavailable> {
     };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     rules.insert(libc::SYS_socket, vec![not_unix]);
+    // `libc::Ioctl` is `c_ulong` on glibc but `c_int` on musl, hence the casts.
+    #[allow(clippy::unnecessary_cast)]
     rules.insert(
         libc::SYS_ioctl,
         vec![
