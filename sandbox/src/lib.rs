@@ -16,7 +16,7 @@ mod names;
 
 #[cfg(target_os = "linux")]
 use linux as platform;
-pub use names::{AfterCheck, CheckReport, PROTECTED_NAMES, WALK_LIMIT, is_protected};
+pub use names::{AfterCheck, CheckReport, PROTECTED_NAMES, WALK_LIMIT};
 
 #[cfg(not(target_os = "linux"))]
 mod unsupported;

@@ -34,7 +34,7 @@ impl Found {
 }
 
 /// Whether `name` is one of [`PROTECTED_NAMES`].
-pub fn is_protected(name: &std::ffi::OsStr) -> bool {
+fn is_protected(name: &std::ffi::OsStr) -> bool {
     PROTECTED_NAMES.iter().any(|p| name == *p)
 }
 

@@ -4,6 +4,7 @@
 mod env;
 mod host;
 mod reap;
+mod violations;
 mod watchdog;
 
 pub use corvid_sandbox::SandboxLevel;
@@ -18,7 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use corvid_protocol::{ApprovalPreview, ToolDisplay, ToolKind, ToolOutput};
-use corvid_sandbox::{AfterCheck, CheckReport, Confinement};
+use corvid_sandbox::{CheckReport, Confinement};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use nix::sys::signal::Signal;
@@ -299,7 +300,7 @@ async fn run(
     let stdout = stdout.finish().await;
     let stderr = stderr.finish().await;
     let report = match after {
-        Some(after) => check_protected(after).await,
+        Some(after) => violations::check(after).await,
         None => CheckReport::default(),
     };
     let mut output = match outcome {
@@ -307,98 +308,12 @@ async fn run(
         Outcome::TimedOut => render(command, None, Some(timeout), level, &stdout, &stderr),
         Outcome::Exited(status) => render(command, Some(status), None, level, &stdout, &stderr),
     };
-    add_violations(&mut output, &report, &ctx.cwd);
+    violations::add(&mut output, &report, &ctx.cwd);
     Ok(output)
 }
 
-/// Runs the after-command walk off the async threads.
-async fn check_protected(after: AfterCheck) -> CheckReport {
-    tokio::task::spawn_blocking(move || after.run())
-        .await
-        .unwrap_or_else(|_| CheckReport {
-            incomplete: true,
-            ..CheckReport::default()
-        })
-}
-
-/// What the model and the user are told about protected entries the command created.
-fn violations_text(report: &CheckReport, cwd: &Path) -> Option<String> {
-    if report.is_empty() {
-        return None;
-    }
-    let shown = |p: &Path| p.strip_prefix(cwd).unwrap_or(p).display().to_string();
-    let mut lines = Vec::new();
-    for (created, moved) in &report.quarantined {
-        tracing::warn!(
-            "a sandboxed command created {}; renamed to {}",
-            created.display(),
-            moved.display()
-        );
-        lines.push(format!(
-            "- it created {}, renamed to {}",
-            shown(created),
-            shown(moved)
-        ));
-    }
-    for (created, why) in &report.failed {
-        tracing::warn!(
-            "a sandboxed command created {}, which could not be renamed: {why}",
-            created.display()
-        );
-        lines.push(format!(
-            "- it created {}, which could not be renamed ({why}); the user must remove it",
-            shown(created)
-        ));
-    }
-    let mut text = String::new();
-    if !lines.is_empty() {
-        text.push_str(&format!(
-            "corvid's sandbox refused a change (a sandbox violation): sandboxed commands may not \
-             create {} anywhere in the workspace, since they change what runs outside the \
-             sandbox:\n{}",
-            corvid_sandbox::PROTECTED_NAMES.join(", "),
-            lines.join("\n")
-        ));
-    }
-    if report.incomplete {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(&format!(
-            "corvid could not check the whole workspace for such entries (more than {} entries, \
-             or unreadable folders).",
-            corvid_sandbox::WALK_LIMIT
-        ));
-    }
-    Some(text)
-}
-
-fn add_violations(output: &mut ToolOutput, report: &CheckReport, cwd: &Path) {
-    let Some(text) = violations_text(report, cwd) else {
-        return;
-    };
-    output.text.push_str(&format!("\n\n{text}"));
-    if let Some(raw) = output.raw.as_object_mut() {
-        let created: Vec<Value> = report
-            .quarantined
-            .iter()
-            .map(|(created, moved)| json!({"created": created, "renamed_to": moved}))
-            .chain(
-                report
-                    .failed
-                    .iter()
-                    .map(|(created, why)| json!({"created": created, "error": why})),
-            )
-            .collect();
-        raw.insert(
-            "sandbox_violations".to_owned(),
-            json!({"created": created, "incomplete": report.incomplete}),
-        );
-    }
-}
-
 fn cancelled_with(report: &CheckReport, cwd: &Path) -> ToolError {
-    match violations_text(report, cwd) {
+    match violations::text(report, cwd) {
         Some(text) => ToolError::new(format!("{}\n\n{text}", cancelled().message)),
         None => cancelled(),
     }
