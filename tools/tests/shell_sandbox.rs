@@ -545,18 +545,19 @@ async fn the_private_tmpdir_is_removed_when_corvid_exits() {
     require_landlock();
     let base = tempfile::tempdir_in("/tmp").unwrap();
     let workspace = base.path().canonicalize().unwrap();
-    let mut corvid = std::process::Command::new(std::env::current_exe().unwrap())
+    // Killed on drop, so a failing test does not leave it waiting forever.
+    let mut corvid = tokio::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "helper_plays_corvid_with_a_private_tmpdir"])
         .env(PLAY_CORVID_IN_TMP, &workspace)
         .stdout(std::process::Stdio::null())
+        .kill_on_drop(true)
         .spawn()
         .unwrap();
     let tmpdir = PathBuf::from(wait_for_file(&workspace.join("tmpdir")).await.trim());
     assert!(tmpdir.join("used").is_file());
     assert!(!tmpdir.starts_with(&workspace));
 
-    corvid.kill().unwrap();
-    corvid.wait().unwrap();
+    corvid.kill().await.unwrap();
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while tmpdir.exists() {
