@@ -214,10 +214,26 @@ impl Tool for RunShellCommand {
                     ctx.cwd.clone(),
                     ctx.shell.keep_read_only.clone(),
                 );
-                tokio::task::spawn_blocking(move || Confinement::prepare(level, &cwd, &kept))
-                    .await
-                    .map_err(|e| ToolError::new(format!("preparing the sandbox failed: {e}")))?
-                    .unwrap_or_else(|_| Confinement::unconfined())
+                let prepared = tokio::task::spawn_blocking(move || {
+                    let prepared = Confinement::prepare(level, &cwd, &kept);
+                    let available =
+                        prepared.is_err() && corvid_sandbox::available(level, &cwd).is_ok();
+                    (prepared, available)
+                })
+                .await
+                .map_err(|e| ToolError::new(format!("preparing the sandbox failed: {e}")))?;
+                match prepared {
+                    (Ok(confinement), _) => confinement,
+                    // The approval asked about running unconfined only if the sandbox is
+                    // unavailable here; any other failure must not run the command at all.
+                    (Err(why), true) => {
+                        return Err(ToolError::new(format!(
+                            "the shell sandbox could not be set up for this command ({why}); \
+                             it was not run"
+                        )));
+                    }
+                    (Err(_), false) => Confinement::unconfined(),
+                }
             };
             // A command that runs unconfined anyway loses nothing in the editor's terminal;
             // a sandboxed one stays here, in the sandbox.
