@@ -31,6 +31,14 @@ use crate::wiring::{ConfigError, Setup};
 const EXIT_CONFIG: u8 = 2;
 
 fn main() -> ExitCode {
+    // Before anything reads a key: a non-dumpable process's `/proc/PID/environ`, `mem` and
+    // the like are closed to other processes of the user (commands, MCP servers), and
+    // sandboxed commands lose the capabilities root would need to read them anyway. Children
+    // are dumpable again after their exec.
+    #[cfg(target_os = "linux")]
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        eprintln!("corvid: warning: cannot hide this process's memory from others: {e}");
+    }
     let cli = Cli::parse();
     if let Some(Command::Debug {
         command: DebugCommand::ReplaySse(args),

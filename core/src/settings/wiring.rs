@@ -167,7 +167,12 @@ fn approval_policy(
         rules: PermissionRules::new(&tools.allow, &tools.deny)
             .map_err(|e| invalid("tools.allow/tools.deny", e))?,
         max_turns: crate::policy::MaxTurns(settings.agent.max_turns),
-        shell: shell_policy(settings).map_err(|e| invalid("tools.shellEnv", e))?,
+        shell: ShellPolicy {
+            // Sandboxed commands must never change the user's settings, even when the
+            // workspace or a temp dir holds them.
+            keep_read_only: home.iter().cloned().collect(),
+            ..shell_policy(settings).map_err(|e| invalid("tools.shellEnv", e))?
+        },
         images: crate::images::ImageSupport {
             setting: settings.model.supports_images,
         },
@@ -207,6 +212,7 @@ fn shell_policy(settings: &Settings) -> Result<ShellPolicy, String> {
         env: EnvFilter::new(&key_vars, &env.include, &env.exclude)?,
         base_env: None,
         host: None,
+        keep_read_only: Vec::new(),
     })
 }
 
