@@ -77,6 +77,7 @@ async fn a_granted_permission_runs_the_edit_and_shows_its_diff() {
             "title": "Write b.txt",
             "kind": "edit",
             "locations": [{"path": b}],
+            "rawInput": {"file_path": "b.txt", "content": "new\n"},
             "content": [{"type": "diff", "path": b, "newText": "new\n"}],
             "_meta": {"toolName": "write_file", "alwaysScope": "b.txt"},
         })

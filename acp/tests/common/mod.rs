@@ -196,6 +196,8 @@ pub struct TestFactory {
     pub mode: ApprovalMode,
     /// Where sessions are recorded; `None` records nothing.
     pub store: Option<SessionStore>,
+    /// `$CORVID_HOME` for caches (the model listings); `None` caches nothing.
+    pub home: Option<std::path::PathBuf>,
 }
 
 impl TestFactory {
@@ -205,6 +207,7 @@ impl TestFactory {
             summaries: false,
             mode: ApprovalMode::Default,
             store: None,
+            home: None,
         })
     }
 }
@@ -245,6 +248,10 @@ impl AgentFactory for TestFactory {
 
     fn session_store(&self) -> Option<SessionStore> {
         self.store.clone()
+    }
+
+    fn corvid_home(&self) -> Option<std::path::PathBuf> {
+        self.home.clone()
     }
 }
 
