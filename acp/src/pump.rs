@@ -349,6 +349,10 @@ impl Pump {
     fn mode_changed(&mut self, mode: ApprovalMode) {
         let options = {
             let mut state = lock(&self.state);
+            if state.mode_echoes.front() == Some(&mode) {
+                state.mode_echoes.pop_front();
+                return;
+            }
             if std::mem::replace(&mut state.mode, mode) == mode {
                 return;
             }

@@ -1,6 +1,7 @@
 //! One ACP session: the core agent's queue pair, the running prompt and its state; the
 //! agent's events reach the client through the session's [`crate::pump`].
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -23,6 +24,9 @@ use crate::mapping::Mapper;
 use crate::output::Output;
 use crate::pump::Pump;
 
+/// Client mode switches whose echo from the agent is still awaited, at most.
+const MAX_MODE_ECHOES: usize = 16;
+
 /// How long the provider's fresh model list is waited for once the session was answered.
 const MODEL_LIST_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -43,6 +47,10 @@ pub(crate) struct Session {
 /// What handlers and the pump both touch. Never held across an await.
 pub(crate) struct State {
     pub(crate) mode: ApprovalMode,
+    /// Modes the client set whose `ApprovalModeChanged` the agent has not reported yet, oldest
+    /// first: the pump drops those echoes, so two quick switches never bounce the first one
+    /// back to the client as if the agent had made it.
+    pub(crate) mode_echoes: VecDeque<ApprovalMode>,
     /// The main model later turns use (`/model` shows and switches it).
     pub(crate) model: String,
     /// The models the `model` config option offers: the configured ones, the provider's
@@ -93,6 +101,7 @@ impl Session {
         }
         let state = Arc::new(Mutex::new(State {
             mode: start.mode,
+            mode_echoes: VecDeque::new(),
             model: start.model,
             models,
             stats: start.stats,
@@ -318,10 +327,16 @@ impl Session {
     pub(crate) fn set_mode(&self, mode: ApprovalMode) -> bool {
         // Known before the agent can report it, so the pump never echoes the client's own
         // choice back as a `current_mode_update` (it raced the pump before).
-        let before = std::mem::replace(&mut lock(&self.state).mode, mode);
+        let mut state = lock(&self.state);
+        let before = std::mem::replace(&mut state.mode, mode);
         if self.ops.submit(Op::SetApprovalMode { mode }).is_err() {
-            lock(&self.state).mode = before;
+            state.mode = before;
             return false;
+        }
+        state.mode_echoes.push_back(mode);
+        // The agent reports only actual changes; an echo that never comes must not pile up.
+        while state.mode_echoes.len() > MAX_MODE_ECHOES {
+            state.mode_echoes.pop_front();
         }
         true
     }
