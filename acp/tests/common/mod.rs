@@ -261,6 +261,8 @@ pub enum PermissionPolicy {
     Select(&'static str),
     /// Never answer; when the agent abandons the request, log it and answer `cancelled`.
     Hold,
+    /// Answer `cancelled` at once (the user cancelled the turn from the question).
+    Cancelled,
 }
 
 /// The test client: everything it receives lands in one ordered log.
@@ -319,6 +321,9 @@ impl TestClient {
                             RequestPermissionResponse::new(RequestPermissionOutcome::Selected(
                                 SelectedPermissionOutcome::new(PermissionOptionId::new(id)),
                             )),
+                        ),
+                        PermissionPolicy::Cancelled => responder.respond(
+                            RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled),
                         ),
                         PermissionPolicy::Hold => {
                             let log = l1.clone();
