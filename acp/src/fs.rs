@@ -84,10 +84,17 @@ impl FileSystem for ClientFs {
         .boxed()
     }
 
-    fn write_text(&self, path: PathBuf, content: String) -> BoxFuture<'static, io::Result<()>> {
+    /// The editor writes its own buffers (and the file) at `path`; without the editor the
+    /// write goes to local disk, confined to `root`.
+    fn write_text(
+        &self,
+        root: PathBuf,
+        path: PathBuf,
+        content: String,
+    ) -> BoxFuture<'static, io::Result<()>> {
         lock(&self.absent).remove(&path);
         if !self.write {
-            return self.local.write_text(path, content);
+            return self.local.write_text(root, path, content);
         }
         let sent = self.cx.send_request(WriteTextFileRequest::new(
             self.session_id.clone(),

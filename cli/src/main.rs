@@ -96,8 +96,11 @@ async fn run(cli: Cli) -> ExitCode {
         };
     }
     if cli.acp {
-        let factory =
-            acp_factory::SettingsFactory::new(wiring::overrides(&cli), wiring::trust_grant(&cli));
+        let grant = match wiring::trust_grant(&cli) {
+            Ok(grant) => grant,
+            Err(e) => return config_error(&e),
+        };
+        let factory = acp_factory::SettingsFactory::new(wiring::overrides(&cli), grant);
         let serve = async {
             match corvid_acp::run(Arc::new(factory)).await {
                 Ok(()) => ExitCode::SUCCESS,

@@ -80,7 +80,11 @@ pub fn agent_config(
         policy.subagents = crate::policy::Subagents::On {
             max_turns: crate::policy::MaxTurns(settings.agent.subagent_max_turns),
             time_limit: Duration::from_millis(settings.agent.subagent_timeout_ms),
-            types: crate::agents::files::load(super::corvid_home(&env).as_deref(), cwd),
+            types: crate::agents::files::load(
+                super::corvid_home(&env).as_deref(),
+                settings.project.folder.as_deref().unwrap_or(cwd),
+                &settings.project,
+            ),
         };
     }
     let mut tools = corvid_tools::builtin_tools();
@@ -151,10 +155,15 @@ fn approval_policy(
         message: format!("is invalid: {message}"),
     };
     let tools = &settings.tools;
-    let home = super::corvid_home(env);
+    let home = super::corvid_home(&env);
+    let user_home = super::user_home(&env);
     Ok(SessionPolicy {
-        protected: ProtectedPaths::new(&tools.protected_paths, home.as_deref())
-            .map_err(|e| invalid("tools.protectedPaths", e))?,
+        protected: ProtectedPaths::new(
+            &tools.protected_paths,
+            home.as_deref(),
+            user_home.as_deref(),
+        )
+        .map_err(|e| invalid("tools.protectedPaths", e))?,
         rules: PermissionRules::new(&tools.allow, &tools.deny)
             .map_err(|e| invalid("tools.allow/tools.deny", e))?,
         max_turns: crate::policy::MaxTurns(settings.agent.max_turns),
