@@ -67,6 +67,10 @@ impl AgentFactory for SettingsFactory {
     fn session_store(&self) -> Option<SessionStore> {
         corvid_home(process_env).map(|home| SessionStore::new(&home))
     }
+
+    fn corvid_home(&self) -> Option<std::path::PathBuf> {
+        corvid_home(process_env)
+    }
 }
 
 fn to_factory(e: SettingsError) -> FactoryError {
