@@ -471,6 +471,84 @@ proptest! {
     }
 }
 
+/// The case proptest shrank issue 33's "the task never finished" to.
+fn issue_33_case() -> Case {
+    let call = |tool| CallSpec {
+        tool,
+        prepare: true,
+        object_args: true,
+    };
+    let response = |text, calls, fault| ResponseSpec {
+        text,
+        calls,
+        eager_calls: false,
+        delays: vec![0],
+        fault,
+    };
+    Case {
+        responses: vec![
+            response(false, vec![], Fault::Cut(4)),
+            response(false, vec![call(0)], Fault::Cut(18)),
+            response(true, vec![call(0), call(1), call(2)], Fault::Cut(9)),
+            response(
+                true,
+                vec![],
+                Fault::Http(ErrorKind::StreamTruncated, Some(2900)),
+            ),
+            response(true, vec![], Fault::None),
+        ],
+        cancel_at: Some(22),
+        max_attempts: 1,
+        fallback: true,
+        decisions: vec![1, 1, 1, 3, 2, 3, 1, 3],
+        summary_delays: vec![84],
+    }
+}
+
+/// Another runtime of the process, no longer driven, whose two agents stopped between taking
+/// their bulk turn and sending their request (a test thread between two polls, or a runtime
+/// whose `block_on` returned).
+fn a_runtime_stopped_mid_bulk_step() -> (
+    tokio::runtime::Runtime,
+    Vec<corvid_core::agent::AgentHandle>,
+) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let handles = runtime.block_on(async {
+        let mut handles = Vec::new();
+        for _ in 0..2 {
+            let provider = ScriptedProvider::new(Vec::new()).answering_when_exhausted("Hi.");
+            let handle = spawn_agent(test_config(Arc::new(provider), Vec::new()));
+            handle.submit(Op::user_turn("hello")).unwrap();
+            handles.push(handle);
+        }
+        // An agent announces its turn in the same poll in which it takes its bulk turn.
+        for handle in &mut handles {
+            while !matches!(
+                handle.next_event().await.unwrap(),
+                CoreEvent::TurnStarted { .. }
+            ) {}
+        }
+        handles
+    });
+    (runtime, handles)
+}
+
+/// Issue 33: the bulk gate was process-wide, so a task on a paused clock waited for another
+/// runtime's bulk step; its runtime, idle meanwhile, let the clock jump to the next timer and
+/// the turn "never finished". Each runtime now takes its own turns.
+#[test]
+fn a_bulk_step_of_another_runtime_does_not_stall_a_task() {
+    let (_other, _agents) = a_runtime_stopped_mid_bulk_step();
+    let events = run_case(&issue_33_case()).unwrap();
+    assert!(matches!(
+        events.last(),
+        Some(CoreEvent::TaskFinished { .. })
+    ));
+}
+
 /// Guards the generator: the random schedules must reach every way an attempt or a card can end,
 /// or the property above would pass without testing much.
 #[test]
