@@ -7,7 +7,7 @@ mod common;
 #[path = "common/fault_model.rs"]
 mod fault_model;
 
-use corvid_protocol::{CoreEvent, ErrorKind};
+use corvid_protocol::{CoreEvent, ErrorKind, StopReason};
 use fault_model::*;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -48,6 +48,29 @@ proptest! {
         if let Err(violation) = run_case_with(&case, Clock::Real) {
             prop_assert!(false, "{}", violation);
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 60,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "proptest-regressions/fault_injection.txt",
+        ))),
+        ..ProptestConfig::default()
+    })]
+
+    /// A case is its schedule: run twice on the paused clock it emits the same events, so a
+    /// failure found once (here or by `benches/fault_runs.rs`) fails again on every replay.
+    /// One attempt per model: a retry waits a random jitter (`retry::RetryPolicy`), the one
+    /// input a case does not fix.
+    #[test]
+    fn a_paused_case_replays_to_the_same_events(
+        case in case().prop_map(|case| Case { max_attempts: 1, ..case })
+    ) {
+        let first = run_case(&case).map(|events| format!("{events:?}"));
+        let second = run_case(&case).map(|events| format!("{events:?}"));
+        prop_assert_eq!(first, second);
     }
 }
 
@@ -97,6 +120,67 @@ fn a_bulk_step_of_another_runtime_does_not_stall_a_task() {
         events.last(),
         Some(CoreEvent::TaskFinished { .. })
     ));
+}
+
+/// A cancel queued while the task's last poll finishes it (proptest found this schedule).
+fn cancel_as_the_task_finishes() -> Case {
+    let call = |tool, prepare| CallSpec {
+        tool,
+        prepare,
+        object_args: true,
+    };
+    Case {
+        responses: vec![
+            ResponseSpec {
+                text: false,
+                calls: vec![call(2, true), call(3, true), call(1, false)],
+                eager_calls: true,
+                delays: vec![13, 13, 3, 21],
+                fault: Fault::None,
+            },
+            ResponseSpec {
+                text: false,
+                calls: vec![call(4, true)],
+                eager_calls: true,
+                delays: vec![27, 3, 2],
+                fault: Fault::Cut(17),
+            },
+        ],
+        cancel_at: Some(18),
+        max_attempts: 1,
+        fallback: false,
+        decisions: vec![2, 1, 0, 1, 0, 0, 3, 1],
+        summary_delays: vec![147, 117, 152],
+        yields: Vec::new(),
+        neighbour_mid_bulk_step: false,
+    }
+}
+
+/// The session takes an ended task back before its next operation: a cancel queued as the
+/// task finished finds no task, and the finished task's summary lands. Both were ready at
+/// once, and an unbiased `select!` chose at random (a replay then dropped the summary as
+/// cancelled half the time).
+#[test]
+fn a_cancel_queued_as_the_task_finishes_leaves_its_summary_alone() {
+    for _ in 0..10 {
+        let events = run_case(&cancel_as_the_task_finishes()).unwrap();
+        let n = events.len();
+        assert!(
+            matches!(
+                &events[n - 2..],
+                [
+                    CoreEvent::TaskFinished {
+                        stop_reason: StopReason::EndTurn,
+                        pending_summaries: 1,
+                        ..
+                    },
+                    CoreEvent::ToolUseSummary { .. }
+                ]
+            ),
+            "{:?}",
+            &events[n - 2..]
+        );
+    }
 }
 
 /// Guards the generator: the random schedules must reach every way an attempt or a card can end,
