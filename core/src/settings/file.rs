@@ -281,6 +281,8 @@ impl Validator<'_> {
                 "context" => self.context(value)?,
                 // Editors add a schema reference; it configures nothing.
                 "$schema" => {}
+                // Read and validated by `crate::hooks::config`, which reports their errors.
+                "hooks" | "disableAllHooks" | "importClaudeHooks" => {}
                 _ => self.unknown(key),
             }
         }

@@ -1,0 +1,312 @@
+//! The contract with a handler, byte for byte as Claude Code's: the JSON it reads on stdin,
+//! and what its exit code and output mean.
+//!
+//! Exit 0: stdout is JSON when it starts with `{`, else plain text (context for
+//! `UserPromptSubmit` and `SessionStart`). Exit 2: a block, stderr the reason; JSON is not
+//! read. Anything else (another code, a signal, a timeout, no such command) is a failure the
+//! user is shown, which blocks only when the handler says `onError: "block"`.
+
+use std::path::{Path, PathBuf};
+
+use corvid_protocol::ApprovalMode;
+use corvid_tools::hooks_runner::{HookExit, HookRun};
+use serde_json::{Map, Value, json};
+
+use super::HookEvent;
+use super::claude_names::{claude_input, claude_name};
+use super::config::Handler;
+use super::outcome::{Effect, HandlerReport, Permission};
+
+/// What every event's input carries about the session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookContext {
+    pub session_id: String,
+    /// The session's transcript file, when it has one.
+    pub transcript_path: Option<PathBuf>,
+    /// The project folder: handlers run there and it is `CLAUDE_PROJECT_DIR`.
+    pub project_dir: PathBuf,
+    /// The working folder of the session (`cwd` in the input).
+    pub cwd: PathBuf,
+    pub approval_mode: ApprovalMode,
+    /// Set inside a subagent: its id and type.
+    pub agent: Option<(String, String)>,
+}
+
+/// One event's own fields and what its matchers look at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookPayload {
+    pub event: HookEvent,
+    /// The names a matcher may select (a tool's Claude and corvid names, a session source);
+    /// empty for events without matchers.
+    pub match_names: Vec<String>,
+    /// The event's fields, merged into the input after the common ones.
+    pub fields: Map<String, Value>,
+    /// For tool events: corvid's tool name and input, to map `updatedInput` back.
+    pub tool: Option<(String, Value)>,
+}
+
+impl HookPayload {
+    /// An event without fields of its own (`Stop` etc. fill theirs with [`Self::with`]).
+    pub fn new(event: HookEvent) -> Self {
+        Self {
+            event,
+            match_names: Vec::new(),
+            fields: Map::new(),
+            tool: None,
+        }
+    }
+
+    /// Adds a field of the event's input.
+    pub fn with(mut self, key: &str, value: Value) -> Self {
+        self.fields.insert(key.to_owned(), value);
+        self
+    }
+
+    /// Sets what the event's matchers select on (`startup`, `auto`, `permission_prompt`).
+    pub fn matching(mut self, name: &str) -> Self {
+        self.match_names = vec![name.to_owned()];
+        self
+    }
+
+    /// A tool event about corvid's tool `name` called with `input` (`call_id` is
+    /// `tool_use_id`): the hook sees Claude's name and field names, with absolute paths.
+    pub fn tool(event: HookEvent, name: &str, call_id: &str, input: &Value, cwd: &Path) -> Self {
+        let claude = claude_name(name);
+        let mut match_names = vec![claude.to_owned()];
+        if claude != name {
+            match_names.push(name.to_owned());
+        }
+        Self {
+            event,
+            match_names,
+            fields: Map::from_iter([
+                ("tool_name".to_owned(), Value::from(claude)),
+                ("tool_input".to_owned(), claude_input(name, input, cwd)),
+                ("tool_use_id".to_owned(), Value::from(call_id)),
+            ]),
+            tool: Some((name.to_owned(), input.clone())),
+        }
+    }
+
+    /// The document written to a handler's stdin.
+    pub fn stdin(&self, ctx: &HookContext) -> Vec<u8> {
+        let mut doc = json!({
+            "session_id": ctx.session_id,
+            "transcript_path": ctx.transcript_path.as_ref().map(|p| p.to_string_lossy()),
+            "cwd": ctx.cwd.to_string_lossy(),
+            "permission_mode": permission_mode(ctx.approval_mode),
+            "hook_event_name": self.event.as_str(),
+        });
+        if let Some(obj) = doc.as_object_mut() {
+            if let Some((id, kind)) = &ctx.agent {
+                obj.insert("agent_id".into(), Value::from(id.as_str()));
+                obj.insert("agent_type".into(), Value::from(kind.as_str()));
+            }
+            for (k, v) in &self.fields {
+                obj.insert(k.clone(), v.clone());
+            }
+        }
+        doc.to_string().into_bytes()
+    }
+}
+
+/// Claude Code's word for corvid's approval mode.
+pub fn permission_mode(mode: ApprovalMode) -> &'static str {
+    match mode {
+        ApprovalMode::Default => "default",
+        ApprovalMode::AutoEdit => "acceptEdits",
+        ApprovalMode::Yolo => "bypassPermissions",
+        ApprovalMode::Plan => "plan",
+    }
+}
+
+/// What one handler's run means for `event`.
+pub fn interpret(event: HookEvent, handler: &Handler, run: HookRun) -> HandlerReport {
+    let mut report = HandlerReport {
+        handler: handler.clone(),
+        exit: run.exit.clone(),
+        stdout: run.stdout,
+        stderr: run.stderr,
+        truncated: run.truncated,
+        duration: run.duration,
+        effect: Effect::default(),
+        warnings: Vec::new(),
+    };
+    let failure = match &run.exit {
+        HookExit::Code(0) => {
+            let out = report.stdout.trim_start();
+            if out.starts_with('{') {
+                match serde_json::from_str::<Value>(out.trim_end()) {
+                    Ok(Value::Object(fields)) => {
+                        read_json(event, &fields, &mut report);
+                        None
+                    }
+                    Ok(_) | Err(_) => Some(format!(
+                        "its output starts with `{{` but is not a JSON object ({})",
+                        serde_json::from_str::<Value>(out.trim_end())
+                            .err()
+                            .map_or_else(|| "not an object".to_owned(), |e| e.to_string())
+                    )),
+                }
+            } else {
+                let text = report.stdout.trim();
+                if !text.is_empty()
+                    && matches!(event, HookEvent::UserPromptSubmit | HookEvent::SessionStart)
+                {
+                    report.effect.context = Some(text.to_owned());
+                }
+                None
+            }
+        }
+        HookExit::Code(2) => {
+            let reason = report.stderr.trim();
+            report.effect.block = Some(if reason.is_empty() {
+                "a hook exited 2 (block) without writing a reason to stderr".to_owned()
+            } else {
+                reason.to_owned()
+            });
+            None
+        }
+        HookExit::Code(127) => Some(format!(
+            "exit 127: the command was not found ({})",
+            first_line(&report.stderr)
+        )),
+        HookExit::Code(code) => Some(format!("exit {code}: {}", first_line(&report.stderr))),
+        HookExit::Signal(signal) => Some(format!("killed by signal {signal}")),
+        HookExit::TimedOut => Some(format!(
+            "timed out after {} s; its process group was killed",
+            handler.timeout.as_secs_f64()
+        )),
+        HookExit::SpawnFailed(e) => Some(format!("could not be started: {e}")),
+    };
+    if let Some(cause) = failure {
+        if handler.block_on_error {
+            report.effect.block = Some(format!(
+                "hook `{}` failed and has onError \"block\": {cause}",
+                handler.command
+            ));
+        } else {
+            report.effect.failure = Some(cause);
+        }
+    }
+    report
+}
+
+fn first_line(text: &str) -> &str {
+    text.trim().lines().next().unwrap_or("no output on stderr")
+}
+
+/// The JSON output's fields; a misspelled or misplaced one is a warning naming it.
+fn read_json(event: HookEvent, fields: &Map<String, Value>, report: &mut HandlerReport) {
+    let name = report.handler.command.clone();
+    let warn = |report: &mut HandlerReport, msg: String| {
+        report.warnings.push(format!("hook `{name}`: {msg}"));
+    };
+    for (key, value) in fields {
+        match key.as_str() {
+            "continue" => {
+                if value == &Value::Bool(false) {
+                    let reason = fields
+                        .get("stopReason")
+                        .and_then(Value::as_str)
+                        .unwrap_or("a hook asked to stop");
+                    report.effect.stop = Some(reason.to_owned());
+                }
+            }
+            "stopReason" | "suppressOutput" | "reason" => {}
+            "systemMessage" => {
+                report.effect.system_message = value.as_str().map(str::to_owned);
+            }
+            "decision" => match value.as_str() {
+                Some("block") => {
+                    let reason = fields
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .unwrap_or("blocked by a hook");
+                    report.effect.block = Some(reason.to_owned());
+                }
+                // Claude Code's older spelling of "let it go ahead".
+                Some("approve") | None => {}
+                Some(other) => warn(
+                    report,
+                    format!("field `decision` is `{other}`; only \"block\" means anything"),
+                ),
+            },
+            "hookSpecificOutput" => match value {
+                Value::Object(specific) => read_specific(event, specific, report),
+                _ => warn(report, "field `hookSpecificOutput` is not an object".into()),
+            },
+            other => warn(
+                report,
+                format!("unknown field `{other}` in its JSON output (ignored)"),
+            ),
+        }
+    }
+}
+
+fn read_specific(event: HookEvent, fields: &Map<String, Value>, report: &mut HandlerReport) {
+    let name = report.handler.command.clone();
+    let mut warnings = Vec::new();
+    match fields.get("hookEventName").and_then(Value::as_str) {
+        None => warnings.push(format!(
+            "`hookSpecificOutput` has no `hookEventName` (Claude Code would ignore it; corvid \
+             applies it as {event})"
+        )),
+        Some(named) if named != event.as_str() => warnings.push(format!(
+            "`hookSpecificOutput.hookEventName` is `{named}` but the event is {event}"
+        )),
+        Some(_) => {}
+    }
+    for (key, value) in fields {
+        match key.as_str() {
+            "hookEventName" | "permissionDecisionReason" => {}
+            "permissionDecision" => {
+                if event != HookEvent::PreToolUse {
+                    warnings.push(format!(
+                        "`hookSpecificOutput.permissionDecision` means nothing for {event}"
+                    ));
+                    continue;
+                }
+                let reason = fields
+                    .get("permissionDecisionReason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                report.effect.permission = match value.as_str() {
+                    Some("deny") => Some(Permission::Deny(reason)),
+                    Some("ask") => Some(Permission::Ask(reason)),
+                    Some("allow") => Some(Permission::Allow(reason)),
+                    _ => {
+                        warnings.push(format!(
+                            "`hookSpecificOutput.permissionDecision` is {value}; expected \
+                             \"allow\", \"deny\" or \"ask\""
+                        ));
+                        None
+                    }
+                };
+            }
+            "updatedInput" => {
+                if event == HookEvent::PreToolUse && value.is_object() {
+                    report.effect.updated_input = Some(value.clone());
+                } else {
+                    warnings.push(format!(
+                        "`hookSpecificOutput.updatedInput` is ignored for {event} (only a \
+                         PreToolUse object counts)"
+                    ));
+                }
+            }
+            "additionalContext" => match value.as_str() {
+                Some(text) => report.effect.context = Some(text.to_owned()),
+                None => {
+                    warnings.push("`hookSpecificOutput.additionalContext` is not a string".into())
+                }
+            },
+            other => warnings.push(format!(
+                "unknown field `hookSpecificOutput.{other}` in its JSON output (ignored)"
+            )),
+        }
+    }
+    report
+        .warnings
+        .extend(warnings.into_iter().map(|w| format!("hook `{name}`: {w}")));
+}
