@@ -74,14 +74,24 @@ pub fn claude_input(name: &str, input: &Value, cwd: &Path) -> Value {
         }
         _ => out = fields.clone(),
     }
+    let mut out = Value::Object(out);
+    absolute_paths(&mut out, cwd);
+    out
+}
+
+/// Makes a Claude-shaped input's `file_path` and `path` absolute against `cwd`, as Claude
+/// Code hands them to hooks.
+pub fn absolute_paths(input: &mut Value, cwd: &Path) {
+    let Some(fields) = input.as_object_mut() else {
+        return;
+    };
     for key in ["file_path", "path"] {
-        if let Some(Value::String(p)) = out.get_mut(key)
+        if let Some(Value::String(p)) = fields.get_mut(key)
             && Path::new(p.as_str()).is_relative()
         {
             *p = cwd.join(&*p).to_string_lossy().into_owned();
         }
     }
-    Value::Object(out)
 }
 
 /// corvid's input for tool `name` from a hook's `updatedInput` in Claude's shape. Fields of

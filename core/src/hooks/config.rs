@@ -90,6 +90,9 @@ pub enum HookConfigError {
         key: String,
         message: String,
     },
+    /// The shell environment settings the project's hooks run under do not compile.
+    #[error("tools.shellEnv: {0}")]
+    Environment(String),
 }
 
 impl HooksConfig {

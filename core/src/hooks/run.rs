@@ -2,13 +2,15 @@
 //! environment, and combine what they said.
 
 use std::ffi::OsString;
+use std::path::Path;
 
 use corvid_tools::hooks_runner::{HookCommand, run_hook};
 use corvid_tools::shell::EnvFilter;
 
-use super::config::{Handler, HookScope, HooksConfig};
+use super::config::{Handler, HookConfigError, HookScope, HooksConfig};
 use super::contract::{HookContext, HookPayload, interpret};
 use super::outcome::HookOutcome;
+use crate::settings::{Settings, SettingsFiles};
 
 /// A session's hooks, ready to run. Cheap to share behind an `Arc`.
 #[derive(Debug, Clone)]
@@ -31,6 +33,22 @@ impl Hooks {
         }
     }
 
+    /// A session's hooks: its settings files' `hooks` blocks (the project's as `settings`
+    /// accepts them), run with this process's environment; project handlers get it through
+    /// the shell tool's filter. `home` is the user's home folder (`~/.claude`).
+    pub fn load(
+        settings: &Settings,
+        files: &SettingsFiles,
+        home: Option<&Path>,
+    ) -> Result<Self, HookConfigError> {
+        let config = HooksConfig::load(files, &settings.project, home)?;
+        let filter = crate::settings::shell_policy(settings)
+            .map_err(HookConfigError::Environment)?
+            .env;
+        Ok(Self::new(config, std::env::vars_os().collect(), &filter))
+    }
+
+    /// The configuration, for listings and warnings.
     pub fn config(&self) -> &HooksConfig {
         &self.config
     }
@@ -95,8 +113,6 @@ impl Hooks {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-
-    use std::path::Path;
 
     use corvid_protocol::ApprovalMode;
     use pretty_assertions::assert_eq;
