@@ -121,12 +121,8 @@ impl HooksConfig {
                 config.add_file(&path, &text, HookScope::User)?;
             }
         }
-        let mut project_files: Vec<PathBuf> = files
-            .project
-            .iter()
-            .filter(|p| !files.user.as_deref().is_some_and(|u| *u == **p))
-            .cloned()
-            .collect();
+        let mut project_files: Vec<PathBuf> =
+            files.project_file().map(Path::to_owned).into_iter().collect();
         if import_claude && let Some(folder) = files.project_folder() {
             let claude = folder.join(".claude");
             project_files.push(claude.join("settings.json"));
