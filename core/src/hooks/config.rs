@@ -121,8 +121,11 @@ impl HooksConfig {
                 config.add_file(&path, &text, HookScope::User)?;
             }
         }
-        let mut project_files: Vec<PathBuf> =
-            files.project_file().map(Path::to_owned).into_iter().collect();
+        let mut project_files: Vec<PathBuf> = files
+            .project_file()
+            .map(Path::to_owned)
+            .into_iter()
+            .collect();
         if import_claude && let Some(folder) = files.project_folder() {
             let claude = folder.join(".claude");
             project_files.push(claude.join("settings.json"));
