@@ -310,3 +310,146 @@ fn read_specific(event: HookEvent, fields: &Map<String, Value>, report: &mut Han
         .warnings
         .extend(warnings.into_iter().map(|w| format!("hook `{name}`: {w}")));
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use pretty_assertions::assert_eq;
+
+    use super::super::config::{HookScope, HookSource};
+    use super::super::matcher::Matcher;
+    use super::*;
+
+    fn handler(block_on_error: bool) -> Handler {
+        Handler {
+            event: HookEvent::PreToolUse,
+            matcher: Matcher::all(),
+            command: "./h.sh".into(),
+            timeout: Duration::from_secs(5),
+            block_on_error,
+            source: HookSource {
+                path: "/u/settings.json".into(),
+                scope: HookScope::User,
+            },
+        }
+    }
+
+    fn ran(code: i32, stdout: &str, stderr: &str) -> HookRun {
+        HookRun {
+            exit: HookExit::Code(code),
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+            truncated: false,
+            duration: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn a_decision_without_hook_event_name_is_a_warning_naming_handler_and_field() {
+        let out = r#"{"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no"}}"#;
+        let report = interpret(HookEvent::PreToolUse, &handler(false), ran(0, out, ""));
+        assert_eq!(
+            report.effect.permission,
+            Some(Permission::Deny("no".into()))
+        );
+        assert_eq!(report.warnings.len(), 1);
+        assert!(
+            report.warnings[0]
+                .starts_with("hook `./h.sh`: `hookSpecificOutput` has no `hookEventName`"),
+            "{:?}",
+            report.warnings
+        );
+    }
+
+    #[test]
+    fn a_misspelled_field_is_a_warning_naming_it() {
+        let out = r#"{"decison": "block", "hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecison": "deny"}}"#;
+        let report = interpret(HookEvent::PreToolUse, &handler(false), ran(0, out, ""));
+        assert_eq!(report.effect, Effect::default());
+        assert_eq!(
+            report.warnings,
+            vec![
+                "hook `./h.sh`: unknown field `decison` in its JSON output (ignored)".to_owned(),
+                "hook `./h.sh`: unknown field `hookSpecificOutput.permissionDecison` in its JSON output (ignored)".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
+    fn plain_stdout_is_context_for_a_prompt_but_not_for_a_tool_call() {
+        let report = interpret(
+            HookEvent::UserPromptSubmit,
+            &handler(false),
+            ran(0, "today is Friday\n", ""),
+        );
+        assert_eq!(report.effect.context.as_deref(), Some("today is Friday"));
+        let report = interpret(
+            HookEvent::PreToolUse,
+            &handler(false),
+            ran(0, "today is Friday\n", ""),
+        );
+        assert_eq!(report.effect.context, None);
+    }
+
+    #[test]
+    fn unparseable_json_fails_and_blocks_only_under_on_error_block() {
+        let report = interpret(HookEvent::PreToolUse, &handler(false), ran(0, "{oops", ""));
+        assert!(
+            report
+                .effect
+                .failure
+                .as_deref()
+                .unwrap()
+                .contains("not a JSON object")
+        );
+        assert_eq!(report.effect.block, None);
+        let report = interpret(HookEvent::PreToolUse, &handler(true), ran(0, "{oops", ""));
+        assert!(report.effect.block.as_deref().unwrap().starts_with(
+            "hook `./h.sh` failed and has onError \"block\": its output starts with `{`"
+        ));
+    }
+
+    #[test]
+    fn exit_2_ignores_stdout_json_and_uses_stderr() {
+        let out = r#"{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}"#;
+        let report = interpret(
+            HookEvent::PreToolUse,
+            &handler(false),
+            ran(2, out, "no rm\n"),
+        );
+        assert_eq!(report.effect.block.as_deref(), Some("no rm"));
+        assert_eq!(report.effect.permission, None);
+    }
+
+    #[test]
+    fn the_input_carries_the_common_fields_and_claudes_tool_shape() {
+        let ctx = HookContext {
+            session_id: "s".into(),
+            transcript_path: None,
+            project_dir: "/p".into(),
+            cwd: "/p".into(),
+            approval_mode: ApprovalMode::AutoEdit,
+            agent: Some(("a1".into(), "explore".into())),
+        };
+        let payload = HookPayload::tool(
+            HookEvent::PreToolUse,
+            "write_file",
+            "c1",
+            &json!({"file_path": "x.txt", "content": "hi"}),
+            Path::new("/p"),
+        );
+        let doc: Value = serde_json::from_slice(&payload.stdin(&ctx)).unwrap_or_default();
+        assert_eq!(
+            doc,
+            json!({
+                "session_id": "s", "transcript_path": null, "cwd": "/p",
+                "permission_mode": "acceptEdits", "hook_event_name": "PreToolUse",
+                "agent_id": "a1", "agent_type": "explore",
+                "tool_name": "Write", "tool_input": {"file_path": "/p/x.txt", "content": "hi"},
+                "tool_use_id": "c1"
+            })
+        );
+        assert_eq!(payload.match_names, vec!["Write", "write_file"]);
+    }
+}
