@@ -206,13 +206,20 @@ impl HooksConfig {
                 }
             }
         }
-        if let Some(v) = root.get("importClaudeHooks")
-            && !matches!(v, Value::Bool(_) | Value::Null)
-        {
-            return Err(reader.error(
-                &[Step::Key("importClaudeHooks".into())],
-                &format!("must be true or false, found {}", describe(v)),
-            ));
+        if let Some(v) = root.get("importClaudeHooks") {
+            let at = [Step::Key("importClaudeHooks".into())];
+            if !matches!(v, Value::Bool(_) | Value::Null) {
+                return Err(reader.error(
+                    &at,
+                    &format!("must be true or false, found {}", describe(v)),
+                ));
+            }
+            if scope == HookScope::Project {
+                let place = reader.location(&at);
+                reader.warnings.push(format!(
+                    "{place}: `importClaudeHooks` is read from your own settings file only                      (ignored)"
+                ));
+            }
         }
         if let Some(hooks) = root.get("hooks") {
             reader.hooks(hooks)?;

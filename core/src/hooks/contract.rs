@@ -136,16 +136,13 @@ pub fn interpret(event: HookEvent, handler: &Handler, run: HookRun) -> HandlerRe
         HookExit::Code(0) => {
             let out = report.stdout.trim_start();
             if out.starts_with('{') {
-                match serde_json::from_str::<Value>(out.trim_end()) {
-                    Ok(Value::Object(fields)) => {
+                match serde_json::from_str::<Map<String, Value>>(out.trim_end()) {
+                    Ok(fields) => {
                         read_json(event, &fields, &mut report);
                         None
                     }
-                    Ok(_) | Err(_) => Some(format!(
-                        "its output starts with `{{` but is not a JSON object ({})",
-                        serde_json::from_str::<Value>(out.trim_end())
-                            .err()
-                            .map_or_else(|| "not an object".to_owned(), |e| e.to_string())
+                    Err(e) => Some(format!(
+                        "its output starts with `{{` but is not a JSON object ({e})"
                     )),
                 }
             } else {

@@ -1,7 +1,7 @@
 //! Matchers as Claude Code reads them: `*` or empty selects everything; plain names
 //! separated by `|` or `,` select exactly those names; anything else is a regular
-//! expression matched anywhere in the name (unanchored, so `mcp__github` matches every tool
-//! of that server and `Notebook.*` every `Notebook…` tool).
+//! expression matched anywhere in the name (unanchored: `mcp__github__.*` matches every tool
+//! of that server, `Notebook.*` every `Notebook…` tool).
 
 use regex::Regex;
 
