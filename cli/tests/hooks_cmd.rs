@@ -402,3 +402,20 @@ async fn import_claude_hooks_reads_the_users_claude_settings_as_they_are() {
         stderr(&out)
     );
 }
+
+#[tokio::test]
+async fn a_malformed_hooks_block_stops_a_session_too() {
+    let sb = Sandbox::new();
+    let settings =
+        sb.user_settings(r#"{"hooks": {"PreToolUse": [{"matcher": "Bash(", "hooks": []}]}}"#);
+    let out = run(sb.corvid(&["--demo", "-p", "look around"])).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "corvid: {}:1:39: settings key `hooks.PreToolUse[0].matcher` is not a valid \
+             regular expression: unclosed group",
+            settings.display()
+        )
+    );
+}

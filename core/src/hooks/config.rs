@@ -253,6 +253,44 @@ impl HooksConfig {
     }
 }
 
+/// Checks the hooks block of a settings file being loaded, so a malformed one is a settings
+/// error (naming `file:line:column` and the key) in every front end, not only in
+/// `corvid hooks`. Warnings are left to the hooks' own loading.
+pub(crate) fn check(path: &Path, text: &str) -> Result<(), crate::settings::SettingsError> {
+    use crate::settings::SettingsError;
+    match HooksConfig::default().add_file(path, text, HookScope::User) {
+        Ok(_) => Ok(()),
+        Err(HookConfigError::Invalid {
+            path,
+            line,
+            column,
+            key,
+            message,
+        }) => Err(SettingsError::InvalidValue {
+            origin: format!("{}:{line}:{column}", path.display()),
+            key,
+            message,
+        }),
+        Err(HookConfigError::Syntax {
+            path,
+            line,
+            column,
+            message,
+        }) => Err(SettingsError::Syntax {
+            path,
+            line,
+            column,
+            message,
+        }),
+        Err(HookConfigError::Read { path, source }) => Err(SettingsError::Read { path, source }),
+        Err(HookConfigError::Environment(message)) => Err(SettingsError::InvalidValue {
+            origin: path.display().to_string(),
+            key: "tools.shellEnv".into(),
+            message,
+        }),
+    }
+}
+
 /// The file's text, `None` when it does not exist. Project files are read as a regular file
 /// only (a FIFO planted there must not hang the start).
 fn read_text(path: &Path) -> Result<Option<String>, HookConfigError> {

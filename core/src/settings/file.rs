@@ -207,6 +207,8 @@ pub(super) fn parse(
         return Err(v.wrong_type("(top level)", "an object", &root));
     };
     v.root(&root)?;
+    // The hooks block is read by `crate::hooks`; a malformed one stops the start like any key.
+    crate::hooks::config::check(path, text)?;
     Ok(v.out)
 }
 
