@@ -8,6 +8,7 @@
 //! ([`outcome`]). Processes are run by `corvid_tools::hooks_runner`. The agent loop calls
 //! [`Hooks::run`] once per event.
 
+mod block;
 pub mod claude_names;
 pub mod config;
 pub mod contract;
