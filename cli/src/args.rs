@@ -106,6 +106,11 @@ pub enum Command {
         #[command(subcommand)]
         command: McpCommand,
     },
+    /// Hooks from the settings (Claude Code's `hooks` format).
+    Hooks {
+        #[command(subcommand)]
+        command: HooksCommand,
+    },
     /// Tools for diagnosing providers.
     Debug {
         #[command(subcommand)]
@@ -130,6 +135,24 @@ pub enum SessionsCommand {
 pub enum McpCommand {
     /// Starts every configured server and shows its status, tools and errors.
     List,
+}
+
+/// `corvid hooks ...`
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Every configured handler with its event, matcher and file.
+    List,
+    /// Runs the handlers an event selects on an input and prints what they decided.
+    Test {
+        /// The event (`PreToolUse`, `Stop`, ...).
+        event: String,
+        /// The tool the call is for (Claude's name such as `Bash`, or corvid's).
+        #[arg(long, value_name = "NAME")]
+        tool: Option<String>,
+        /// A JSON object: the event's input fields, or with `--tool` the tool's input.
+        #[arg(long, value_name = "FILE")]
+        input: PathBuf,
+    },
 }
 
 /// `corvid debug ...`

@@ -9,6 +9,7 @@
 mod acp_factory;
 mod args;
 mod headless;
+mod hooks_cmd;
 mod logging;
 mod mcp_cmd;
 mod replay;
@@ -24,7 +25,7 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::args::{Cli, Command, DebugCommand, McpCommand, SessionsCommand};
+use crate::args::{Cli, Command, DebugCommand, HooksCommand, McpCommand, SessionsCommand};
 use crate::wiring::{ConfigError, Setup};
 
 /// A usage or configuration error.
@@ -100,6 +101,23 @@ async fn run(cli: Cli) -> ExitCode {
         return match mcp_cmd::list(&setup, &mut std::io::stdout().lock()).await {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
+            Err(e) => config_error(&e),
+        };
+    }
+    if let Some(Command::Hooks { command }) = &cli.command {
+        let setup = match Setup::load(&cli) {
+            Ok(setup) => setup,
+            Err(e) => return config_error(&e),
+        };
+        let mut out = std::io::stdout().lock();
+        let done = match command {
+            HooksCommand::List => hooks_cmd::list(&setup, &mut out),
+            HooksCommand::Test { event, tool, input } => {
+                hooks_cmd::test(&setup, event, tool.as_deref(), input, &mut out).await
+            }
+        };
+        return match done {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => config_error(&e),
         };
     }

@@ -5,6 +5,7 @@ pub mod agent;
 pub mod agents;
 pub mod attach;
 pub mod context;
+pub mod hooks;
 pub mod images;
 pub mod models;
 pub mod policy;

@@ -10,6 +10,7 @@ pub mod edit;
 pub mod exit_plan_mode;
 pub mod glob;
 pub mod grep;
+pub mod hooks_runner;
 mod line_window;
 pub mod list_directory;
 pub mod live_output;

@@ -207,6 +207,8 @@ pub(super) fn parse(
         return Err(v.wrong_type("(top level)", "an object", &root));
     };
     v.root(&root)?;
+    // The hooks block is read by `crate::hooks`; a malformed one stops the start like any key.
+    crate::hooks::config::check(path, text)?;
     Ok(v.out)
 }
 
@@ -281,6 +283,8 @@ impl Validator<'_> {
                 "context" => self.context(value)?,
                 // Editors add a schema reference; it configures nothing.
                 "$schema" => {}
+                // Read and validated by `crate::hooks::config`, which reports their errors.
+                "hooks" | "disableAllHooks" | "importClaudeHooks" => {}
                 _ => self.unknown(key),
             }
         }

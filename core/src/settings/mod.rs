@@ -28,6 +28,7 @@ pub use trust::{
     ConfigFile, GrantedFolders, ProjectTrust, TRUSTED_FOLDERS_FILE, Trust, TrustGrant,
     TrustedFolders, Verdict,
 };
+pub(crate) use wiring::shell_policy;
 pub use wiring::{DEMO_PACING_ENV, agent_config, start_mcp_servers};
 
 /// Env var naming corvid's home directory (settings, sessions).

@@ -49,7 +49,7 @@ impl SettingsFiles {
 
     /// The project file unless it is the user's own file (working in the home directory can
     /// make both locations the same file).
-    pub(super) fn project_file(&self) -> Option<&Path> {
+    pub(crate) fn project_file(&self) -> Option<&Path> {
         self.project
             .as_deref()
             .filter(|p| !self.user.as_deref().is_some_and(|u| same_file(u, p)))

@@ -194,7 +194,7 @@ fn approval_policy(
 
 /// The shell's sandbox level and environment filter; the variables the settings name for the
 /// model keys are dropped from commands along with the default provider keys.
-fn shell_policy(settings: &Settings) -> Result<ShellPolicy, String> {
+pub(crate) fn shell_policy(settings: &Settings) -> Result<ShellPolicy, String> {
     let fast_key_env = match &settings.fast_model {
         Some(FastModelSetting::Model(spec)) => spec.api_key_env.clone(),
         _ => None,
