@@ -117,14 +117,21 @@ impl<W: Write, P: Probe> Backend for SafeScroll<W, P> {
     }
 
     fn get_cursor_position(&mut self) -> io::Result<Position> {
-        match self.cursor {
-            Some(c) if !self.query_allowed => self.clamp(c),
-            _ => {
-                let c = self.probe.query_cursor()?;
-                self.cursor = Some(c);
-                Ok(c)
-            }
+        if let Some(c) = self.cursor.filter(|_| !self.query_allowed) {
+            return self.clamp(c);
         }
+        // A terminal that does not answer must not end the session: use what we know.
+        let c = match self.probe.query_cursor() {
+            Ok(c) => c,
+            Err(e) => {
+                let rows = self.probe.size()?.height;
+                let fallback = self.cursor.unwrap_or(Position::new(0, rows.saturating_sub(1)));
+                tracing::warn!(error = %e, ?fallback, "cursor query failed; using the last known position");
+                self.clamp(fallback)?
+            }
+        };
+        self.cursor = Some(c);
+        Ok(c)
     }
 
     fn set_cursor_position<Q: Into<Position>>(&mut self, position: Q) -> io::Result<()> {
@@ -134,22 +141,28 @@ impl<W: Write, P: Probe> Backend for SafeScroll<W, P> {
     }
 
     fn clear(&mut self) -> io::Result<()> {
-        self.inner.clear()
+        self.clear_region(ClearType::All)
     }
 
     fn clear_region(&mut self, clear_type: ClearType) -> io::Result<()> {
         // tmux moves the whole screen into its history on "erase below" issued from the
         // top-left corner: a stale copy of the live area in scrollback. Erase row by row
         // instead; erasing lines never touches history.
-        let Some(c) = self.cursor.filter(|_| clear_type == ClearType::AfterCursor) else {
-            return self.inner.clear_region(clear_type);
-        };
         let rows = self.probe.size()?.height;
+        let c = match (clear_type, self.cursor) {
+            (ClearType::AfterCursor, Some(c)) => c,
+            // "Erase screen" (`CSI 2J`) pushes the screen into tmux's history: a stale copy of
+            // the live area. Erase the visible rows one by one instead.
+            (ClearType::All, _) => Position::ORIGIN,
+            _ => return self.inner.clear_region(clear_type),
+        };
+        write!(self.inner, "\x1b[{};{}H", c.y + 1, c.x + 1)?;
         self.inner.write_all(b"\x1b[K")?;
         for y in c.y.saturating_add(1)..rows {
             write!(self.inner, "\x1b[{};1H\x1b[2K", y + 1)?;
         }
         write!(self.inner, "\x1b[{};{}H", c.y + 1, c.x + 1)?;
+        self.cursor = Some(c);
         Backend::flush(&mut self.inner)
     }
 

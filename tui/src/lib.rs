@@ -11,6 +11,7 @@ pub mod cells;
 pub mod chat;
 pub mod composer;
 mod highlight;
+mod input;
 pub mod live;
 pub mod markdown;
 mod md_table;

@@ -10,12 +10,13 @@ use corvid_core::context::instructions::InstructionsFile;
 use corvid_protocol::Op;
 use corvid_tools::ToolRegistry;
 use crossterm::event::{
-    DisableBracketedPaste, EnableBracketedPaste, Event, EventStream, KeyboardEnhancementFlags,
+    DisableBracketedPaste, EnableBracketedPaste, Event, KeyboardEnhancementFlags,
     PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
 };
 use crossterm::terminal::{EndSynchronizedUpdate, disable_raw_mode, enable_raw_mode};
 use crossterm::{cursor, execute, queue};
 use futures::{FutureExt, Stream, StreamExt};
+use ratatui::layout::Size;
 
 use crate::app::{Action, App, TuiOptions};
 use crate::backend::{SafeScroll, TtyProbe};
@@ -25,8 +26,10 @@ use crate::screen::{Screen, VIEWPORT_TOP};
 
 /// Spinner frame interval while something animates.
 const TICK: Duration = Duration::from_millis(80);
-/// A width change is replayed once resizing has paused this long.
-const RESIZE_DEBOUNCE: Duration = Duration::from_millis(250);
+/// How long the size must stay the same before the live area is laid out again. tmux (and
+/// a window being dragged) resizes in steps, and the terminal's cursor answer is only
+/// meaningful once it has finished.
+const RESIZE_SETTLE: Duration = Duration::from_millis(100);
 /// Core events applied before a frame is drawn (bounds latency under a flood of deltas).
 const EVENTS_PER_FRAME: usize = 512;
 /// Input events applied before a frame is drawn (a huge unbracketed paste takes a few frames).
@@ -159,12 +162,12 @@ async fn event_loop(
     screen: &mut Screen<io::Stdout, TtyProbe>,
     app: &mut App,
 ) -> anyhow::Result<()> {
-    let mut input = EventStream::new();
+    let (mut input, queries) = crate::input::spawn();
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut width = crossterm::terminal::size()?.0;
-    let mut replay_at: Option<tokio::time::Instant> = None;
     let mut agent_open = true;
+    // A resize waiting for its size to settle: the size and when to lay out for it.
+    let mut resized: Option<(Size, tokio::time::Instant)> = None;
     screen.frame(app, Instant::now())?;
 
     'outer: loop {
@@ -176,13 +179,12 @@ async fn event_loop(
                     redraw = batch.events.iter().any(|e| {
                         matches!(e, Event::Key(_) | Event::Paste(_) | Event::Resize(..))
                     });
-                    for ev in &batch.events {
-                        if let Event::Resize(w, h) = *ev {
-                            screen.on_resize(w, h)?;
-                            if w != width {
-                                replay_at = Some(tokio::time::Instant::now() + RESIZE_DEBOUNCE);
-                            }
-                        }
+                    if let Some(size) = batch.events.iter().rev().find_map(|e| match *e {
+                        Event::Resize(w, h) => Some(Size::new(w, h)),
+                        _ => None,
+                    }) {
+                        // Nothing is drawn until the size settles (see `RESIZE_SETTLE`).
+                        resized = Some((size, tokio::time::Instant::now() + RESIZE_SETTLE));
                     }
                     for action in app.on_input(&batch.events, Instant::now()) {
                         match action {
@@ -196,7 +198,7 @@ async fn event_loop(
                                     agent_open = true;
                                 }
                             }
-                            Action::ClearScreen => screen.reset()?,
+                            Action::ClearScreen => screen.clear_screen()?,
                             Action::Quit => break 'outer,
                         }
                     }
@@ -221,14 +223,21 @@ async fn event_loop(
                 }
                 Err(_) => agent_open = false,
             },
+            _ = sleep_until(resized.map(|(_, at)| at)), if resized.is_some() => {
+                if let Some((size, _)) = resized.take() {
+                    let (size, cursor) = match queries.cursor().await {
+                        Some((size, cursor)) => (size, Some(cursor)),
+                        None => (size, None),
+                    };
+                    // A resize never ends the session: at worst the next frame re-anchors.
+                    if let Err(e) = screen.on_resize(size, cursor) {
+                        tracing::warn!(error = %e, "re-anchoring the live area after a resize failed");
+                    }
+                }
+            }
             _ = tick.tick() => {
                 app.tick(Instant::now());
                 redraw = app.animating();
-            }
-            _ = sleep_until(replay_at), if replay_at.is_some() => {
-                replay_at = None;
-                width = crossterm::terminal::size()?.0;
-                screen.reset()?;
             }
         }
         // We hold an operation sender, so a closed agent means it stopped on its own.
@@ -237,8 +246,12 @@ async fn event_loop(
             screen.frame(app, Instant::now())?;
             break;
         }
-        if redraw {
-            screen.frame(app, Instant::now())?;
+        if redraw
+            && resized.is_none()
+            && let Err(e) = screen.frame(app, Instant::now())
+        {
+            // The next frame draws everything again; a failed one is not worth the session.
+            tracing::warn!(error = %e, "drawing a frame failed");
         }
     }
     if agent_open {
@@ -309,12 +322,6 @@ fn resume(
     }
 }
 
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    if let Some(at) = at {
-        tokio::time::sleep_until(at).await;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,5 +349,11 @@ mod tests {
         assert!(!batch.ended);
         let rest = futures::executor::block_on(queued.collect::<Vec<_>>());
         assert_eq!(rest.len(), 11);
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(at).await;
     }
 }

@@ -279,10 +279,50 @@ fn render_call(
             out.extend(render_diff(d, width, MAX_DIFF_LINES, DiffStage::Applied));
         }
         // A one-line output is already in the row.
-        if call.kind == ToolKind::Execute && o.diffs.is_empty() && o.text.trim().lines().count() > 1
+        let shown = shown_text(call.kind, o);
+        if call.kind == ToolKind::Execute && o.diffs.is_empty() && shown.trim().lines().count() > 1
         {
-            out.extend(shell_tail(&o.text, width));
+            out.extend(shell_tail(&shown, width));
         }
+    }
+}
+
+/// What a shell command printed, without the framing its result has for the model
+/// (`Exit code:`, `Stdout:`, `Stderr:`); `None` for results that are not a command's.
+pub fn command_output(o: &ToolOutput) -> Option<String> {
+    let field = |k: &str| o.raw.get(k).and_then(|v| v.as_str());
+    if let Some(output) = field("output") {
+        return Some(output.trim_end().to_owned());
+    }
+    let (stdout, stderr) = (field("stdout"), field("stderr"));
+    if stdout.is_none() && stderr.is_none() {
+        return None;
+    }
+    let parts: Vec<&str> = [stdout, stderr]
+        .into_iter()
+        .flatten()
+        .map(str::trim_end)
+        .filter(|p| !p.is_empty())
+        .collect();
+    Some(parts.join("\n"))
+}
+
+/// Whether a command the tool ran to its end failed: a non-zero exit, a signal or a timeout.
+/// The call itself succeeded (the model gets the result), but the user sees a failure.
+pub fn command_failed(o: &ToolOutput) -> bool {
+    let raw = &o.raw;
+    raw.get("exit_code")
+        .and_then(|c| c.as_i64())
+        .is_some_and(|c| c != 0)
+        || raw.get("timed_out").and_then(|t| t.as_bool()) == Some(true)
+        || raw.get("signal").is_some_and(|s| !s.is_null())
+}
+
+/// The text a card shows for a result: a command's own output, any other tool's text.
+fn shown_text(kind: ToolKind, o: &ToolOutput) -> String {
+    match kind {
+        ToolKind::Execute => command_output(o).unwrap_or_else(|| o.text.clone()),
+        _ => o.text.clone(),
     }
 }
 
@@ -302,9 +342,14 @@ fn short_result(kind: ToolKind, o: &ToolOutput, failed: bool) -> Option<String> 
 
 /// The first line for failures, a line count or the only line otherwise.
 fn short_text(kind: ToolKind, o: &ToolOutput, failed: bool) -> Option<String> {
-    let text = o.text.trim();
+    let shown = shown_text(kind, o);
+    let text = shown.trim();
     if text.is_empty() {
-        return None;
+        // A command that failed silently still says how it ended.
+        return (failed && kind == ToolKind::Execute)
+            .then(|| o.raw.get("exit_code").and_then(|c| c.as_i64()))
+            .flatten()
+            .map(|code| format!("exit code {code}"));
     }
     let first = text
         .lines()
@@ -348,7 +393,7 @@ fn shell_tail(text: &str, width: u16) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     if skip > 0 {
         out.push(Line::from(Span::styled(
-            format!("    … {skip} earlier lines"),
+            format!("    … {skip} earlier line{}", if skip == 1 { "" } else { "s" }),
             dim,
         )));
     }

@@ -1,0 +1,93 @@
+//! Terminal input on a thread of its own, which is also the only place the terminal is asked
+//! where its cursor is.
+//!
+//! crossterm's `EventStream` holds the input lock while it waits for a key, so a cursor query
+//! made beside it times out after 2 s ("The cursor position could not be read within a normal
+//! duration", crossterm #963), and a query that gave up leaves its late answer queued for the
+//! next one. Here one thread reads events and asks for the cursor in turn, so neither waits
+//! on the other.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::sync::mpsc as std_mpsc;
+use std::time::Duration;
+
+use crossterm::event::{self, Event};
+use futures::Stream;
+use ratatui::layout::{Position, Size};
+use tokio::sync::{mpsc, oneshot};
+
+/// How long the reader waits for input before it looks for a cursor query.
+const POLL: Duration = Duration::from_millis(40);
+
+/// The terminal's size and cursor, as it answered together.
+pub type CursorAnswer = Option<(Size, Position)>;
+
+/// The events the reading thread sends; ends when the terminal's input does.
+pub struct InputEvents(mpsc::UnboundedReceiver<io::Result<Event>>);
+
+impl Stream for InputEvents {
+    type Item = io::Result<Event>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+/// Asks the reading thread for the terminal's cursor.
+pub struct CursorQueries(std_mpsc::Sender<oneshot::Sender<CursorAnswer>>);
+
+impl CursorQueries {
+    /// Where the terminal's cursor is now, with the size it answered for; `None` when the
+    /// terminal does not answer (the screen then works the position out itself).
+    pub async fn cursor(&self) -> CursorAnswer {
+        let (tx, rx) = oneshot::channel();
+        self.0.send(tx).ok()?;
+        rx.await.ok().flatten()
+    }
+}
+
+/// Starts reading the terminal (after raw mode is on and the viewport is placed).
+pub fn spawn() -> (InputEvents, CursorQueries) {
+    let (events_tx, events) = mpsc::unbounded_channel();
+    let (queries, queries_rx) = std_mpsc::channel::<oneshot::Sender<CursorAnswer>>();
+    std::thread::spawn(move || {
+        loop {
+            while let Ok(reply) = queries_rx.try_recv() {
+                let _ = reply.send(ask_cursor());
+            }
+            let ev = match event::poll(POLL) {
+                Ok(true) => event::read(),
+                Ok(false) if events_tx.is_closed() => break,
+                Ok(false) => continue,
+                Err(e) => Err(e),
+            };
+            let failed = ev.is_err();
+            if events_tx.send(ev).is_err() || failed {
+                break;
+            }
+        }
+    });
+    (InputEvents(events), CursorQueries(queries))
+}
+
+/// Asks the terminal for its cursor; the answer counts only if no resize came in between.
+fn ask_cursor() -> CursorAnswer {
+    for _ in 0..3 {
+        let before = crossterm::terminal::size();
+        let cursor = crossterm::cursor::position();
+        let after = crossterm::terminal::size();
+        match (before, cursor, after) {
+            (Ok(before), Ok((x, y)), Ok(after)) if before == after => {
+                return Some((Size::new(after.0, after.1), Position { x, y }));
+            }
+            (_, Err(e), _) => {
+                tracing::warn!(error = %e, "the terminal did not say where its cursor is");
+                return None;
+            }
+            _ => {}
+        }
+    }
+    None
+}
