@@ -125,7 +125,9 @@ impl<W: Write, P: Probe> Backend for SafeScroll<W, P> {
             Ok(c) => c,
             Err(e) => {
                 let rows = self.probe.size()?.height;
-                let fallback = self.cursor.unwrap_or(Position::new(0, rows.saturating_sub(1)));
+                let fallback = self
+                    .cursor
+                    .unwrap_or(Position::new(0, rows.saturating_sub(1)));
                 tracing::warn!(error = %e, ?fallback, "cursor query failed; using the last known position");
                 self.clamp(fallback)?
             }

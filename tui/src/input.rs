@@ -9,8 +9,8 @@
 
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::sync::mpsc as std_mpsc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crossterm::event::{self, Event};

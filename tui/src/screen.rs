@@ -180,7 +180,10 @@ impl<W: Write, P: Probe> Screen<W, P> {
         };
         let narrower = size.width < old.width && size.width > 0;
         let cursor_wraps = if narrower { last.x / size.width } else { 0 };
-        let above: u16 = self.drawn_widths[..row].iter().map(|&w| split(w)).sum::<u16>()
+        let above: u16 = self.drawn_widths[..row]
+            .iter()
+            .map(|&w| split(w))
+            .sum::<u16>()
             + cursor_wraps;
         let below: u16 = self
             .drawn_widths

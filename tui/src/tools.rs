@@ -393,7 +393,10 @@ fn shell_tail(text: &str, width: u16) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     if skip > 0 {
         out.push(Line::from(Span::styled(
-            format!("    … {skip} earlier line{}", if skip == 1 { "" } else { "s" }),
+            format!(
+                "    … {skip} earlier line{}",
+                if skip == 1 { "" } else { "s" }
+            ),
             dim,
         )));
     }

@@ -10,10 +10,10 @@ use common::*;
 use corvid_protocol::{ApprovalMode, CoreEvent};
 use corvid_tui::app::{Action, App, TuiOptions};
 use corvid_tui::backend::Probe;
-use ratatui::layout::Size;
-use std::io::Write;
 use corvid_tui::screen::Screen;
 use pretty_assertions::assert_eq;
+use ratatui::layout::Size;
+use std::io::Write;
 
 struct Harness {
     term: VtTerm,
@@ -309,16 +309,24 @@ fn a_width_change_and_clear_keep_the_shells_lines_and_every_item_once_in_scrollb
     }
     h.term.resize(24, 100);
     let cursor = h.term.clone().query_cursor().unwrap();
-    h.screen.on_resize(Size::new(100, 24), Some(cursor)).unwrap();
+    h.screen
+        .on_resize(Size::new(100, 24), Some(cursor))
+        .unwrap();
     h.feed(&[]);
-    assert_eq!(h.app.command("/clear"), vec![
-        Action::Submit(corvid_protocol::Op::ClearHistory),
-        Action::ClearScreen
-    ]);
+    assert_eq!(
+        h.app.command("/clear"),
+        vec![
+            Action::Submit(corvid_protocol::Op::ClearHistory),
+            Action::ClearScreen
+        ]
+    );
     h.screen.clear_screen().unwrap();
     h.feed(&[]);
     let bytes = String::from_utf8_lossy(&h.term.bytes.borrow()).into_owned();
-    assert!(!bytes.contains("\x1b[3J"), "corvid erased the terminal's scrollback");
+    assert!(
+        !bytes.contains("\x1b[3J"),
+        "corvid erased the terminal's scrollback"
+    );
     assert!(!bytes.contains("\x1b[2J"), "corvid erased the whole screen");
     for needle in [
         "shell line 1",
@@ -331,16 +339,27 @@ fn a_width_change_and_clear_keep_the_shells_lines_and_every_item_once_in_scrollb
         "Done.",
     ] {
         let rows = h.term.all_rows();
-        let n = rows.iter().filter(|r| r.trim_end() == needle || (r.contains(needle) && !needle.starts_with("shell"))).count();
+        let n = rows
+            .iter()
+            .filter(|r| {
+                r.trim_end() == needle || (r.contains(needle) && !needle.starts_with("shell"))
+            })
+            .count();
         assert_eq!(n, 1, "{needle:?} once in {rows:#?}");
     }
     // The screen itself is clean: only the live area is left on it.
-    let visible: Vec<String> = h.term.visible_rows().into_iter().filter(|r| !r.is_empty()).collect();
+    let visible: Vec<String> = h
+        .term
+        .visible_rows()
+        .into_iter()
+        .filter(|r| !r.is_empty())
+        .collect();
     assert_eq!(visible.len(), 3, "{visible:#?}");
 }
 
 #[test]
-fn a_resize_right_after_a_turn_never_fails_even_when_the_terminal_does_not_answer_the_cursor_query() {
+fn a_resize_right_after_a_turn_never_fails_even_when_the_terminal_does_not_answer_the_cursor_query()
+{
     let mut h = Harness::new(24, 80, false);
     for step in two_batches(false) {
         h.feed(&step);
@@ -355,16 +374,32 @@ fn a_resize_right_after_a_turn_never_fails_even_when_the_terminal_does_not_answe
         // Redrawn at once: one live area, whole, and no stale copy of it.
         let visible = h.term.visible_rows();
         let composer = visible.iter().position(|r| r.starts_with("› Ask corvid"));
-        assert!(composer.is_some_and(|i| visible[i + 1].starts_with("demo · yolo")), "{visible:#?}");
-        let live_rows = visible.iter().filter(|r| r.starts_with("› Ask") || r.starts_with("demo · yolo"));
+        assert!(
+            composer.is_some_and(|i| visible[i + 1].starts_with("demo · yolo")),
+            "{visible:#?}"
+        );
+        let live_rows = visible
+            .iter()
+            .filter(|r| r.starts_with("› Ask") || r.starts_with("demo · yolo"));
         assert_eq!(live_rows.count(), 2, "{visible:#?}");
-        assert_eq!(visible.iter().filter(|r| r.contains("Done.")).count(), 1, "{visible:#?}");
+        assert_eq!(
+            visible.iter().filter(|r| r.contains("Done.")).count(),
+            1,
+            "{visible:#?}"
+        );
     }
     // A size change the run loop has not reported yet is handled by the next frame too.
     h.term.resize(20, 100);
     h.screen.frame(&h.app, Instant::now()).unwrap();
     let visible = h.term.visible_rows();
-    assert_eq!(visible.iter().filter(|r| r.starts_with("› Ask corvid")).count(), 1, "{visible:#?}");
+    assert_eq!(
+        visible
+            .iter()
+            .filter(|r| r.starts_with("› Ask corvid"))
+            .count(),
+        1,
+        "{visible:#?}"
+    );
 }
 
 #[test]

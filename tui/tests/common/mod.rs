@@ -202,7 +202,10 @@ impl VtTerm {
     pub fn visible_rows(&self) -> Vec<String> {
         let p = self.parser.borrow();
         let cols = p.screen().size().1.get();
-        p.screen().rows(0, cols).map(|r| r.trim_end().to_string()).collect()
+        p.screen()
+            .rows(0, cols)
+            .map(|r| r.trim_end().to_string())
+            .collect()
     }
 
     pub fn screen_rows(&self) -> u16 {
