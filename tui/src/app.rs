@@ -33,7 +33,8 @@ const HELP: &str = "Commands
 /compress       summarize the older conversation to free the context window (also /compact)
 /clear          start a fresh conversation: clears the screen and the model's history
 /quit           exit
-Keys: enter send · shift+enter or ctrl+j newline · up/down history · esc or ctrl+c cancel · ctrl+c twice exit · shift+tab mode (default, auto-edit, plan)";
+Keys: enter send (queued while a task runs) · shift+enter, ctrl+j or \\+enter newline · up/down rows, then history · ctrl+r search history · esc or ctrl+c cancel · esc esc clear · ctrl+c twice exit · shift+tab mode (default, auto-edit, plan) · ctrl+o compact/full · ctrl+l clear screen
+Editing: ctrl+a/e line start/end · ctrl+w, alt+backspace cut word · ctrl+k cut to end · ctrl+u cut to start · ctrl+y paste cut · alt+b/f, ctrl+←/→ word moves";
 
 /// What `/mcp` says in a session without MCP servers.
 const NO_MCP_SERVERS: &str = "No MCP servers in this session. Add them under `mcpServers` in \
@@ -95,6 +96,13 @@ pub struct App {
     /// From when keys may answer the open approval dialog.
     approval_armed_at: Option<Instant>,
     ctrl_c_at: Option<Instant>,
+    /// When Esc was pressed on a non-empty idle prompt (a second Esc clears it).
+    esc_at: Option<Instant>,
+    /// The prompt of the running task, and whether it was cancelled (Esc puts it back).
+    last_prompt: Option<String>,
+    cancelled_prompt: Option<String>,
+    /// A prompt sent while a task ran: it goes when the task ends.
+    pub queued: Option<String>,
     frame: usize,
     /// `@path` attachments and their completion, in the working directory.
     pub mentions: crate::mention::Mentions,
@@ -123,6 +131,10 @@ impl App {
             approval_choice: 0,
             approval_armed_at: None,
             ctrl_c_at: None,
+            esc_at: None,
+            last_prompt: None,
+            cancelled_prompt: None,
+            queued: None,
             frame: 0,
             mentions: crate::mention::Mentions::new(std::env::current_dir().unwrap_or_default()),
             instructions: Vec::new(),
@@ -145,6 +157,24 @@ impl App {
             }
             CoreEvent::ApprovalModeChanged { mode } => self.status.approval_mode = *mode,
             CoreEvent::ContextUsage { .. } => self.status.context = self.stats.context,
+            CoreEvent::HistoryCleared => {
+                self.stats.context = None;
+                self.status.context = None;
+            }
+            CoreEvent::TaskFinished { stop_reason, .. } => {
+                let prompt = self.last_prompt.take();
+                if *stop_reason == StopReason::Cancelled {
+                    self.cancelled_prompt = prompt;
+                    // Cancelling stops what was queued too: it goes back into the box.
+                    if let Some(q) = self.queued.take() {
+                        let text = match self.composer.text() {
+                            "" => q,
+                            typed => format!("{q}\n{typed}"),
+                        };
+                        self.composer.set_text(text);
+                    }
+                }
+            }
             CoreEvent::PermissionRequested { .. } => self.arm_approval(now),
             CoreEvent::Subagent { event, .. }
                 if matches!(**event, CoreEvent::PermissionRequested { .. }) =>
@@ -219,6 +249,7 @@ impl App {
             composer: &self.composer,
             status: &self.status,
             approval_choice: self.approval_choice,
+            queued: self.queued.as_deref(),
             picker: self.picker.as_ref(),
             frame: self.frame,
             now,
@@ -287,7 +318,12 @@ impl App {
             };
         }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
         if ctrl && key.code == KeyCode::Char('c') {
+            if self.composer.searching() {
+                self.composer.end_search(false);
+                return Vec::new();
+            }
             return self.on_ctrl_c(now);
         }
         self.ctrl_c_at = None;
@@ -296,41 +332,102 @@ impl App {
             self.chat.toggle_compact();
             return Vec::new();
         }
-        if key.code == KeyCode::Esc {
-            return self.cancel_if_running();
+        if self.composer.searching() {
+            match key.code {
+                KeyCode::Esc => return self.end_search(false),
+                KeyCode::Char('g') if ctrl => return self.end_search(false),
+                KeyCode::Enter => return self.end_search(true),
+                KeyCode::Char('r') if ctrl => {
+                    self.composer.search_older();
+                    return Vec::new();
+                }
+                KeyCode::Char(c) if !ctrl && !alt => {
+                    self.composer.insert_char(c);
+                    return Vec::new();
+                }
+                KeyCode::Backspace => {
+                    self.composer.backspace();
+                    return Vec::new();
+                }
+                // Any other key keeps the entry found and edits it.
+                _ => self.composer.end_search(true),
+            }
         }
+        if key.code == KeyCode::Esc {
+            return self.on_esc(now);
+        }
+        self.esc_at = None;
         if let Some(a) = self.chat.approval.clone() {
-            if self.approval_armed(now)
+            // Text in the box is a message being written, not an answer: with text there,
+            // the dialog is deaf, and Enter asks again instead of answering.
+            if self.composer.is_empty()
+                && self.approval_armed(now)
                 && let Some(actions) = self.on_approval_key(key, &a)
             {
                 return actions;
+            }
+            if key.code == KeyCode::Enter
+                && !key
+                    .modifiers
+                    .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT)
+            {
+                self.status.hint = Some(
+                    "approval waiting: clear the box (ctrl+u) to answer it, esc cancels the task"
+                        .into(),
+                );
+                return Vec::new();
             }
             // Typed before the dialog could be read, or not a dialog key: it stays text, and
             // the dialog listens again once the typing pauses.
             self.guard_approval(now);
         }
+        let c = &mut self.composer;
         match key.code {
             KeyCode::Enter
                 if key
                     .modifiers
                     .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) =>
             {
-                self.composer.insert_char('\n')
+                c.insert_char('\n')
             }
-            KeyCode::Char('j') if ctrl => self.composer.insert_char('\n'),
+            KeyCode::Char('j') if ctrl => c.insert_char('\n'),
+            // `\` then Enter continues the prompt on a new line, as in a shell.
+            KeyCode::Enter if c.before_cursor_is('\\') => {
+                c.backspace();
+                c.insert_char('\n');
+            }
             KeyCode::Enter => return self.on_enter(),
-            KeyCode::Char('a') if ctrl => self.composer.home(),
-            KeyCode::Char('e') if ctrl => self.composer.end(),
-            KeyCode::Char('u') if ctrl => self.composer.clear(),
-            KeyCode::Char(c) if !ctrl => self.composer.insert_char(c),
-            KeyCode::Backspace => self.composer.backspace(),
-            KeyCode::Delete => self.composer.delete(),
-            KeyCode::Left => self.composer.left(),
-            KeyCode::Right => self.composer.right(),
-            KeyCode::Home => self.composer.home(),
-            KeyCode::End => self.composer.end(),
-            KeyCode::Up => self.composer.up(),
-            KeyCode::Down => self.composer.down(),
+            KeyCode::Char('a') if ctrl => c.home(),
+            KeyCode::Char('e') if ctrl => c.end(),
+            KeyCode::Char('b') if ctrl => c.left(),
+            KeyCode::Char('f') if ctrl => c.right(),
+            KeyCode::Char('u') if ctrl => c.kill_to_start(),
+            KeyCode::Char('k') if ctrl => c.kill_to_end(),
+            KeyCode::Char('w') if ctrl => c.delete_word_left(),
+            KeyCode::Char('y') if ctrl => c.yank(),
+            KeyCode::Char('r') if ctrl => c.search_older(),
+            KeyCode::Char('l') if ctrl => return vec![Action::ClearScreen],
+            KeyCode::Char('b') if alt => c.word_left(),
+            KeyCode::Char('f') if alt => c.word_right(),
+            // Other Alt+letter chords are no text (a terminal sends them for menu keys).
+            KeyCode::Char(ch) if !ctrl && !alt => c.insert_char(ch),
+            KeyCode::Backspace if ctrl || alt => c.delete_word_left(),
+            KeyCode::Backspace => c.backspace(),
+            KeyCode::Delete => c.delete(),
+            KeyCode::Left if ctrl || alt => c.word_left(),
+            KeyCode::Right if ctrl || alt => c.word_right(),
+            KeyCode::Left => c.left(),
+            KeyCode::Right => c.right(),
+            KeyCode::Home => c.home(),
+            KeyCode::End => c.end(),
+            // Up on an empty box takes the queued prompt back for editing.
+            KeyCode::Up if c.is_empty() && self.queued.is_some() => {
+                if let Some(q) = self.queued.take() {
+                    c.set_text(q);
+                }
+            }
+            KeyCode::Up => c.up(),
+            KeyCode::Down => c.down(),
             KeyCode::BackTab => {
                 let mode = crate::modes::next_mode(self.status.approval_mode);
                 self.status.approval_mode = mode;
@@ -338,14 +435,53 @@ impl App {
                 return vec![Action::Submit(Op::SetApprovalMode { mode })];
             }
             KeyCode::Tab => {
-                if let Some(completed) = self.mentions.complete(self.composer.text()) {
-                    self.composer.clear();
-                    self.composer.insert_str(&completed);
+                if let Some(completed) = self.mentions.complete(c.text()) {
+                    c.clear();
+                    c.insert_str(&completed);
                 }
             }
             _ => {}
         }
         Vec::new()
+    }
+
+    fn end_search(&mut self, keep: bool) -> Vec<Action> {
+        self.composer.end_search(keep);
+        Vec::new()
+    }
+
+    /// Esc: cancels a running task; on an idle prompt a second Esc clears the box, and on an
+    /// empty box it puts back the prompt of the task just cancelled.
+    fn on_esc(&mut self, now: Instant) -> Vec<Action> {
+        if self.chat.is_running() {
+            return self.cancel_if_running();
+        }
+        if self.composer.is_empty() {
+            if let Some(prompt) = self.cancelled_prompt.take() {
+                self.composer.set_text(prompt);
+            }
+            return Vec::new();
+        }
+        if self
+            .esc_at
+            .is_some_and(|t| now.duration_since(t) <= EXIT_WINDOW)
+        {
+            self.esc_at = None;
+            self.composer.clear();
+        } else {
+            self.esc_at = Some(now);
+            self.status.hint = Some("esc again to clear the box".into());
+        }
+        Vec::new()
+    }
+
+    /// The queued prompt, once no task runs any more (the run loop sends it).
+    pub fn take_queued(&mut self) -> Option<Action> {
+        if self.chat.is_running() || self.chat.approval.is_some() {
+            return None;
+        }
+        let prompt = self.queued.take()?;
+        Some(self.send_prompt(prompt))
     }
 
     fn on_ctrl_c(&mut self, now: Instant) -> Vec<Action> {
@@ -420,26 +556,38 @@ impl App {
             self.composer.submit();
             return self.command(&text);
         }
+        let prompt = self.composer.submit();
         if self.chat.is_running() {
-            self.status.hint = Some("a task is running · esc to cancel".into());
+            // Sent when the task ends; Up on an empty box takes it back for editing.
+            let queued = match self.queued.take() {
+                Some(q) => format!("{q}\n{prompt}"),
+                None => prompt,
+            };
+            self.queued = Some(queued);
+            self.status.hint = Some("queued: sent when this task ends · up edits it".into());
             return Vec::new();
         }
-        if let Some(command) = text.strip_prefix('!') {
-            self.composer.submit();
-            return vec![Action::Submit(Op::UserShell {
+        vec![self.send_prompt(prompt)]
+    }
+
+    /// The operation for a prompt: `!command` runs it, anything else is a turn.
+    fn send_prompt(&mut self, prompt: String) -> Action {
+        if let Some(command) = prompt.trim().strip_prefix('!') {
+            return Action::Submit(Op::UserShell {
                 command: command.trim().to_owned(),
-            })];
+            });
         }
-        let prompt = self.composer.submit();
+        self.last_prompt = Some(prompt.clone());
+        self.cancelled_prompt = None;
         let attached = self.mentions.attach(&prompt);
         for notice in attached.notices {
             self.notice(NoticeKind::Warning, notice);
         }
-        vec![Action::Submit(Op::UserTurn {
+        Action::Submit(Op::UserTurn {
             prompt,
             images: Vec::new(),
             context: attached.context,
-        })]
+        })
     }
 
     /// Runs a slash command.
@@ -484,6 +632,10 @@ impl App {
             )),
             "/clear" => {
                 self.chat.clear_transcript();
+                // The model's history is gone: so is what filled its context window.
+                self.stats.context = None;
+                self.status.context = None;
+                self.queued = None;
                 return vec![Action::Submit(Op::ClearHistory), Action::ClearScreen];
             }
             "/quit" | "/exit" => return vec![Action::Quit],

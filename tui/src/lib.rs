@@ -11,6 +11,7 @@ pub mod cells;
 pub mod chat;
 pub mod composer;
 mod highlight;
+pub mod history;
 mod input;
 pub mod live;
 pub mod markdown;

@@ -44,6 +44,8 @@ pub struct LiveView<'a> {
     pub status: &'a StatusInfo,
     /// Highlighted entry of the approval's choices ([`crate::chat::PendingApproval::choices`]).
     pub approval_choice: usize,
+    /// A prompt waiting for the running task to end.
+    pub queued: Option<&'a str>,
     /// The `/resume` picker, while open.
     pub picker: Option<&'a SessionPicker>,
     /// Spinner animation frame.
@@ -120,6 +122,28 @@ impl LiveView<'_> {
             }
             out.extend(p.lines(width));
         }
+        if let Some(q) = self.queued {
+            if !out.is_empty() {
+                out.push(Line::default());
+            }
+            let first = q.lines().next().unwrap_or_default();
+            let more = q.lines().count().saturating_sub(1);
+            let more = if more > 0 {
+                format!(" (+{more} lines)")
+            } else {
+                String::new()
+            };
+            out.push(Line::from(vec![
+                Span::styled("queued ", Style::new().fg(Color::Yellow)),
+                Span::styled(
+                    truncate(
+                        &format!("{first}{more}"),
+                        usize::from(width).saturating_sub(8),
+                    ),
+                    dim,
+                ),
+            ]));
+        }
         if !out.is_empty() {
             // Separates live content from the last committed item, as cells are separated.
             out.insert(0, Line::default());
@@ -156,7 +180,11 @@ impl LiveView<'_> {
             .status
             .hint
             .clone()
-            .unwrap_or_else(|| "ctrl+o compact · /help".to_string());
+            // Ctrl+O switches to the other mode: name that one.
+            .unwrap_or_else(|| {
+                let other = if self.chat.compact { "full" } else { "compact" };
+                format!("ctrl+o {other} · /help")
+            });
         let gap = usize::from(width).saturating_sub(left.chars().count() + right.chars().count());
         if gap < 2 {
             return Line::from(Span::styled(truncate(&left, usize::from(width)), dim));

@@ -21,6 +21,8 @@ use ratatui::layout::Size;
 use crate::app::{Action, App, TuiOptions};
 use crate::backend::{SafeScroll, TtyProbe};
 use crate::cells::NoticeKind;
+use crate::composer::Composer;
+use crate::history::PromptHistory;
 use crate::picker::SessionLauncher;
 use crate::screen::{Screen, VIEWPORT_TOP};
 
@@ -139,6 +141,12 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
         options.no_color,
     )?;
     let mut app = App::new(&options);
+    if let (Some(home), Ok(cwd)) = (
+        corvid_core::settings::corvid_home(corvid_core::settings::process_env),
+        std::env::current_dir(),
+    ) {
+        app.composer = Composer::with_history_file(PromptHistory::project_file(&home, &cwd));
+    }
     app.session_id.clone_from(&agent.session_id);
     app.instructions.clone_from(&agent.instructions);
     app.tools.clone_from(&agent.tools);
@@ -240,6 +248,12 @@ async fn event_loop(
                 redraw = app.animating();
             }
         }
+        // A prompt queued during the task goes as soon as it ended.
+        if let Some(Action::Submit(op)) = app.take_queued()
+            && agent.sender.submit(op).is_err()
+        {
+            agent_open = false;
+        }
         // We hold an operation sender, so a closed agent means it stopped on its own.
         if !agent_open {
             // What it still sent is shown; the caller reports the failure.
@@ -322,6 +336,12 @@ fn resume(
     }
 }
 
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(at).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,11 +369,5 @@ mod tests {
         assert!(!batch.ended);
         let rest = futures::executor::block_on(queued.collect::<Vec<_>>());
         assert_eq!(rest.len(), 11);
-    }
-}
-
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    if let Some(at) = at {
-        tokio::time::sleep_until(at).await;
     }
 }
