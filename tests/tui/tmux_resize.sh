@@ -3,7 +3,8 @@
 # `corvid --demo -y` runs one turn at 100x30 and the window is resized right after it (narrower,
 # wider, shorter, taller). The session must stay alive and usable, `!ls nonexist` must show a
 # failed mark with the command's own output, and after `/clear` everything printed before
-# (the shell's lines and the transcript) must still be in tmux's scrollback, once.
+# (the shell's lines and the transcript) must still be in tmux's scrollback, once. Then Ctrl+R
+# finds the first prompt, and a prompt sent while a task runs is queued and sent after it.
 # Usage: tests/tui/tmux_resize.sh PATH_TO_CORVID [OUT_DIR]   (writes OUT_DIR/resize.txt)
 set -euo pipefail
 export TERM=${TERM:-xterm-256color}
@@ -43,6 +44,22 @@ wait_for() {
     return 1
 }
 
+# tty_size_is ROWS COLS: whether the pane's terminal reports this size. tmux resizes its own
+# screen at once but tells the program (TIOCSWINSZ, SIGWINCH) a little later; keys sent before
+# that reach corvid before it knows about the resize, so each step waits for it.
+tty_size_is() {
+    [ "$(stty -F "$(tmux -L "$SOCK" display -p -t s '#{pane_tty}')" size 2>/dev/null)" = "$1 $2" ]
+}
+
+wait_for_tty_size() {
+    local deadline=$((SECONDS + 10))
+    while ((SECONDS < deadline)); do
+        tty_size_is "$1" "$2" && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
 fail() {
     capture >"$OUT/resize.txt"
     echo "FAIL: $*" >&2
@@ -68,11 +85,12 @@ done
 # Right after the turn: each resize must leave a working prompt at once.
 step=0
 typed=""
-for size in "-x 60" "-x 100" "-y 20" "-y 30"; do
+for size in "60 30" "100 30" "100 20" "100 30"; do
     step=$((step + 1))
     typed="${typed}r$step"
-    # shellcheck disable=SC2086
-    tmux -L "$SOCK" resize-window -t s $size
+    read -r cols rows <<<"$size"
+    tmux -L "$SOCK" resize-window -t s -x "$cols" -y "$rows"
+    wait_for_tty_size "$rows" "$cols" || fail "tmux did not resize the pane to $size"
     tmux -L "$SOCK" send-keys -t s -l "r$step"
     wait_for "› $typed" 10 || fail "no prompt after resize $step ($size)"
     capture | grep -q 'EXITED' && fail "the session ended after resize $step ($size)"
@@ -102,4 +120,23 @@ grep -q 'No such file or directory' "$OUT/resize.txt" || fail "the failed comman
 grep -Eq 'Exit code:|Stderr:|Stdout:' "$OUT/resize.txt" && fail "the card shows the result's framing"
 # No live-area row (task row, status line) may end up in the history.
 [ "$(grep -Ec 'esc to cancel|ctrl\+o (compact|full)' "$OUT/resize.txt")" -le 1 ] || fail "live rows leaked into the scrollback"
+
+# Ctrl+R finds the earlier prompt (history is kept per project); Esc leaves the search.
+tmux -L "$SOCK" send-keys -t s C-r
+tmux -L "$SOCK" send-keys -t s -l "around"
+wait_for '^search: around' 10 || fail "Ctrl+R opened no search"
+wait_for '^› Look around this project and tell me what it is' 10 || fail "Ctrl+R found nothing"
+tmux -L "$SOCK" send-keys -t s Escape
+wait_for '^› still here' 10 || fail "Esc did not leave the search"
+
+# Enter while a task runs queues the prompt; it is sent when the task ends.
+tmux -L "$SOCK" send-keys -t s C-u
+tmux -L "$SOCK" send-keys -t s -l "Look around this project and tell me what it is"
+tmux -L "$SOCK" send-keys -t s Enter
+wait_for 'esc to cancel' 10
+tmux -L "$SOCK" send-keys -t s -l "a queued follow-up"
+tmux -L "$SOCK" send-keys -t s Enter
+wait_for '^queued a queued follow-up' 10 || fail "the prompt typed during the task is not shown as queued"
+wait_for '^› a queued follow-up' 60 || fail "the queued prompt was not sent when the task ended"
+capture >"$OUT/queued.txt"
 echo "ok: capture in $OUT/resize.txt"

@@ -20,6 +20,8 @@ use tokio::sync::{mpsc, oneshot};
 
 /// How long the reader waits for input before it looks for a cursor query.
 const POLL: Duration = Duration::from_millis(40);
+/// The pause between two cursor answers that must agree.
+const CONFIRM: Duration = Duration::from_millis(30);
 
 /// The terminal's size and cursor, as it answered together.
 pub type CursorAnswer = Option<(Size, Position)>;
@@ -72,9 +74,25 @@ pub fn spawn() -> (InputEvents, CursorQueries) {
     (InputEvents(events), CursorQueries(queries))
 }
 
-/// Asks the terminal for its cursor; the answer counts only if no resize came in between.
+/// Asks the terminal for its cursor until two answers a moment apart agree, with the size
+/// unchanged around each: tmux finishes a resize in steps, and an answer given halfway would
+/// put the live area over rows of history.
 fn ask_cursor() -> CursorAnswer {
-    for _ in 0..3 {
+    let mut last = None;
+    for _ in 0..6 {
+        let answer = ask_once()?;
+        if last == Some(answer) {
+            return last;
+        }
+        last = Some(answer);
+        std::thread::sleep(CONFIRM);
+    }
+    last
+}
+
+/// One cursor answer with the size it was given for; `None` when the terminal does not answer.
+fn ask_once() -> Option<(Size, Position)> {
+    loop {
         let before = crossterm::terminal::size();
         let cursor = crossterm::cursor::position();
         let after = crossterm::terminal::size();
@@ -86,8 +104,9 @@ fn ask_cursor() -> CursorAnswer {
                 tracing::warn!(error = %e, "the terminal did not say where its cursor is");
                 return None;
             }
+            (Err(_), _, _) | (_, _, Err(_)) => return None,
+            // Resized while answering: ask again.
             _ => {}
         }
     }
-    None
 }
