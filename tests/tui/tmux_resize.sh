@@ -4,7 +4,8 @@
 # wider, shorter, taller). The session must stay alive and usable, `!ls nonexist` must show a
 # failed mark with the command's own output, and after `/clear` everything printed before
 # (the shell's lines and the transcript) must still be in tmux's scrollback, once. Then Ctrl+R
-# finds the first prompt, and a prompt sent while a task runs is queued and sent after it.
+# finds the first prompt, Ctrl+G / Ctrl+X Ctrl+E edit the prompt in $EDITOR, and a prompt sent
+# while a task runs is queued and sent after it.
 # Usage: tests/tui/tmux_resize.sh PATH_TO_CORVID [OUT_DIR]   (writes OUT_DIR/resize.txt)
 set -euo pipefail
 export TERM=${TERM:-xterm-256color}
@@ -19,6 +20,9 @@ CONF="$WORK/tmux.conf"
 printf 'set -g history-limit 50000\nset -g status off\n' >"$CONF"
 printf '# Sample project\n' >"$WORK/README.md"
 mkdir -p "$WORK/home"
+# The "editor" Ctrl+G and Ctrl+X Ctrl+E open: it appends to the prompt file.
+printf '#!/bin/sh\nprintf " (edited)\\n" >>"$1"\n' >"$WORK/editor.sh"
+chmod +x "$WORK/editor.sh"
 
 cleanup() {
     tmux -L "$SOCK" kill-server 2>/dev/null || true
@@ -68,7 +72,7 @@ fail() {
 }
 
 tmux -L "$SOCK" -f "$CONF" new-session -d -s s -x 100 -y 30 \
-    "seq -f 'shell line %g' 1 40; cd '$WORK' && env CORVID_HOME='$WORK/home' TERM=xterm-256color '$BIN' --demo -y 2>/dev/null; echo EXITED \$?; sleep 60"
+    "seq -f 'shell line %g' 1 40; cd '$WORK' && env CORVID_HOME='$WORK/home' EDITOR='$WORK/editor.sh' TERM=xterm-256color '$BIN' --demo -y 2>/dev/null; echo EXITED \$?; sleep 60"
 wait_for 'Ask corvid' 20
 tmux -L "$SOCK" send-keys -t s -l "Look around this project and tell me what it is"
 tmux -L "$SOCK" send-keys -t s Enter
@@ -128,6 +132,12 @@ wait_for '^search: around' 10 || fail "Ctrl+R opened no search"
 wait_for '^› Look around this project and tell me what it is' 10 || fail "Ctrl+R found nothing"
 tmux -L "$SOCK" send-keys -t s Escape
 wait_for '^› still here' 10 || fail "Esc did not leave the search"
+
+# Ctrl+G and Ctrl+X Ctrl+E hand the prompt to $EDITOR and take back what it wrote.
+tmux -L "$SOCK" send-keys -t s C-g
+wait_for '^› still here \(edited\)' 10 || fail "Ctrl+G did not edit the prompt in \$EDITOR"
+tmux -L "$SOCK" send-keys -t s C-x C-e
+wait_for '^› still here \(edited\) \(edited\)' 10 || fail "Ctrl+X Ctrl+E did not edit the prompt"
 
 # Enter while a task runs queues the prompt; it is sent when the task ends.
 tmux -L "$SOCK" send-keys -t s C-u

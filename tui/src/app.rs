@@ -59,8 +59,11 @@ impl std::fmt::Debug for TuiOptions {
 pub enum Action {
     /// Send this operation to the agent.
     Submit(Op),
-    /// Clear the screen and scrollback (`/clear`).
+    /// Start a clean screen; what was on it stays in the scrollback (`/clear`, Ctrl+L).
     ClearScreen,
+    /// Edit this prompt text in `$VISUAL`/`$EDITOR` (Ctrl+G, Ctrl+X Ctrl+E); the result goes
+    /// back into the box through [`App::edited`].
+    Edit(String),
     /// Swap the agent for one going on with this recorded session (`/resume`).
     Resume(String),
     Quit,
@@ -83,6 +86,8 @@ pub struct App {
     ctrl_c_at: Option<Instant>,
     /// When Esc was pressed on a non-empty idle prompt (a second Esc clears it).
     esc_at: Option<Instant>,
+    /// Ctrl+X was pressed: Ctrl+E next opens the editor.
+    ctrl_x: bool,
     /// The prompt of the running task, and whether it was cancelled (Esc puts it back).
     last_prompt: Option<String>,
     cancelled_prompt: Option<String>,
@@ -117,6 +122,7 @@ impl App {
             approval_armed_at: None,
             ctrl_c_at: None,
             esc_at: None,
+            ctrl_x: false,
             last_prompt: None,
             cancelled_prompt: None,
             queued: None,
@@ -239,6 +245,13 @@ impl App {
             frame: self.frame,
             now,
         }
+    }
+
+    /// The prompt text came back from the editor: it replaces the box's text (the editor's
+    /// final newline dropped).
+    pub fn edited(&mut self, text: &str) {
+        self.composer
+            .set_text(text.strip_suffix('\n').unwrap_or(text).to_owned());
     }
 
     /// Pasted text goes into the composer as typed; it never answers an approval dialog.

@@ -9,7 +9,9 @@
 
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -20,6 +22,8 @@ use tokio::sync::{mpsc, oneshot};
 
 /// How long the reader waits for input before it looks for a cursor query.
 const POLL: Duration = Duration::from_millis(40);
+/// How often a paused reader looks whether it may read again.
+const PAUSED_CHECK: Duration = Duration::from_millis(20);
 /// The pause between two cursor answers that must agree.
 const CONFIRM: Duration = Duration::from_millis(30);
 
@@ -37,16 +41,53 @@ impl Stream for InputEvents {
     }
 }
 
-/// Asks the reading thread for the terminal's cursor.
-pub struct CursorQueries(std_mpsc::Sender<oneshot::Sender<CursorAnswer>>);
+/// Asks the reading thread for the terminal's cursor, or stops it reading for a while.
+pub struct CursorQueries {
+    queries: std_mpsc::Sender<oneshot::Sender<CursorAnswer>>,
+    gate: Arc<Gate>,
+}
+
+/// Held by the reading thread while it reads; `paused` keeps it from taking it again.
+#[derive(Default)]
+struct Gate {
+    reading: Mutex<()>,
+    paused: AtomicBool,
+}
+
+/// While alive, the reading thread does not touch the terminal.
+pub struct Paused<'a> {
+    gate: &'a Gate,
+    _reading: MutexGuard<'a, ()>,
+}
+
+impl Drop for Paused<'_> {
+    fn drop(&mut self) {
+        self.gate.paused.store(false, Ordering::SeqCst);
+    }
+}
 
 impl CursorQueries {
     /// Where the terminal's cursor is now, with the size it answered for; `None` when the
     /// terminal does not answer (the screen then works the position out itself).
     pub async fn cursor(&self) -> CursorAnswer {
         let (tx, rx) = oneshot::channel();
-        self.0.send(tx).ok()?;
+        self.queries.send(tx).ok()?;
         rx.await.ok().flatten()
+    }
+
+    /// Stops reading the terminal until the guard is dropped (another program, such as the
+    /// user's editor, reads it meanwhile). Waits for the read in progress (at most [`POLL`]).
+    pub fn pause(&self) -> Paused<'_> {
+        self.gate.paused.store(true, Ordering::SeqCst);
+        let reading = self
+            .gate
+            .reading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Paused {
+            gate: &self.gate,
+            _reading: reading,
+        }
     }
 }
 
@@ -54,8 +95,21 @@ impl CursorQueries {
 pub fn spawn() -> (InputEvents, CursorQueries) {
     let (events_tx, events) = mpsc::unbounded_channel();
     let (queries, queries_rx) = std_mpsc::channel::<oneshot::Sender<CursorAnswer>>();
+    let gate = Arc::new(Gate::default());
+    let reader_gate = gate.clone();
     std::thread::spawn(move || {
         loop {
+            if reader_gate.paused.load(Ordering::SeqCst) {
+                if events_tx.is_closed() {
+                    break;
+                }
+                std::thread::sleep(PAUSED_CHECK);
+                continue;
+            }
+            let _reading = reader_gate
+                .reading
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             while let Ok(reply) = queries_rx.try_recv() {
                 let _ = reply.send(ask_cursor());
             }
@@ -71,7 +125,7 @@ pub fn spawn() -> (InputEvents, CursorQueries) {
             }
         }
     });
-    (InputEvents(events), CursorQueries(queries))
+    (InputEvents(events), CursorQueries { queries, gate })
 }
 
 /// Asks the terminal for its cursor until two answers a moment apart agree, with the size

@@ -73,6 +73,31 @@ struct TerminalModes {
 }
 
 impl TerminalModes {
+    /// Hands the terminal back as the shell had it (another program runs in it).
+    fn leave(&self) {
+        let mut out = io::stdout();
+        if self.keyboard_enhanced {
+            let _ = queue!(out, PopKeyboardEnhancementFlags);
+        }
+        let _ = queue!(out, DisableBracketedPaste, cursor::Show);
+        let _ = out.flush();
+        let _ = disable_raw_mode();
+    }
+
+    /// Takes the terminal again after [`TerminalModes::leave`].
+    fn resume(&self) -> io::Result<()> {
+        enable_raw_mode()?;
+        let mut out = io::stdout();
+        execute!(out, EnableBracketedPaste)?;
+        if self.keyboard_enhanced {
+            execute!(
+                out,
+                PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+            )?;
+        }
+        Ok(())
+    }
+
     fn enter() -> io::Result<Self> {
         // Ask before raw mode and before the event stream exists (the reply would be stolen).
         let keyboard_enhanced =
@@ -93,13 +118,7 @@ impl TerminalModes {
 
 impl Drop for TerminalModes {
     fn drop(&mut self) {
-        let mut out = io::stdout();
-        if self.keyboard_enhanced {
-            let _ = queue!(out, PopKeyboardEnhancementFlags);
-        }
-        let _ = queue!(out, DisableBracketedPaste, cursor::Show);
-        let _ = out.flush();
-        let _ = disable_raw_mode();
+        self.leave();
     }
 }
 
@@ -134,7 +153,7 @@ fn install_panic_hook() {
 
 /// Sets the terminal up, runs the loop, and always puts the terminal back.
 async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
-    let _modes = TerminalModes::enter()?;
+    let modes = TerminalModes::enter()?;
     install_panic_hook();
     let mut screen = Screen::new(
         Box::new(|cursor| SafeScroll::new(io::stdout(), TtyProbe, cursor)),
@@ -154,7 +173,7 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
         app.on_resumed(&agent.session_id, &options.transcript);
     }
     let launcher = options.sessions.as_deref();
-    let result = event_loop(&mut agent, launcher, &mut screen, &mut app).await;
+    let result = event_loop(&mut agent, launcher, &mut screen, &mut app, &modes).await;
     if app.chat.is_running() {
         let _ = agent.sender.submit(Op::Cancel);
     }
@@ -169,6 +188,7 @@ async fn event_loop(
     launcher: Option<&dyn SessionLauncher>,
     screen: &mut Screen<io::Stdout, TtyProbe>,
     app: &mut App,
+    modes: &TerminalModes,
 ) -> anyhow::Result<()> {
     let (mut input, queries) = crate::input::spawn();
     let mut tick = tokio::time::interval(TICK);
@@ -207,6 +227,21 @@ async fn event_loop(
                                 }
                             }
                             Action::ClearScreen => screen.clear_screen()?,
+                            Action::Edit(text) => {
+                                let _paused = queries.pause();
+                                screen.restore()?;
+                                modes.leave();
+                                let edited = edit_in_editor(&text).await;
+                                modes.resume()?;
+                                screen.reopen()?;
+                                match edited {
+                                    Ok(text) => app.edited(&text),
+                                    Err(e) => app.notice(
+                                        NoticeKind::Error,
+                                        format!("Cannot edit the prompt in your editor: {e}"),
+                                    ),
+                                }
+                            }
                             Action::Quit => break 'outer,
                         }
                     }
@@ -334,6 +369,39 @@ fn resume(
             false
         }
     }
+}
+
+/// Lets the user edit `text` in `$VISUAL`, `$EDITOR` or `vi` (through `sh`, so the variable
+/// may hold arguments, e.g. `code --wait`); returns the file's text when the editor exits.
+async fn edit_in_editor(text: &str) -> io::Result<String> {
+    let editor = ["VISUAL", "EDITOR"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|e| !e.trim().is_empty()))
+        .unwrap_or_else(|| "vi".to_owned());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let path =
+        std::env::temp_dir().join(format!("corvid-prompt-{}-{nanos}.md", std::process::id()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(&path)?.write_all(text.as_bytes())?;
+    let status = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("sh")
+        .arg(&path)
+        .status()
+        .await;
+    let edited = std::fs::read_to_string(&path);
+    let _ = std::fs::remove_file(&path);
+    let status = status?;
+    if !status.success() {
+        return Err(io::Error::other(format!("`{editor}` exited with {status}")));
+    }
+    edited
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {

@@ -257,6 +257,19 @@ impl<W: Write, P: Probe> Screen<W, P> {
         Backend::flush(backend)
     }
 
+    /// Opens the live area again where [`Screen::restore`] left the cursor (after another
+    /// program had the terminal: a full-screen editor puts the screen back as it was).
+    pub fn reopen(&mut self) -> io::Result<()> {
+        let cursor = self.terminal.backend_mut().cached_cursor();
+        self.terminal = Terminal::with_options(
+            (self.make)(cursor),
+            TerminalOptions {
+                viewport: Viewport::Inline(self.height),
+            },
+        )?;
+        Ok(())
+    }
+
     /// The live area's top row: every row above it is committed history.
     pub fn viewport_top(&mut self) -> u16 {
         self.terminal.get_frame().area().y

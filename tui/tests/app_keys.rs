@@ -750,3 +750,25 @@ fn mcp_shows_the_sessions_servers_or_how_to_add_some() {
         last_notice(&a)
     );
 }
+
+#[test]
+fn ctrl_g_and_ctrl_x_ctrl_e_hand_the_prompt_to_the_editor_and_take_its_text_back() {
+    let mut a = app();
+    typed(&mut a, "draft");
+    assert_eq!(
+        a.on_key(ctrl('g'), Instant::now()),
+        vec![Action::Edit("draft".into())]
+    );
+    a.edited("draft, edited\n");
+    assert_eq!(a.composer.text(), "draft, edited");
+    assert_eq!(a.on_key(ctrl('x'), Instant::now()), vec![]);
+    assert_eq!(
+        a.on_key(ctrl('e'), Instant::now()),
+        vec![Action::Edit("draft, edited".into())]
+    );
+    // Ctrl+E alone still goes to the end of the line.
+    a.on_key(key(KeyCode::Home), Instant::now());
+    assert_eq!(a.on_key(ctrl('e'), Instant::now()), vec![]);
+    typed(&mut a, "!");
+    assert_eq!(a.composer.text(), "draft, edited!");
+}

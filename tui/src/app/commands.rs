@@ -18,7 +18,7 @@ pub(super) const HELP: &str = "Commands
 /compress       summarize the older conversation to free the context window (also /compact)
 /clear          start a fresh conversation: clears the screen and the model's history
 /quit           exit
-Keys: enter send (queued while a task runs) · shift+enter, ctrl+j or \\+enter newline · up/down rows, then history · ctrl+r search history · esc or ctrl+c cancel · esc esc clear · ctrl+c twice exit · shift+tab mode (default, auto-edit, plan) · ctrl+o compact/full · ctrl+l clear screen
+Keys: enter send (queued while a task runs) · shift+enter, ctrl+j or \\+enter newline · up/down rows, then history · ctrl+r search history · esc or ctrl+c cancel · esc esc clear · ctrl+c twice exit · shift+tab mode (default, auto-edit, plan) · ctrl+o compact/full · ctrl+l clear screen · ctrl+g or ctrl+x ctrl+e edit in $EDITOR
 Editing: ctrl+a/e line start/end · ctrl+w, alt+backspace cut word · ctrl+k cut to end · ctrl+u cut to start · ctrl+y paste cut · alt+b/f, ctrl+←/→ word moves";
 
 /// What `/mcp` says in a session without MCP servers.

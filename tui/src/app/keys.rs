@@ -65,6 +65,9 @@ impl App {
                 _ => self.composer.end_search(true),
             }
         }
+        if std::mem::take(&mut self.ctrl_x) && ctrl && key.code == KeyCode::Char('e') {
+            return vec![Action::Edit(self.composer.text().to_owned())];
+        }
         if key.code == KeyCode::Esc {
             return self.on_esc(now);
         }
@@ -119,6 +122,8 @@ impl App {
             KeyCode::Char('y') if ctrl => c.yank(),
             KeyCode::Char('r') if ctrl => c.search_older(),
             KeyCode::Char('l') if ctrl => return vec![Action::ClearScreen],
+            KeyCode::Char('g') if ctrl => return vec![Action::Edit(c.text().to_owned())],
+            KeyCode::Char('x') if ctrl => self.ctrl_x = true,
             KeyCode::Char('b') if alt => c.word_left(),
             KeyCode::Char('f') if alt => c.word_right(),
             // Other Alt+letter chords are no text (a terminal sends them for menu keys).
@@ -193,6 +198,7 @@ impl App {
             return None;
         }
         let prompt = self.queued.take()?;
+        self.status.hint = None;
         Some(self.send_prompt(prompt))
     }
 
