@@ -4,7 +4,7 @@
 //! Terminal delete rows scrolled out of a partial region, and a 1-row region is invalid. This
 //! wrapper turns every top-anchored region scroll into full-screen line feeds, which every
 //! terminal moves into its scrollback, and answers cursor queries from a cache because a real
-//! query freezes while crossterm's `EventStream` holds the input lock.
+//! query freezes while an input reader holds crossterm's input lock (see `crate::input`).
 
 use std::io::{self, Write};
 use std::ops::Range;
@@ -43,7 +43,6 @@ pub struct SafeScroll<W: Write, P: Probe> {
     inner: CrosstermBackend<W>,
     probe: P,
     cursor: Option<Position>,
-    query_allowed: bool,
 }
 
 impl<W: Write, P: Probe> SafeScroll<W, P> {
@@ -53,14 +52,7 @@ impl<W: Write, P: Probe> SafeScroll<W, P> {
             inner: CrosstermBackend::new(writer),
             probe,
             cursor,
-            query_allowed: false,
         }
-    }
-
-    /// Allows real cursor queries (only when no input reader holds the tty, e.g. right after
-    /// the event stream yielded an event).
-    pub fn allow_cursor_query(&mut self, allowed: bool) {
-        self.query_allowed = allowed;
     }
 
     /// The cached cursor position, for handing over to a replacement backend.
@@ -117,7 +109,9 @@ impl<W: Write, P: Probe> Backend for SafeScroll<W, P> {
     }
 
     fn get_cursor_position(&mut self) -> io::Result<Position> {
-        if let Some(c) = self.cursor.filter(|_| !self.query_allowed) {
+        // Only a backend without a known position asks (at start, before input is read):
+        // while an input reader runs, the answer would not come (see `crate::input`).
+        if let Some(c) = self.cursor {
             return self.clamp(c);
         }
         // A terminal that does not answer must not end the session: use what we know.
@@ -264,12 +258,12 @@ mod tests {
     }
 
     #[test]
-    fn cursor_queries_are_answered_from_the_cache_unless_allowed() {
+    fn cursor_queries_are_answered_from_the_cache_once_a_position_is_known() {
         let mut b = SafeScroll::new(Shared::default(), Fixed, Some(Position::new(2, 1)));
         assert_eq!(b.get_cursor_position().unwrap(), Position::new(2, 1));
         b.append_lines(9).unwrap();
         assert_eq!(b.get_cursor_position().unwrap(), Position::new(2, 3));
-        b.allow_cursor_query(true);
-        assert_eq!(b.get_cursor_position().unwrap(), Position::new(0, 3));
+        let mut fresh = SafeScroll::new(Shared::default(), Fixed, None);
+        assert_eq!(fresh.get_cursor_position().unwrap(), Position::new(0, 3));
     }
 }

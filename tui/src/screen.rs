@@ -157,12 +157,14 @@ impl<W: Write, P: Probe> Screen<W, P> {
         self.relayout(size, cursor)
     }
 
-    /// Re-anchors the live area after a resize without asking the terminal anything, and
-    /// without touching a row of history: the terminal reflows what is in scrollback itself.
+    /// Re-anchors the live area after a resize without touching a row of history: the
+    /// terminal reflows what is in scrollback itself, and ratatui's own resize (which erases
+    /// the screen on a narrower width) never runs.
     ///
     /// The terminal keeps the cursor (on the composer) on its line; a narrower width splits
     /// the live rows above it, so the old live area starts that many rows above the cursor.
-    /// Without `cursor`, a live area that touched the bottom row is assumed to still do so.
+    /// Without `cursor` (the terminal's answer), a live area that touched the bottom row is
+    /// assumed to still do so.
     fn relayout(&mut self, size: Size, cursor: Option<Position>) -> io::Result<()> {
         let old = self.size;
         let area = self.terminal.get_frame().area();
