@@ -79,6 +79,9 @@ pub struct App {
     pub picker: Option<SessionPicker>,
     /// The session the agent works in (left out of the `/resume` picker).
     pub session_id: String,
+    /// The session holds a conversation worth going back to (a prompt was sent or it was
+    /// resumed): on exit the UI says how to resume it.
+    pub resumable: bool,
     sessions: Option<Arc<dyn SessionLauncher>>,
     approval_choice: usize,
     /// From when keys may answer the open approval dialog.
@@ -123,6 +126,7 @@ impl App {
             ctrl_c_at: None,
             esc_at: None,
             ctrl_x: false,
+            resumable: false,
             last_prompt: None,
             cancelled_prompt: None,
             queued: None,
@@ -202,6 +206,7 @@ impl App {
     /// The agent now works in the resumed session `session_id`: a notice, then its transcript.
     pub fn on_resumed(&mut self, session_id: &str, transcript: &[CoreEvent]) {
         self.session_id = session_id.to_string();
+        self.resumable = true;
         // `/stats` is about the session the agent now works in (the replay counts its usage).
         self.stats = UsageStats::default();
         self.notice(

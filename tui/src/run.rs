@@ -178,6 +178,16 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
         let _ = agent.sender.submit(Op::Cancel);
     }
     let restored = screen.restore();
+    if launcher.is_some() && app.resumable {
+        // Where the live area was, so the shell prompt follows it.
+        let mut out = io::stdout();
+        let _ = write!(
+            out,
+            "To go on with this session: corvid --resume {}\r\n",
+            app.session_id
+        );
+        let _ = out.flush();
+    }
     result?;
     Ok(restored?)
 }
