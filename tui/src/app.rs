@@ -79,6 +79,10 @@ pub struct App {
     pub picker: Option<SessionPicker>,
     /// The session the agent works in (left out of the `/resume` picker).
     pub session_id: String,
+    /// Whether the terminal has the focus (focus events; assumed until told otherwise).
+    focused: bool,
+    /// What to tell an unfocused user (a task ended, an approval waits), for the run loop.
+    notification: Option<String>,
     /// The session holds a conversation worth going back to (a prompt was sent or it was
     /// resumed): on exit the UI says how to resume it.
     pub resumable: bool,
@@ -127,6 +131,8 @@ impl App {
             esc_at: None,
             ctrl_x: false,
             resumable: false,
+            focused: true,
+            notification: None,
             last_prompt: None,
             cancelled_prompt: None,
             queued: None,
@@ -156,29 +162,49 @@ impl App {
                 self.stats.context = None;
                 self.status.context = None;
             }
-            CoreEvent::TaskFinished { stop_reason, .. } => {
-                let prompt = self.last_prompt.take();
-                if *stop_reason == StopReason::Cancelled {
-                    self.cancelled_prompt = prompt;
-                    // Cancelling stops what was queued too: it goes back into the box.
-                    if let Some(q) = self.queued.take() {
-                        let text = match self.composer.text() {
-                            "" => q,
-                            typed => format!("{q}\n{typed}"),
-                        };
-                        self.composer.set_text(text);
-                    }
-                }
+            CoreEvent::TaskFinished { stop_reason, .. } => self.task_finished(*stop_reason),
+            CoreEvent::PermissionRequested { .. } => {
+                self.arm_approval(now);
+                self.notify_if_away("corvid: an approval is waiting");
             }
-            CoreEvent::PermissionRequested { .. } => self.arm_approval(now),
             CoreEvent::Subagent { event, .. }
                 if matches!(**event, CoreEvent::PermissionRequested { .. }) =>
             {
                 self.arm_approval(now);
+                self.notify_if_away("corvid: an approval is waiting");
             }
             _ => {}
         }
         self.chat.on_event(ev);
+    }
+
+    /// The task ended: its prompt can come back after a cancel, and an away user hears of it.
+    fn task_finished(&mut self, stop_reason: StopReason) {
+        let prompt = self.last_prompt.take();
+        if stop_reason == StopReason::Cancelled {
+            self.cancelled_prompt = prompt;
+            // Cancelling stops what was queued too: it goes back into the box.
+            if let Some(q) = self.queued.take() {
+                let text = match self.composer.text() {
+                    "" => q,
+                    typed => format!("{q}\n{typed}"),
+                };
+                self.composer.set_text(text);
+            }
+        } else if self.queued.is_none() {
+            self.notify_if_away("corvid: the task is done");
+        }
+    }
+
+    fn notify_if_away(&mut self, message: &str) {
+        if !self.focused {
+            self.notification = Some(message.to_owned());
+        }
+    }
+
+    /// What to tell the user now that the terminal is not focused (the run loop rings it).
+    pub fn take_notification(&mut self) -> Option<String> {
+        self.notification.take()
     }
 
     /// A new approval dialog starts on its first choice, guarded against keys typed before it.
@@ -281,6 +307,8 @@ impl App {
             match ev {
                 Event::Key(key) => actions.extend(self.on_key(*key, now)),
                 Event::Paste(text) => self.on_paste(text, now),
+                Event::FocusGained => self.focused = true,
+                Event::FocusLost => self.focused = false,
                 _ => {}
             }
             if actions.contains(&Action::Quit) {

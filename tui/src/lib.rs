@@ -18,6 +18,7 @@ pub mod markdown;
 mod md_table;
 pub mod mention;
 pub mod modes;
+mod notify;
 pub mod picker;
 mod replay;
 mod run;

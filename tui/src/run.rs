@@ -10,8 +10,8 @@ use corvid_core::context::instructions::InstructionsFile;
 use corvid_protocol::Op;
 use corvid_tools::ToolRegistry;
 use crossterm::event::{
-    DisableBracketedPaste, EnableBracketedPaste, Event, KeyboardEnhancementFlags,
-    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+    DisableBracketedPaste, DisableFocusChange, EnableBracketedPaste, EnableFocusChange, Event,
+    KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
 };
 use crossterm::terminal::{EndSynchronizedUpdate, disable_raw_mode, enable_raw_mode};
 use crossterm::{cursor, execute, queue};
@@ -79,7 +79,7 @@ impl TerminalModes {
         if self.keyboard_enhanced {
             let _ = queue!(out, PopKeyboardEnhancementFlags);
         }
-        let _ = queue!(out, DisableBracketedPaste, cursor::Show);
+        let _ = queue!(out, DisableBracketedPaste, DisableFocusChange, cursor::Show);
         let _ = out.flush();
         let _ = disable_raw_mode();
     }
@@ -88,7 +88,7 @@ impl TerminalModes {
     fn resume(&self) -> io::Result<()> {
         enable_raw_mode()?;
         let mut out = io::stdout();
-        execute!(out, EnableBracketedPaste)?;
+        execute!(out, EnableBracketedPaste, EnableFocusChange)?;
         if self.keyboard_enhanced {
             execute!(
                 out,
@@ -104,7 +104,8 @@ impl TerminalModes {
             crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false);
         enable_raw_mode()?;
         let mut out = io::stdout();
-        execute!(out, EnableBracketedPaste)?;
+        // Focus events tell whether a finished task needs a notification.
+        execute!(out, EnableBracketedPaste, EnableFocusChange)?;
         if keyboard_enhanced {
             // Lets Shift+Enter arrive as itself instead of a plain Enter.
             execute!(
@@ -133,7 +134,8 @@ fn install_panic_hook() {
             out,
             EndSynchronizedUpdate,
             PopKeyboardEnhancementFlags,
-            DisableBracketedPaste
+            DisableBracketedPaste,
+            DisableFocusChange
         );
         // Line by line: "erase below" from the top-left corner would push the screen into
         // tmux's history (see the backend).
@@ -292,6 +294,12 @@ async fn event_loop(
                 app.tick(Instant::now());
                 redraw = app.animating();
             }
+        }
+        if let Some(message) = app.take_notification() {
+            let bytes =
+                crate::notify::notification_bytes(&message, std::env::var_os("TMUX").is_some());
+            let mut out = io::stdout();
+            let _ = out.write_all(&bytes).and_then(|()| out.flush());
         }
         // A prompt queued during the task goes as soon as it ended.
         if let Some(Action::Submit(op)) = app.take_queued()

@@ -772,3 +772,35 @@ fn ctrl_g_and_ctrl_x_ctrl_e_hand_the_prompt_to_the_editor_and_take_its_text_back
     typed(&mut a, "!");
     assert_eq!(a.composer.text(), "draft, edited!");
 }
+
+#[test]
+fn an_unfocused_terminal_hears_when_the_task_ends_or_an_approval_waits() {
+    let t0 = Instant::now();
+    let mut a = app();
+    a.on_core_event(&task_started("go"));
+    a.on_core_event(&task_finished(0));
+    assert_eq!(a.take_notification(), None, "focused: nothing to ring");
+    a.on_input(&[Event::FocusLost], t0);
+    a.on_core_event(&task_started("go"));
+    a.on_core_event(&permission(
+        "s1",
+        "run_shell_command",
+        "Run cargo test",
+        ApprovalPreview::Command {
+            command: "cargo test".into(),
+        },
+    ));
+    assert_eq!(
+        a.take_notification().as_deref(),
+        Some("corvid: an approval is waiting")
+    );
+    a.on_core_event(&task_finished(0));
+    assert_eq!(
+        a.take_notification().as_deref(),
+        Some("corvid: the task is done")
+    );
+    a.on_input(&[Event::FocusGained], t0);
+    a.on_core_event(&task_started("go"));
+    a.on_core_event(&task_finished(0));
+    assert_eq!(a.take_notification(), None);
+}
