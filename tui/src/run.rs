@@ -162,6 +162,9 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
         options.no_color,
     )?;
     let mut app = App::new(&options);
+    if let Ok(cwd) = std::env::current_dir() {
+        app.notice(NoticeKind::Info, welcome_line(&cwd));
+    }
     if let (Some(home), Ok(cwd)) = (
         corvid_core::settings::corvid_home(corvid_core::settings::process_env),
         std::env::current_dir(),
@@ -389,6 +392,35 @@ fn resume(
     }
 }
 
+/// `corvid 0.1.0 · ~/src/project · main`: the version, the working folder and its git branch.
+fn welcome_line(cwd: &std::path::Path) -> String {
+    let mut line = format!("corvid {} · {}", env!("CARGO_PKG_VERSION"), cwd.display());
+    if let Some(branch) = git_branch(cwd) {
+        line.push_str(&format!(" · {branch}"));
+    }
+    // The folder name and the branch come from the repository: no control characters.
+    line.chars().filter(|c| !c.is_control()).collect()
+}
+
+/// The branch checked out in the repository holding `dir` (`.git/HEAD`; a worktree's `.git`
+/// file points at its own HEAD). `None` outside a repository or on a detached HEAD.
+fn git_branch(dir: &std::path::Path) -> Option<String> {
+    let dot_git = dir
+        .ancestors()
+        .map(|d| d.join(".git"))
+        .find(|p| p.exists())?;
+    let git_dir = if dot_git.is_file() {
+        let pointer = std::fs::read_to_string(&dot_git).ok()?;
+        let target = pointer.strip_prefix("gitdir:")?.trim();
+        dot_git.parent()?.join(target)
+    } else {
+        dot_git
+    };
+    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    let branch = head.trim().strip_prefix("ref: refs/heads/")?;
+    Some(branch.chars().take(100).collect())
+}
+
 /// Lets the user edit `text` in `$VISUAL`, `$EDITOR` or `vi` (through `sh`, so the variable
 /// may hold arguments, e.g. `code --wait`); returns the file's text when the editor exits.
 async fn edit_in_editor(text: &str) -> io::Result<String> {
@@ -436,6 +468,23 @@ mod tests {
 
     fn key(c: char) -> Event {
         Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+    }
+
+    #[test]
+    fn the_welcome_line_names_the_version_folder_and_branch_without_control_characters() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        std::fs::write(
+            dir.path().join(".git/HEAD"),
+            "ref: refs/heads/fix\x1b]0;pwned\x07-it\n",
+        )
+        .unwrap();
+        let sub = dir.path().join("src");
+        std::fs::create_dir(&sub).unwrap();
+        let line = welcome_line(&sub);
+        assert!(line.starts_with(&format!("corvid {} · ", env!("CARGO_PKG_VERSION"))));
+        assert!(line.ends_with(" · fix]0;pwned-it"), "{line:?}");
+        assert!(!line.chars().any(char::is_control), "{line:?}");
     }
 
     #[test]
