@@ -2,6 +2,7 @@
 //! Pure: input and core events in, [`Action`]s out; the run loop performs them.
 
 mod commands;
+pub use commands::COMMANDS;
 mod keys;
 
 use std::sync::Arc;
@@ -79,6 +80,8 @@ pub struct App {
     pub picker: Option<SessionPicker>,
     /// The session the agent works in (left out of the `/resume` picker).
     pub session_id: String,
+    /// The highlighted entry of the slash-command popup.
+    command_choice: usize,
     /// Whether the terminal has the focus (focus events; assumed until told otherwise).
     focused: bool,
     /// What to tell an unfocused user (a task ended, an approval waits), for the run loop.
@@ -132,6 +135,7 @@ impl App {
             ctrl_x: false,
             resumable: false,
             focused: true,
+            command_choice: 0,
             notification: None,
             last_prompt: None,
             cancelled_prompt: None,
@@ -272,10 +276,34 @@ impl App {
             status: &self.status,
             approval_choice: self.approval_choice,
             queued: self.queued.as_deref(),
+            commands: {
+                let popup = self.command_popup();
+                let choice = self.command_choice.min(popup.len().saturating_sub(1));
+                (popup, choice)
+            },
             picker: self.picker.as_ref(),
             frame: self.frame,
             now,
         }
+    }
+
+    /// The slash commands the box's text starts (indexes into [`COMMANDS`]), while a command
+    /// name is being typed; empty otherwise.
+    pub fn command_popup(&self) -> Vec<usize> {
+        let text = self.composer.text();
+        if !text.starts_with('/')
+            || text.contains(char::is_whitespace)
+            || self.picker.is_some()
+            || self.composer.browsing_history()
+        {
+            return Vec::new();
+        }
+        COMMANDS
+            .iter()
+            .enumerate()
+            .filter(|(_, (name, ..))| name.starts_with(text))
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// The prompt text came back from the editor: it replaces the box's text (the editor's

@@ -280,6 +280,11 @@ impl Composer {
         }
     }
 
+    /// Whether Up/Down are walking the history (the text is an earlier prompt).
+    pub fn browsing_history(&self) -> bool {
+        self.browsing.is_some()
+    }
+
     /// Whether a Ctrl+R search is open.
     pub fn searching(&self) -> bool {
         self.search.is_some()

@@ -46,6 +46,9 @@ pub struct LiveView<'a> {
     pub approval_choice: usize,
     /// A prompt waiting for the running task to end.
     pub queued: Option<&'a str>,
+    /// The slash commands matching what is typed (indexes into [`crate::app::COMMANDS`]) and
+    /// the highlighted one.
+    pub commands: (Vec<usize>, usize),
     /// The `/resume` picker, while open.
     pub picker: Option<&'a SessionPicker>,
     /// Spinner animation frame.
@@ -121,6 +124,12 @@ impl LiveView<'_> {
                 out.push(Line::default());
             }
             out.extend(p.lines(width));
+        }
+        if !self.commands.0.is_empty() {
+            if !out.is_empty() {
+                out.push(Line::default());
+            }
+            out.extend(command_popup(&self.commands.0, self.commands.1, width));
         }
         if let Some(q) = self.queued {
             if !out.is_empty() {
@@ -228,6 +237,42 @@ pub fn render_lines(
                 .saturating_sub(skip16)
                 .min(area.height.saturating_sub(1)),
     )
+}
+
+/// Rows shown of the slash-command popup (it scrolls with the choice).
+const POPUP_ROWS: usize = 8;
+
+/// The slash commands matching what is typed: name and argument, then what it does.
+fn command_popup(matches: &[usize], choice: usize, width: u16) -> Vec<Line<'static>> {
+    let first = choice.saturating_sub(POPUP_ROWS - 1);
+    let more = matches.len().saturating_sub(first + POPUP_ROWS);
+    let mut rows: Vec<Line<'static>> = matches
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(POPUP_ROWS)
+        .map(|(i, &m)| {
+            let (name, arg, what) = crate::app::COMMANDS[m];
+            let usage = format!("{name} {arg}");
+            let row = truncate(
+                &format!("  {:<16}{what}", usage.trim_end()),
+                usize::from(width),
+            );
+            let style = if i == choice {
+                Style::new().add_modifier(Modifier::REVERSED)
+            } else {
+                Style::new().fg(Color::DarkGray)
+            };
+            Line::from(Span::styled(row, style))
+        })
+        .collect();
+    if more > 0 {
+        rows.push(Line::from(Span::styled(
+            format!("  … +{more} more"),
+            Style::new().fg(Color::DarkGray),
+        )));
+    }
+    rows
 }
 
 fn approval_lines(a: &PendingApproval, choice: usize, width: u16) -> Vec<Line<'static>> {

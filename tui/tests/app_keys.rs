@@ -804,3 +804,31 @@ fn an_unfocused_terminal_hears_when_the_task_ends_or_an_approval_waits() {
     a.on_core_event(&task_finished(0));
     assert_eq!(a.take_notification(), None);
 }
+
+#[test]
+fn the_command_popup_is_walked_with_arrows_completed_with_tab_and_run_with_enter() {
+    let mut a = app();
+    typed(&mut a, "/c");
+    let names = |a: &App| {
+        a.command_popup()
+            .into_iter()
+            .map(|i| corvid_tui::app::COMMANDS[i].0)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&a), vec!["/compress", "/clear"]);
+    a.on_key(key(KeyCode::Down), Instant::now());
+    assert_eq!(
+        a.on_key(key(KeyCode::Enter), Instant::now()),
+        vec![Action::Submit(Op::ClearHistory), Action::ClearScreen]
+    );
+    // A command that needs an argument is completed, and the popup closes for the argument.
+    typed(&mut a, "/mo");
+    assert_eq!(a.on_key(key(KeyCode::Tab), Instant::now()), vec![]);
+    assert_eq!(a.composer.text(), "/model ");
+    assert!(a.command_popup().is_empty());
+    // Up on a recalled command walks the history, not the popup.
+    a.composer.clear();
+    a.on_key(key(KeyCode::Up), Instant::now());
+    assert_eq!(a.composer.text(), "/clear");
+    assert!(a.command_popup().is_empty());
+}

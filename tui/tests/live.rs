@@ -287,3 +287,14 @@ fn the_status_hint_names_the_mode_ctrl_o_switches_to() {
     assert!(live(&mut app(true), &[]).contains("ctrl+o full"));
     assert!(live(&mut app(false), &[]).contains("ctrl+o compact"));
 }
+
+#[test]
+fn typing_a_slash_opens_a_popup_of_commands_with_their_arguments_and_descriptions() {
+    let mut a = app(false);
+    a.composer.insert_str("/");
+    assert_snapshot!(live(&mut a, &[]));
+    a.composer.insert_str("m");
+    let out = live(&mut a, &[]);
+    assert!(out.contains("/memory") && out.contains("/model NAME") && out.contains("/mcp"));
+    assert!(!out.contains("this list"), "{out}");
+}

@@ -7,19 +7,61 @@ use super::{Action, App};
 use crate::cells::{HistoryCell, NoticeKind};
 use crate::picker::SessionPicker;
 
-pub(super) const HELP: &str = "Commands
-/help           this list
-/stats          token usage per prompt id, turns and tool calls
-/memory         the instructions files (AGENTS.md...) in the model's prompt
-/mcp            the MCP servers of this session: status, tools, errors
-/view [MODE]    tool groups `compact` or `full`; alone toggles (also ctrl+o)
-/model NAME     use another model for later turns
-/resume [ID]    go back to an earlier session of this project
-/compress       summarize the older conversation to free the context window (also /compact)
-/clear          start a fresh conversation: clears the screen and the model's history
-/quit           exit
-Keys: enter send (queued while a task runs) · shift+enter, ctrl+j or \\+enter newline · up/down rows, then history · ctrl+r search history · esc or ctrl+c cancel · esc esc clear · ctrl+c twice exit · shift+tab mode (default, auto-edit, plan) · ctrl+o compact/full · ctrl+l clear screen · ctrl+g or ctrl+x ctrl+e edit in $EDITOR
+/// The slash commands: name, argument hint and what they do (for `/help` and the popup).
+pub const COMMANDS: &[(&str, &str, &str)] = &[
+    ("/help", "", "this list"),
+    (
+        "/stats",
+        "",
+        "token usage per prompt id, turns and tool calls",
+    ),
+    (
+        "/memory",
+        "",
+        "the instructions files (AGENTS.md...) in the model's prompt",
+    ),
+    (
+        "/mcp",
+        "",
+        "the MCP servers of this session: status, tools, errors",
+    ),
+    (
+        "/view",
+        "[MODE]",
+        "tool groups `compact` or `full`; alone toggles (also ctrl+o)",
+    ),
+    ("/model", "NAME", "use another model for later turns"),
+    (
+        "/resume",
+        "[ID]",
+        "go back to an earlier session of this project",
+    ),
+    (
+        "/compress",
+        "",
+        "summarize the older conversation to free the context window (also /compact)",
+    ),
+    (
+        "/clear",
+        "",
+        "start a fresh conversation: clears the screen and the model's history",
+    ),
+    ("/quit", "", "exit"),
+];
+
+const KEYS_HELP: &str = "Keys: enter send (queued while a task runs) · shift+enter, ctrl+j or \\+enter newline · up/down rows, then history · ctrl+r search history · esc or ctrl+c cancel · esc esc clear · ctrl+c twice exit · shift+tab mode (default, auto-edit, plan) · ctrl+o compact/full · ctrl+l clear screen · ctrl+g or ctrl+x ctrl+e edit in $EDITOR
 Editing: ctrl+a/e line start/end · ctrl+w, alt+backspace cut word · ctrl+k cut to end · ctrl+u cut to start · ctrl+y paste cut · alt+b/f, ctrl+←/→ word moves";
+
+/// `/help`: the commands, then the keys.
+fn help_text() -> String {
+    let mut out = String::from("Commands\n");
+    for (name, arg, what) in COMMANDS {
+        let usage = format!("{name} {arg}");
+        out.push_str(&format!("{:<16}{what}\n", usage.trim_end()));
+    }
+    out.push_str(KEYS_HELP);
+    out
+}
 
 /// What `/mcp` says in a session without MCP servers.
 const NO_MCP_SERVERS: &str = "No MCP servers in this session. Add them under `mcpServers` in \
@@ -35,7 +77,7 @@ impl App {
             app.chat.commit(HistoryCell::Notice(NoticeKind::Info, text));
         };
         match name {
-            "/help" => info(self, HELP.to_string()),
+            "/help" => info(self, help_text()),
             "/stats" => info(self, self.stats.report()),
             "/compress" | "/compact" if self.chat.is_running() => {
                 self.chat.commit(HistoryCell::Notice(

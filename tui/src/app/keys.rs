@@ -96,6 +96,9 @@ impl App {
             // the dialog listens again once the typing pauses.
             self.guard_approval(now);
         }
+        if let Some(actions) = self.on_popup_key(key) {
+            return actions;
+        }
         let c = &mut self.composer;
         match key.code {
             KeyCode::Enter
@@ -160,6 +163,34 @@ impl App {
             _ => {}
         }
         Vec::new()
+    }
+
+    /// Up/Down choose in the slash-command popup, Tab completes the choice, Enter runs it
+    /// (or completes it when it takes an argument). `None`: not a popup key.
+    fn on_popup_key(&mut self, key: KeyEvent) -> Option<Vec<Action>> {
+        let popup = self.command_popup();
+        if popup.is_empty() || !key.modifiers.is_empty() {
+            if popup.is_empty() {
+                self.command_choice = 0;
+            }
+            return None;
+        }
+        let choice = self.command_choice.min(popup.len() - 1);
+        let (name, arg, _) = super::COMMANDS[popup[choice]];
+        match key.code {
+            KeyCode::Up => self.command_choice = (choice + popup.len() - 1) % popup.len(),
+            KeyCode::Down => self.command_choice = (choice + 1) % popup.len(),
+            KeyCode::Tab => self.composer.set_text(format!("{name} ")),
+            KeyCode::Enter if self.composer.text() == name => return None,
+            KeyCode::Enter if arg.is_empty() || arg.starts_with('[') => {
+                self.composer.set_text(name.to_owned());
+                self.command_choice = 0;
+                return None;
+            }
+            KeyCode::Enter => self.composer.set_text(format!("{name} ")),
+            _ => return None,
+        }
+        Some(Vec::new())
     }
 
     fn end_search(&mut self, keep: bool) -> Vec<Action> {
