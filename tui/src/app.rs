@@ -20,6 +20,8 @@ use crate::replay::replay_order;
 use corvid_core::context::instructions::InstructionsFile;
 use corvid_core::usage::UsageStats;
 
+/// Files the `@` popup offers.
+const MENTION_ROWS: usize = 8;
 /// How long a first Ctrl+C on an idle prompt waits for the second one.
 const EXIT_WINDOW: Duration = Duration::from_secs(2);
 /// Keys this soon after an approval dialog opens, or after the last key typed while it was
@@ -82,6 +84,11 @@ pub struct App {
     pub session_id: String,
     /// The highlighted entry of the slash-command popup.
     command_choice: usize,
+    /// Files matching the `@path` word at the cursor, and the highlighted one.
+    pub mention_matches: Vec<String>,
+    mention_choice: usize,
+    /// The box's text when a completion closed the `@` popup (it stays closed until it changes).
+    mention_done: Option<String>,
     /// Whether the terminal has the focus (focus events; assumed until told otherwise).
     focused: bool,
     /// What to tell an unfocused user (a task ended, an approval waits), for the run loop.
@@ -136,6 +143,9 @@ impl App {
             resumable: false,
             focused: true,
             command_choice: 0,
+            mention_matches: Vec::new(),
+            mention_choice: 0,
+            mention_done: None,
             notification: None,
             last_prompt: None,
             cancelled_prompt: None,
@@ -276,6 +286,7 @@ impl App {
             status: &self.status,
             approval_choice: self.approval_choice,
             queued: self.queued.as_deref(),
+            mentions: (&self.mention_matches, self.mention_choice),
             commands: {
                 let popup = self.command_popup();
                 let choice = self.command_choice.min(popup.len().saturating_sub(1));
@@ -317,6 +328,25 @@ impl App {
     pub fn on_paste(&mut self, text: &str, now: Instant) {
         self.guard_approval(now);
         self.composer.insert_str(text);
+        self.refresh_mentions();
+    }
+
+    /// Looks up the files for the `@path` word at the cursor (the popup under the box).
+    fn refresh_mentions(&mut self) {
+        let closed = self.mention_done.as_deref() == Some(self.composer.text());
+        let query = self
+            .composer
+            .at_word()
+            .filter(|_| !closed)
+            .map(|(_, q)| q.to_owned());
+        let matches = match query {
+            Some(q) => self.mentions.candidates(&q, MENTION_ROWS),
+            None => Vec::new(),
+        };
+        if matches != self.mention_matches {
+            self.mention_choice = 0;
+        }
+        self.mention_matches = matches;
     }
 
     /// Handles the input events that arrived together (one read of the terminal, drawn as one

@@ -117,6 +117,25 @@ impl Composer {
         }
     }
 
+    /// The `@path` word the cursor is at the end of: its start and what follows the `@`.
+    pub fn at_word(&self) -> Option<(usize, &str)> {
+        let before = &self.text[..self.cursor];
+        let start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+        let after_ok = self.text[self.cursor..]
+            .chars()
+            .next()
+            .is_none_or(char::is_whitespace);
+        let query = before[start..].strip_prefix('@')?;
+        after_ok.then_some((start, query))
+    }
+
+    /// Replaces the text from `start` to the cursor with `with` (a completed `@path`).
+    pub fn replace_to_cursor(&mut self, start: usize, with: &str) {
+        self.text.replace_range(start..self.cursor, with);
+        self.cursor = start + with.len();
+        self.browsing = None;
+    }
+
     /// Whether the character before the cursor is `c`.
     pub fn before_cursor_is(&self, c: char) -> bool {
         self.text[..self.cursor].ends_with(c)

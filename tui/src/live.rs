@@ -46,6 +46,8 @@ pub struct LiveView<'a> {
     pub approval_choice: usize,
     /// A prompt waiting for the running task to end.
     pub queued: Option<&'a str>,
+    /// Files for the `@path` word at the cursor, and the highlighted one.
+    pub mentions: (&'a [String], usize),
     /// The slash commands matching what is typed (indexes into [`crate::app::COMMANDS`]) and
     /// the highlighted one.
     pub commands: (Vec<usize>, usize),
@@ -124,6 +126,23 @@ impl LiveView<'_> {
                 out.push(Line::default());
             }
             out.extend(p.lines(width));
+        }
+        if !self.mentions.0.is_empty() {
+            if !out.is_empty() {
+                out.push(Line::default());
+            }
+            let (files, choice) = self.mentions;
+            out.extend(files.iter().enumerate().map(|(i, f)| {
+                let style = if i == choice {
+                    Style::new().add_modifier(Modifier::REVERSED)
+                } else {
+                    Style::new().fg(Color::DarkGray)
+                };
+                Line::from(Span::styled(
+                    truncate(&format!("  @{f}"), usize::from(width)),
+                    style,
+                ))
+            }));
         }
         if !self.commands.0.is_empty() {
             if !out.is_empty() {

@@ -13,6 +13,12 @@ use crate::picker::PickerOutcome;
 impl App {
     /// Handles one key press.
     pub fn on_key(&mut self, key: KeyEvent, now: Instant) -> Vec<Action> {
+        let actions = self.on_key_inner(key, now);
+        self.refresh_mentions();
+        actions
+    }
+
+    fn on_key_inner(&mut self, key: KeyEvent, now: Instant) -> Vec<Action> {
         if key.kind == KeyEventKind::Release {
             return Vec::new();
         }
@@ -168,6 +174,23 @@ impl App {
     /// Up/Down choose in the slash-command popup, Tab completes the choice, Enter runs it
     /// (or completes it when it takes an argument). `None`: not a popup key.
     fn on_popup_key(&mut self, key: KeyEvent) -> Option<Vec<Action>> {
+        if !self.mention_matches.is_empty() && key.modifiers.is_empty() {
+            let n = self.mention_matches.len();
+            let choice = self.mention_choice.min(n - 1);
+            match key.code {
+                KeyCode::Up => self.mention_choice = (choice + n - 1) % n,
+                KeyCode::Down => self.mention_choice = (choice + 1) % n,
+                KeyCode::Tab | KeyCode::Enter => {
+                    if let Some((start, _)) = self.composer.at_word() {
+                        let path = format!("@{}", self.mention_matches[choice]);
+                        self.composer.replace_to_cursor(start, &path);
+                        self.mention_done = Some(self.composer.text().to_owned());
+                    }
+                }
+                _ => return None,
+            }
+            return Some(Vec::new());
+        }
         let popup = self.command_popup();
         if popup.is_empty() || !key.modifiers.is_empty() {
             if popup.is_empty() {
