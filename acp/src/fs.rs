@@ -2,9 +2,10 @@
 //! `fs/write_text_file` when the client offers them (so the agent sees unsaved changes and
 //! the editor keeps its undo history), local disk otherwise.
 
+use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
@@ -22,6 +23,10 @@ pub struct ClientFs {
     read: bool,
     write: bool,
     local: Arc<dyn FileSystem>,
+    /// Paths the client could not read and the local disk does not have: the write tools
+    /// read a new file once to plan the change and once more to make it, and the second read
+    /// is answered from here (once) instead of asking the client again.
+    absent: Arc<Mutex<HashSet<PathBuf>>>,
 }
 
 impl ClientFs {
@@ -41,6 +46,7 @@ impl ClientFs {
             read: caps.read_text_file,
             write: caps.write_text_file,
             local,
+            absent: Arc::default(),
         })
     }
 }
@@ -50,22 +56,45 @@ impl FileSystem for ClientFs {
         if !self.read {
             return self.local.read_text(path);
         }
-        let sent = self.cx.send_request(ReadTextFileRequest::new(
+        let known_absent = lock(&self.absent).remove(&path);
+        let (cx, session_id, absent) = (
+            self.cx.clone(),
             self.session_id.clone(),
-            path.clone(),
-        ));
+            self.absent.clone(),
+        );
         async move {
+            if known_absent && locally_absent(&path).await {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "the editor has no such file (it said so on the previous read)",
+                ));
+            }
+            let sent = cx.send_request(ReadTextFileRequest::new(session_id, path.clone()));
             match sent.block_task().await {
                 Ok(response) => Ok(response.content),
-                Err(error) => Err(read_error(&path, error).await),
+                Err(error) => {
+                    let error = read_error(&path, error).await;
+                    if error.kind() == io::ErrorKind::NotFound {
+                        lock(&absent).insert(path);
+                    }
+                    Err(error)
+                }
             }
         }
         .boxed()
     }
 
-    fn write_text(&self, path: PathBuf, content: String) -> BoxFuture<'static, io::Result<()>> {
+    /// The editor writes its own buffers (and the file) at `path`; without the editor the
+    /// write goes to local disk, confined to `root`.
+    fn write_text(
+        &self,
+        root: PathBuf,
+        path: PathBuf,
+        content: String,
+    ) -> BoxFuture<'static, io::Result<()>> {
+        lock(&self.absent).remove(&path);
         if !self.write {
-            return self.local.write_text(path, content);
+            return self.local.write_text(root, path, content);
         }
         let sent = self.cx.send_request(WriteTextFileRequest::new(
             self.session_id.clone(),
@@ -86,16 +115,26 @@ impl FileSystem for ClientFs {
 /// many ways (the official Python client answers a plain -32603), so the local disk decides:
 /// the agent and the editor share the machine, and a path absent there is a new file.
 async fn read_error(path: &Path, error: Error) -> io::Error {
-    let absent = matches!(
-        tokio::fs::symlink_metadata(path).await,
-        Err(e) if e.kind() == io::ErrorKind::NotFound
-    );
-    let kind = if absent {
+    let kind = if locally_absent(path).await {
         io::ErrorKind::NotFound
     } else {
         io::ErrorKind::Other
     };
     io::Error::new(kind, refused(&error))
+}
+
+/// Whether nothing (not even a dangling link) is at `path` on the local disk.
+async fn locally_absent(path: &Path) -> bool {
+    matches!(
+        tokio::fs::symlink_metadata(path).await,
+        Err(e) if e.kind() == io::ErrorKind::NotFound
+    )
+}
+
+/// Locks the set of absent paths; each use is one insert or remove, so a poisoned lock still
+/// holds consistent data.
+fn lock(absent: &Mutex<HashSet<PathBuf>>) -> std::sync::MutexGuard<'_, HashSet<PathBuf>> {
+    absent.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// A failed client write as an I/O error.

@@ -6,14 +6,15 @@
 //! agent's configuration comes from an [`AgentFactory`], so the binary injects the
 //! settings-based one and tests inject a scripted provider.
 
+mod card_faces;
 mod coalesce;
 mod commands;
+mod config_options;
 mod direct_pipe;
 pub mod fs;
 mod ignored_fields;
 mod listing;
 pub mod mapping;
-mod model_option;
 mod output;
 mod plan_mode;
 mod prompt;
@@ -72,6 +73,11 @@ pub trait AgentFactory: Send + Sync {
     /// `promptCapabilities.image` (announced at `initialize`, before any session exists).
     fn accepts_images(&self) -> bool {
         false
+    }
+    /// `$CORVID_HOME`, where caches live (the providers' model listings); `None` caches
+    /// nothing.
+    fn corvid_home(&self) -> Option<PathBuf> {
+        None
     }
 }
 

@@ -3,7 +3,7 @@
 
 use agent_client_protocol::v1::schema::{ListSessionsRequest, ListSessionsResponse, SessionInfo};
 use agent_client_protocol::{Error, ErrorCode};
-use corvid_core::session::{SessionHealth, SessionStore, utc_minutes};
+use corvid_core::session::{SessionHealth, SessionStore, utc_iso8601, utc_minutes};
 use serde_json::json;
 
 /// How much of a session's first prompt its title shows.
@@ -56,10 +56,22 @@ pub(crate) fn list_sessions(
             );
             SessionInfo::new(s.id, cwd.clone())
                 .title(title(&s.first_prompt))
+                .updated_at(updated_at(&s.path, s.started_at_ms))
                 .meta(meta)
         })
         .collect();
     Ok(ListSessionsResponse::new(infos))
+}
+
+/// When the session last changed: its recording's last write (every record is appended as it
+/// happens), else its start.
+fn updated_at(path: &std::path::Path, started_at_ms: u64) -> String {
+    let written = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| u64::try_from(d.as_millis()).ok());
+    utc_iso8601(written.unwrap_or(started_at_ms).max(started_at_ms))
 }
 
 /// The first line of the first prompt, cut to a title's length.

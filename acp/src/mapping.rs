@@ -18,12 +18,13 @@ use agent_client_protocol::v1::schema::{
 };
 use corvid_core::agent::TASK_TOOL;
 use corvid_protocol::{
-    ApprovalDecision, ApprovalPreview, CoreEvent, FileDiff, Location, Provenance, StopReason, Todo,
-    TodoStatus, ToolDisplay, ToolKind, ToolOutput, ToolStatus, Usage,
+    ApprovalDecision, ApprovalPreview, CoreEvent, DiscardReason, FileDiff, Location, Provenance,
+    StopReason, Todo, TodoStatus, ToolDisplay, ToolKind, ToolOutput, ToolStatus, Usage,
 };
 use corvid_tools::exit_plan_mode::EXIT_PLAN_MODE;
 use serde_json::{Value, json};
 
+use crate::card_faces::{CardFaces, Face};
 use crate::task_cards::TaskCards;
 
 /// The JSON-RPC method of session updates.
@@ -56,6 +57,8 @@ pub struct Mapper {
     terminals: Arc<crate::terminal::TerminalCards>,
     /// The running `task` calls' labels and their children's steps.
     tasks: Arc<TaskCards>,
+    /// What the session's own cards show, restated by later updates about them.
+    faces: Arc<CardFaces>,
 }
 
 /// A call awaiting approval, as `session/request_permission` shows it.
@@ -63,6 +66,8 @@ pub struct Mapper {
 pub struct PermissionAsk<'a> {
     pub call_id: &'a str,
     pub tool_name: &'a str,
+    /// The call's complete arguments.
+    pub args: &'a Value,
     pub display: &'a ToolDisplay,
     pub preview: &'a ApprovalPreview,
     /// Why it is asked when the mode alone would not ask (a protected path).
@@ -84,6 +89,7 @@ impl Mapper {
             summary_notification: false,
             terminals: Arc::default(),
             tasks: Arc::default(),
+            faces: Arc::default(),
         }
     }
 
@@ -120,13 +126,25 @@ impl Mapper {
                 display_name,
                 kind,
                 provenance,
-            } => Some(preparing(
-                call_id,
-                tool_name,
-                display_name,
-                *kind,
-                provenance,
-            )),
+            } => {
+                self.faces.show(
+                    call_id,
+                    Face {
+                        title: display_name.clone(),
+                        kind: kind_json(*kind),
+                        locations: json!([]),
+                        raw_input: json!({}),
+                        status: json!("pending"),
+                    },
+                );
+                Some(preparing(
+                    call_id,
+                    tool_name,
+                    display_name,
+                    *kind,
+                    provenance,
+                ))
+            }
             CoreEvent::ToolStarted {
                 call_id,
                 tool_name,
@@ -138,6 +156,8 @@ impl Mapper {
                 if tool_name == TASK_TOOL {
                     self.tasks.started(call_id, &display.title);
                 }
+                self.faces
+                    .show(call_id, self.face(display, args, json!("in_progress")));
                 Some(self.started(call_id, tool_name, args, display, provenance, *was_prepared))
             }
             CoreEvent::ToolFinished {
@@ -149,14 +169,24 @@ impl Mapper {
             } => {
                 // A finished task's card shows its result instead of its child's steps.
                 self.tasks.finished(call_id);
-                Some(self.finished(call_id, tool_name, *status, output, provenance))
+                let mut update = self.finished(call_id, tool_name, *status, output, provenance);
+                self.restate_unstarted(call_id, &mut update);
+                Some(update)
             }
             CoreEvent::PreparationDiscarded {
                 call_id,
                 tool_name,
+                reason,
                 provenance,
-                ..
-            } => Some(discarded(call_id, tool_name, provenance)),
+            } => {
+                let shown = self.faces.forget(call_id).map(|face| face.title);
+                let title = format!(
+                    "{} (discarded: {})",
+                    shown.as_deref().unwrap_or(tool_name),
+                    discard_reason(*reason)
+                );
+                Some(discarded(call_id, tool_name, provenance, title))
+            }
             CoreEvent::Plan { todos } => Some(plan(todos)),
             CoreEvent::ToolUseSummary {
                 summary,
@@ -203,17 +233,26 @@ impl Mapper {
     }
 
     /// A label in a standard frame every client may ignore: a `tool_call_update` of each call
-    /// of the batch carrying only `_meta.toolUseSummary`; the extension notification only for
-    /// clients that opted in (an unknown notification made clients log errors mid-text).
+    /// of the batch carrying `_meta.toolUseSummary` and restating the card's title, kind and
+    /// status, so a client drawing every update draws the same card again (a card no longer
+    /// remembered gets no frame rather than an untitled one); the extension notification only
+    /// for clients that opted in (an unknown notification made clients log errors mid-text).
     fn summary(&self, label: &str, call_ids: &[String]) -> Vec<Frame> {
         let mut frames: Vec<Frame> = call_ids
             .iter()
-            .map(|id| {
-                self.update_frame(json!({
+            .filter_map(|id| {
+                let Some(face) = self.faces.get(id) else {
+                    tracing::debug!(call = %id, "a label for a card no longer known; not sent");
+                    return None;
+                };
+                Some(self.update_frame(json!({
                     "sessionUpdate": "tool_call_update",
                     "toolCallId": id,
+                    "title": face.title,
+                    "kind": face.kind,
+                    "status": face.status,
                     "_meta": {"toolUseSummary": {"label": label, "toolCallIds": call_ids}},
-                }))
+                })))
             })
             .collect();
         if self.summary_notification {
@@ -360,6 +399,37 @@ impl Mapper {
         json_of(&SessionUpdate::ToolCallUpdate(update))
     }
 
+    /// What a card shows once its call is known in full.
+    fn face(&self, display: &ToolDisplay, args: &Value, status: Value) -> Face {
+        Face {
+            title: display.title.clone(),
+            kind: kind_json(display.kind),
+            locations: json_of(&self.locations(&display.locations)),
+            raw_input: args.clone(),
+            status,
+        }
+    }
+
+    /// The final update of a call that never went `in_progress` (rejected, or cancelled while
+    /// the user was asked) restates the card's title, kind, locations and input: the client
+    /// saw only the preparing card (`WriteFile`, no input) or none at all. Every final update
+    /// records the card's last status for a label that may follow.
+    fn restate_unstarted(&self, call_id: &str, update: &mut Value) {
+        let Some(face) = self.faces.get(call_id) else {
+            return;
+        };
+        if face.status != json!("in_progress")
+            && let Some(object) = update.as_object_mut()
+        {
+            object.insert("title".into(), json!(face.title));
+            object.insert("kind".into(), face.kind.clone());
+            object.insert("locations".into(), face.locations.clone());
+            object.insert("rawInput".into(), face.raw_input.clone());
+        }
+        let status = update["status"].clone();
+        self.faces.update(call_id, |face| face.status = status);
+    }
+
     /// Absolute locations, as ACP clients follow them.
     fn locations(&self, locations: &[Location]) -> Vec<ToolCallLocation> {
         locations
@@ -383,12 +453,22 @@ impl Mapper {
         });
         let title = match ask.task_call {
             Some(task) => self.tasks.child_title(task, &ask.display.title),
-            None => ask.display.title.clone(),
+            None => {
+                // The card's final update restates what the user was asked about.
+                let status = self
+                    .faces
+                    .get(ask.call_id)
+                    .map_or_else(|| json!("pending"), |face| face.status);
+                let face = self.face(ask.display, ask.args, status);
+                self.faces.show(ask.call_id, face);
+                ask.display.title.clone()
+            }
         };
         let fields = ToolCallUpdateFields::new()
             .title(title)
             .kind(acp_kind(ask.display.kind))
             .locations(self.locations(&ask.display.locations))
+            .raw_input(ask.args.clone())
             .content(content);
         let mut meta = Meta::new();
         meta.insert("toolName".into(), json!(ask.tool_name));
@@ -497,16 +577,28 @@ fn preparing(
     )
 }
 
-/// "Remove this transient card": failed, no content, marked as a discarded preparation.
-fn discarded(call_id: &str, tool_name: &str, provenance: &Provenance) -> Value {
+/// "Remove this transient card": failed, no content, marked as a discarded preparation, and
+/// titled with what happened for clients that keep the card (none knows the mark).
+fn discarded(call_id: &str, tool_name: &str, provenance: &Provenance, title: String) -> Value {
     let mut meta = tool_meta(tool_name, provenance);
     meta.insert("phase".into(), json!("preparing"));
     meta.insert("preparationDiscarded".into(), json!(true));
     let fields = ToolCallUpdateFields::new()
         .status(ToolCallStatus::Failed)
+        .title(title)
         .content(Vec::new());
     let update = ToolCallUpdate::new(call_id.to_owned(), fields).meta(meta);
     json_of(&SessionUpdate::ToolCallUpdate(update))
+}
+
+/// What a discarded card's title says happened.
+fn discard_reason(reason: DiscardReason) -> &'static str {
+    match reason {
+        DiscardReason::Retry => "the model retried",
+        DiscardReason::Fallback => "switched to the fallback model",
+        DiscardReason::Cancelled => "cancelled",
+        DiscardReason::StreamError => "the model's answer broke off",
+    }
 }
 
 /// The whole todo list as an ACP plan (each plan update replaces the previous one).

@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    PromptResponse, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SessionNotification,
+    ConfigOptionUpdate, PromptResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SessionNotification, SessionUpdate,
 };
 use agent_client_protocol::{Client, Error, ErrorCode};
 use corvid_core::agent::{AgentClosed, EventReceiver};
@@ -291,6 +291,7 @@ impl Pump {
             CoreEvent::PermissionRequested {
                 call_id,
                 tool_name,
+                args,
                 display,
                 preview,
                 reason,
@@ -305,6 +306,7 @@ impl Pump {
                 let request = self.mapper.permission_request(PermissionAsk {
                     call_id: &shown_id,
                     tool_name: &tool_name,
+                    args: &args,
                     display: &display,
                     preview: &preview,
                     reason: reason.as_deref(),
@@ -341,15 +343,29 @@ impl Pump {
         }
     }
 
-    /// A mode the agent switched itself (leaving plan mode) is told to the client; one the
-    /// client set is already known there.
+    /// A mode the agent switched itself (leaving plan mode) is told to the client both ways
+    /// (`current_mode_update` and the `mode` config option); one the client set is already
+    /// known there.
     fn mode_changed(&mut self, mode: ApprovalMode) {
-        let known = std::mem::replace(&mut lock(&self.state).mode, mode) == mode;
-        if known {
-            return;
-        }
-        let update = crate::plan_mode::mode_update(self.mapper.session_id().clone(), mode);
+        let options = {
+            let mut state = lock(&self.state);
+            if state.mode_echoes.front() == Some(&mode) {
+                state.mode_echoes.pop_front();
+                return;
+            }
+            if std::mem::replace(&mut state.mode, mode) == mode {
+                return;
+            }
+            crate::config_options::options(mode, &state.model, &state.models)
+        };
+        let session_id = self.mapper.session_id().clone();
+        let update = crate::plan_mode::mode_update(session_id.clone(), mode);
         self.enqueue_action(Outgoing::Update(Box::new(update)));
+        let options = SessionNotification::new(
+            session_id,
+            SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(options)),
+        );
+        self.enqueue_action(Outgoing::Update(Box::new(options)));
     }
 
     /// Answers the prompt with the task's stop reason, or with an error if it failed.
@@ -379,32 +395,49 @@ impl Pump {
         let session = self.session.clone();
         tokio::spawn(async move {
             let sent = cx.send_request(request);
-            let decision = tokio::select! {
+            let answer = tokio::select! {
                 // Dropping the pending request sends `$/cancel_request`; the core already
                 // settles the call as part of the cancelled task.
                 () = cancel.cancelled() => return,
                 answer = sent.block_task() => decision(answer),
             };
-            if let Some(session) = session.upgrade() {
+            let Some(session) = session.upgrade() else {
+                return;
+            };
+            match answer {
                 // A closed agent is reported by the pump.
-                let _ = session.ops.submit(Op::Approval { call_id, decision });
+                Answer::Decided(decision) => {
+                    let _ = session.ops.submit(Op::Approval { call_id, decision });
+                }
+                // The core settles the waiting call as part of the cancelled task, which then
+                // answers the prompt `cancelled` without asking the model again.
+                Answer::TurnCancelled => session.cancel(),
             }
         });
     }
 }
 
-/// The decision a permission answer stands for; errors and `cancelled` abandon the call.
-fn decision(answer: Result<RequestPermissionResponse, Error>) -> ApprovalDecision {
+/// What the client's answer to a permission request means.
+#[derive(Debug, PartialEq, Eq)]
+enum Answer {
+    /// The user picked an option (or the request failed: the call is abandoned).
+    Decided(ApprovalDecision),
+    /// The `cancelled` outcome: per ACP the client cancelled the whole prompt turn.
+    TurnCancelled,
+}
+
+/// The answer a permission response stands for; a failed request abandons the call.
+fn decision(answer: Result<RequestPermissionResponse, Error>) -> Answer {
     match answer {
         Ok(response) => match response.outcome {
             RequestPermissionOutcome::Selected(selected) => {
-                mapping::decision_for_option(&selected.option_id.0)
+                Answer::Decided(mapping::decision_for_option(&selected.option_id.0))
             }
-            _ => ApprovalDecision::Cancelled,
+            _ => Answer::TurnCancelled,
         },
         Err(e) => {
             tracing::warn!(error = %e, "permission request failed; treating it as cancelled");
-            ApprovalDecision::Cancelled
+            Answer::Decided(ApprovalDecision::Cancelled)
         }
     }
 }

@@ -11,28 +11,35 @@ use agent_client_protocol::v1::schema::{
     CancelNotification, FileSystemCapabilities, Implementation, InitializeRequest,
     InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
     LoadSessionResponse, McpCapabilities, McpServer, NewSessionRequest, NewSessionResponse,
-    PromptCapabilities, PromptRequest, PromptResponse, SessionCapabilities, SessionId,
-    SessionListCapabilities, SessionMode, SessionModeState, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+    PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
+    SessionCapabilities, SessionId, SessionListCapabilities, SessionMode, SessionModeState,
+    SessionResumeCapabilities, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, ErrorCode};
 use corvid_core::agent::{AgentConfig, AgentHandle, spawn_agent};
+use corvid_core::models::{CurrentModels, ModelListing};
 use corvid_core::session::spawn_recorded;
 use corvid_core::usage::UsageStats;
 use corvid_protocol::ApprovalMode;
 use corvid_tools::LocalFs;
 
+use crate::config_options::{self, Requested};
 use crate::fs::ClientFs;
 use crate::mapping::Mapper;
 use crate::output::Output;
-use crate::session::{AGENT_GONE, Session, Start};
+use crate::session::{AGENT_GONE, ModeSetThrough, Session, Start};
 use crate::terminal::ClientTerminals;
 use crate::{AgentFactory, FactoryError, LOAD_SESSION, LineTransport, SessionSpec};
-use crate::{commands, listing, model_option};
+use crate::{commands, listing};
 
 mod load;
-use load::load_session;
+use load::{History, load_session};
+
+/// How long `session/new` and `session/load` wait for the provider's model list when none
+/// is cached yet, so a client picking a model right away finds it offered.
+const FIRST_MODEL_LIST_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
 
 /// The one authentication method: a provider configured through env or settings.
 const AUTH_METHOD_ID: &str = "corvid-provider";
@@ -78,7 +85,8 @@ pub(crate) async fn serve(
         sessions: Mutex::new(HashMap::new()),
         output,
     });
-    let (s1, s2, s3, s4, s5, s6, s7, s8, s9) = (
+    let (s1, s2, s3, s4, s5, s6, s7, s8, s9, s10) = (
+        server.clone(),
         server.clone(),
         server.clone(),
         server.clone(),
@@ -116,7 +124,7 @@ pub(crate) async fn serve(
             async move |req: NewSessionRequest,
                         responder: Responder<NewSessionResponse>,
                         cx: ConnectionTo<Client>| {
-                match new_session(&s3, req, cx.clone()) {
+                match new_session(&s3, req, cx.clone()).await {
                     Ok(response) => {
                         let id = response.session_id.clone();
                         responder.respond(response)?;
@@ -135,10 +143,34 @@ pub(crate) async fn serve(
                 let id = req.session_id.clone();
                 // Waits while the replay is ahead of the client by the output's bound; the
                 // writer does not need the dispatch loop, so this cannot deadlock.
-                match load_session(&s7, req, cx.clone()).await {
+                match load_session(&s7, req, cx.clone(), History::Replay).await {
                     Ok(response) => {
                         responder.respond(response)?;
                         offer_provider_models(&s7, &id);
+                        cx.send_notification(commands::available(id))
+                    }
+                    Err(e) => responder.respond_with_error(e),
+                }
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |req: ResumeSessionRequest,
+                        responder: Responder<ResumeSessionResponse>,
+                        cx: ConnectionTo<Client>| {
+                let id = req.session_id.clone();
+                let load = LoadSessionRequest::new(req.session_id, req.cwd)
+                    .mcp_servers(req.mcp_servers)
+                    .meta(req.meta);
+                // The client keeps its own copy of the conversation: nothing is replayed.
+                match load_session(&s10, load, cx.clone(), History::Skip).await {
+                    Ok(loaded) => {
+                        responder.respond(
+                            ResumeSessionResponse::new()
+                                .modes(loaded.modes)
+                                .config_options(loaded.config_options),
+                        )?;
+                        offer_provider_models(&s10, &id);
                         cx.send_notification(commands::available(id))
                     }
                     Err(e) => responder.respond_with_error(e),
@@ -222,7 +254,9 @@ fn initialize_response(accepts_images: bool) -> InitializeResponse {
                 // Editors' stdio and streamable HTTP servers start with the session.
                 .mcp_capabilities(McpCapabilities::new().http(true))
                 .session_capabilities(
-                    SessionCapabilities::new().list(SessionListCapabilities::new()),
+                    SessionCapabilities::new()
+                        .list(SessionListCapabilities::new())
+                        .resume(SessionResumeCapabilities::new()),
                 )
                 .prompt_capabilities(
                     PromptCapabilities::new()
@@ -234,7 +268,7 @@ fn initialize_response(accepts_images: bool) -> InitializeResponse {
         .agent_info(Implementation::new("corvid", env!("CARGO_PKG_VERSION")))
 }
 
-fn new_session(
+async fn new_session(
     server: &Server,
     req: NewSessionRequest,
     cx: ConnectionTo<Client>,
@@ -250,7 +284,7 @@ fn new_session(
         model: config.model.clone(),
         other_models: config.fallback_model.iter().cloned().collect(),
         stats: UsageStats::default(),
-        provider: config.provider.clone(),
+        listed: listed_models(server, &config).await,
     };
     let handle = match server.factory.session_store() {
         Some(store) => {
@@ -267,6 +301,16 @@ fn new_session(
     Ok(NewSessionResponse::new(session_id)
         .modes(modes(mode))
         .config_options(session.config_options()))
+}
+
+/// The provider's models for the session's `model` option: the cached listing at once, or,
+/// the first time, a fresh one if it comes within [`FIRST_MODEL_LIST_WAIT`] (this handler
+/// holds the connection's other requests meanwhile, which only a first session ever pays).
+async fn listed_models(server: &Server, config: &AgentConfig) -> CurrentModels {
+    let home = server.factory.corvid_home();
+    ModelListing::new(config.provider.clone(), home.as_deref())
+        .current(FIRST_MODEL_LIST_WAIT)
+        .await
 }
 
 /// Unconfined shell commands run in the client's terminals when it offers them.
@@ -338,31 +382,14 @@ fn require_absolute(cwd: &Path) -> Result<(), Error> {
     }
 }
 
-/// The approval modes, offered as ACP session modes.
+/// The approval modes, offered as ACP session modes (and as the `mode` config option).
 fn modes(current: ApprovalMode) -> SessionModeState {
-    let available = [
-        (
-            ApprovalMode::Default,
-            "Default",
-            "Ask before edits and shell commands",
-        ),
-        (
-            ApprovalMode::AutoEdit,
-            "Auto edit",
-            "Edit files freely; ask before shell commands",
-        ),
-        (ApprovalMode::Yolo, "YOLO", "Never ask"),
-        (
-            ApprovalMode::Plan,
-            "Plan",
-            "Read-only: the agent proposes a plan and asks before it starts working",
-        ),
-    ]
-    .into_iter()
-    .map(|(mode, name, description)| {
-        SessionMode::new(mode.as_str(), name).description(description.to_owned())
-    })
-    .collect();
+    let available = config_options::MODES
+        .into_iter()
+        .map(|(mode, name, description)| {
+            SessionMode::new(mode.as_str(), name).description(description.to_owned())
+        })
+        .collect();
     SessionModeState::new(current.as_str(), available)
 }
 
@@ -397,9 +424,20 @@ fn set_config_option(
     req: SetSessionConfigOptionRequest,
 ) -> Result<SetSessionConfigOptionResponse, Error> {
     let session = server.session(&req.session_id)?;
-    let model = model_option::requested_model(&req)?;
-    if !session.switch_model(&model) {
-        return Err(Error::new(ErrorCode::INTERNAL_ERROR, AGENT_GONE));
+    match config_options::requested(&req)? {
+        Requested::Model(model) => {
+            if !session.switch_model(&model) {
+                return Err(Error::new(ErrorCode::INTERNAL_ERROR, AGENT_GONE));
+            }
+        }
+        Requested::Mode(mode) => {
+            if session.mode() != mode {
+                if !session.set_mode(mode) {
+                    return Err(Error::new(ErrorCode::INTERNAL_ERROR, AGENT_GONE));
+                }
+                session.mode_set_by_client(ModeSetThrough::ConfigOption);
+            }
+        }
     }
     Ok(SetSessionConfigOptionResponse::new(
         session.config_options(),
@@ -408,17 +446,13 @@ fn set_config_option(
 
 fn set_mode(server: &Server, req: SetSessionModeRequest) -> Result<SetSessionModeResponse, Error> {
     let session = server.session(&req.session_id)?;
-    let mode = ApprovalMode::parse(&req.mode_id.0).ok_or_else(|| {
-        Error::new(
-            ErrorCode::INVALID_PARAMS,
-            format!(
-                "unknown mode `{}`; use default, auto-edit, yolo or plan",
-                req.mode_id.0
-            ),
-        )
-    })?;
-    if session.mode() != mode && !session.set_mode(mode) {
-        return Err(Error::new(ErrorCode::INTERNAL_ERROR, AGENT_GONE));
+    let mode = ApprovalMode::parse(&req.mode_id.0)
+        .ok_or_else(|| config_options::unknown_mode(&req.mode_id.0))?;
+    if session.mode() != mode {
+        if !session.set_mode(mode) {
+            return Err(Error::new(ErrorCode::INTERNAL_ERROR, AGENT_GONE));
+        }
+        session.mode_set_by_client(ModeSetThrough::SetMode);
     }
     Ok(SetSessionModeResponse::new())
 }

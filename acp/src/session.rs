@@ -1,6 +1,7 @@
 //! One ACP session: the core agent's queue pair, the running prompt and its state; the
 //! agent's events reach the client through the session's [`crate::pump`].
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -11,25 +12,32 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode, UntypedMessage};
 use corvid_core::agent::{EventReceiver, OpSender};
+use corvid_core::models::CurrentModels;
 use corvid_core::usage::UsageStats;
-use corvid_protocol::{ApprovalMode, CoreEvent, Op, Usage};
-use corvid_providers::Provider;
+use corvid_protocol::{ApprovalMode, CoreEvent, ErrorInfo, Op, Usage};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::commands::{self, Command, Reply};
+use crate::config_options;
 use crate::mapping::Mapper;
-use crate::model_option;
 use crate::output::Output;
 use crate::pump::Pump;
 
-/// How long a provider may take to list its models before the picker goes without them.
+/// Client mode switches whose echo from the agent is still awaited, at most.
+const MAX_MODE_ECHOES: usize = 16;
+
+/// How long the provider's fresh model list is waited for once the session was answered.
 const MODEL_LIST_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A fresh model listing on its way.
+type LaterModels = JoinHandle<Result<Vec<String>, ErrorInfo>>;
 
 /// A live session, shared by the request handlers.
 pub(crate) struct Session {
     pub(crate) ops: OpSender,
-    /// Asked once for the models it serves (`offer_provider_models`).
-    provider: Arc<dyn Provider>,
+    /// The provider's fresh model listing still on its way (`offer_provider_models`).
+    later_models: Mutex<Option<LaterModels>>,
     state: Arc<Mutex<State>>,
     /// Where command answers go, framed as the agent's own text.
     mapper: Mapper,
@@ -39,10 +47,14 @@ pub(crate) struct Session {
 /// What handlers and the pump both touch. Never held across an await.
 pub(crate) struct State {
     pub(crate) mode: ApprovalMode,
+    /// Modes the client set whose `ApprovalModeChanged` the agent has not reported yet, oldest
+    /// first: the pump drops those echoes, so two quick switches never bounce the first one
+    /// back to the client as if the agent had made it.
+    pub(crate) mode_echoes: VecDeque<ApprovalMode>,
     /// The main model later turns use (`/model` shows and switches it).
     pub(crate) model: String,
-    /// The models the `model` config option offers: the configured ones plus every model
-    /// chosen in this session.
+    /// The models the `model` config option offers: the configured ones, the provider's
+    /// listing and every model chosen in this session.
     pub(crate) models: Vec<String>,
     /// Token usage per prompt id, turns and tool calls, for `/stats`.
     pub(crate) stats: UsageStats,
@@ -56,8 +68,9 @@ pub(crate) struct Start {
     /// Other models to offer (the configured fallback).
     pub other_models: Vec<String>,
     pub stats: UsageStats,
-    /// The provider, asked for the models it serves.
-    pub provider: Arc<dyn Provider>,
+    /// The provider's models as known when the session is answered (cached or fresh), and
+    /// the fresh listing still on its way.
+    pub listed: CurrentModels,
 }
 
 /// The prompt being answered: its responder, its cancellation, its usage so far.
@@ -81,13 +94,14 @@ impl Session {
         output: Output,
     ) -> Arc<Self> {
         let mut models = vec![start.model.clone()];
-        for model in start.other_models {
+        for model in start.other_models.into_iter().chain(start.listed.models) {
             if !models.contains(&model) {
                 models.push(model);
             }
         }
         let state = Arc::new(Mutex::new(State {
             mode: start.mode,
+            mode_echoes: VecDeque::new(),
             model: start.model,
             models,
             stats: start.stats,
@@ -104,7 +118,7 @@ impl Session {
             );
             Self {
                 ops,
-                provider: start.provider,
+                later_models: Mutex::new(start.listed.later),
                 state,
                 mapper,
                 cx,
@@ -187,7 +201,7 @@ impl Session {
                     return refuse(responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE);
                 }
                 // Keep the client's model selector in step with the command.
-                self.send_model_options(state);
+                self.send_config_options(state);
                 format!("Model set to {model} for later turns")
             }
         };
@@ -205,23 +219,35 @@ impl Session {
         }
     }
 
-    /// The session's config options (the model selector).
+    /// The session's config options (the mode and model selectors).
     pub(crate) fn config_options(&self) -> Vec<SessionConfigOption> {
         let state = lock(&self.state);
-        model_option::options(&state.model, &state.models)
+        config_options::options(state.mode, &state.model, &state.models)
     }
 
-    /// Fetches the provider's model list in the background and adds it to the `model`
-    /// option's choices with a `config_option_update`. A server without a list (or slow to
+    /// Once the client knows the session: the provider's fresh model listing, when it was
+    /// not there in time for the answer, is added to the `model` option's choices with a
+    /// `config_option_update` when it brings new ones. A server without a list (or slow to
     /// answer) leaves the choices as they are; the log says why.
     pub(crate) fn offer_provider_models(self: &Arc<Self>) {
+        let Some(listing) = self
+            .later_models
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        else {
+            return;
+        };
         let session = Arc::downgrade(self);
-        let listing = self.provider.list_models();
         tokio::spawn(async move {
             let models = match tokio::time::timeout(MODEL_LIST_TIMEOUT, listing).await {
-                Ok(Ok(models)) => models,
-                Ok(Err(e)) => {
+                Ok(Ok(Ok(models))) => models,
+                Ok(Ok(Err(e))) => {
                     tracing::debug!(error = %e, "the provider did not list its models");
+                    return;
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "the model listing task failed");
                     return;
                 }
                 Err(_) => {
@@ -246,20 +272,35 @@ impl Session {
         if state.models.len() == before {
             return;
         }
-        self.send_model_options(&state);
+        self.send_config_options(&state);
     }
 
-    /// Tells the client the `model` option's current value and choices.
-    fn send_model_options(&self, state: &State) {
-        let update = SessionNotification::new(
-            self.mapper.session_id().clone(),
-            SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(model_option::options(
-                &state.model,
-                &state.models,
-            ))),
-        );
+    /// Tells the client the config options' current values and choices.
+    fn send_config_options(&self, state: &State) {
+        let update =
+            SessionNotification::new(
+                self.mapper.session_id().clone(),
+                SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
+                    config_options::options(state.mode, &state.model, &state.models),
+                )),
+            );
         if let Err(e) = self.cx.send_notification(update) {
-            tracing::debug!(error = %e, "could not send the model options");
+            tracing::debug!(error = %e, "could not send the config options");
+        }
+    }
+
+    /// A mode the client set through one of the two ways (the legacy `session/set_mode` or
+    /// the `mode` config option) is told through the other: clients follow one or the other.
+    pub(crate) fn mode_set_by_client(&self, through: ModeSetThrough) {
+        match through {
+            ModeSetThrough::ConfigOption => {
+                let mode = lock(&self.state).mode;
+                let update = crate::plan_mode::mode_update(self.mapper.session_id().clone(), mode);
+                if let Err(e) = self.cx.send_notification(update) {
+                    tracing::debug!(error = %e, "could not send the mode update");
+                }
+            }
+            ModeSetThrough::SetMode => self.send_config_options(&lock(&self.state)),
         }
     }
 
@@ -286,13 +327,28 @@ impl Session {
     pub(crate) fn set_mode(&self, mode: ApprovalMode) -> bool {
         // Known before the agent can report it, so the pump never echoes the client's own
         // choice back as a `current_mode_update` (it raced the pump before).
-        let before = std::mem::replace(&mut lock(&self.state).mode, mode);
+        let mut state = lock(&self.state);
+        let before = std::mem::replace(&mut state.mode, mode);
         if self.ops.submit(Op::SetApprovalMode { mode }).is_err() {
-            lock(&self.state).mode = before;
+            state.mode = before;
             return false;
+        }
+        state.mode_echoes.push_back(mode);
+        // The agent reports only actual changes; an echo that never comes must not pile up.
+        while state.mode_echoes.len() > MAX_MODE_ECHOES {
+            state.mode_echoes.pop_front();
         }
         true
     }
+}
+
+/// How the client set a session's mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ModeSetThrough {
+    /// The legacy `session/set_mode`.
+    SetMode,
+    /// `session/set_config_option` on the `mode` option.
+    ConfigOption,
 }
 
 /// What to tell the client when the session's agent is no longer running.

@@ -94,7 +94,7 @@ async fn model_switches_the_model_of_later_turns_and_shows_it() {
     let selectors: Vec<_> = updates
         .iter()
         .filter(|u| u["sessionUpdate"] == "config_option_update")
-        .map(|u| u["configOptions"][0]["currentValue"].clone())
+        .map(|u| u["configOptions"][1]["currentValue"].clone())
         .collect();
     assert_eq!(selectors, vec!["other-model"]);
     assert_eq!(
@@ -131,7 +131,7 @@ async fn the_model_is_selectable_per_session_through_a_config_option() {
     });
     assert_eq!(
         serde_json::to_value(&session.config_options).unwrap(),
-        serde_json::json!([model_option])
+        serde_json::json!([mode_option("default"), model_option])
     );
     let sid = session.session_id.0.to_string();
     let set = client
@@ -145,7 +145,7 @@ async fn the_model_is_selectable_per_session_through_a_config_option() {
         .await
         .unwrap();
     assert_eq!(
-        serde_json::to_value(&set).unwrap()["configOptions"][0]["currentValue"],
+        serde_json::to_value(&set).unwrap()["configOptions"][1]["currentValue"],
         serde_json::json!("picked-model")
     );
     client.prompt(&sid, "hi").await.unwrap().unwrap();
@@ -163,34 +163,139 @@ async fn the_model_is_selectable_per_session_through_a_config_option() {
         .unwrap_err();
     assert_eq!(
         error.message,
-        "unknown config option `temperature`; corvid offers `model`"
+        "unknown config option `temperature`; corvid offers `mode` and `model`"
     );
 }
 
+/// The `mode` config option with `current` selected.
+fn mode_option(current: &str) -> serde_json::Value {
+    serde_json::json!({
+        "id": "mode",
+        "name": "Mode",
+        "description": "How much the agent may do without asking",
+        "category": "mode",
+        "type": "select",
+        "currentValue": current,
+        "options": [
+            {"value": "default", "name": "Default", "description": "Ask before edits and shell commands"},
+            {"value": "auto-edit", "name": "Auto edit", "description": "Edit files freely; ask before shell commands"},
+            {"value": "yolo", "name": "YOLO", "description": "Never ask"},
+            {"value": "plan", "name": "Plan", "description": "Read-only: the agent proposes a plan and asks before it starts working"},
+        ],
+    })
+}
+
 #[tokio::test]
-async fn the_model_option_offers_the_models_the_provider_lists_once_the_session_exists() {
+async fn the_mode_option_and_the_legacy_modes_follow_each_other_both_ways() {
+    use agent_client_protocol::v1::schema::{SetSessionConfigOptionRequest, SetSessionModeRequest};
     let dir = project();
-    let provider = ScriptedProvider::new(vec![answer("Hi.")]).with_models(&[
-        "listed-a",
-        "scripted-main",
-        "listed-b",
-    ]);
-    let mut client =
-        TestClient::start(TestFactory::new(provider.clone()), fs_caps(false, false)).await;
+    let mut client = TestClient::start(
+        TestFactory::new(ScriptedProvider::new(vec![])),
+        fs_caps(false, false),
+    )
+    .await;
     let sid = client.new_session(dir.path()).await;
+    // Through the option: the answer carries it, and the legacy selector is told.
+    let set = client
+        .cx
+        .send_request(SetSessionConfigOptionRequest::new(
+            sid.clone(),
+            "mode",
+            "plan",
+        ))
+        .block_task()
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&set).unwrap()["configOptions"][0],
+        mode_option("plan")
+    );
+    let update = client
+        .until(|m| m["params"]["update"]["sessionUpdate"] == "current_mode_update")
+        .await;
+    assert_eq!(update["params"]["update"]["currentModeId"], "plan");
+    // Through the legacy method: the option is told.
+    client
+        .cx
+        .send_request(SetSessionModeRequest::new(sid.clone(), "yolo"))
+        .block_task()
+        .await
+        .unwrap();
     let update = client
         .until(|m| m["params"]["update"]["sessionUpdate"] == "config_option_update")
         .await;
-    assert_eq!(update["params"]["sessionId"], sid.as_str());
-    let option = &update["params"]["update"]["configOptions"][0];
-    assert_eq!(option["currentValue"], "scripted-main");
-    let offered: Vec<&str> = option["options"]
+    assert_eq!(
+        update["params"]["update"]["configOptions"][0],
+        mode_option("yolo")
+    );
+    // A mode corvid does not have is refused by name.
+    let error = client
+        .cx
+        .send_request(SetSessionConfigOptionRequest::new(sid, "mode", "turbo"))
+        .block_task()
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.message,
+        "unknown mode `turbo`; use default, auto-edit, yolo or plan"
+    );
+}
+
+/// The values the `model` option of `options` offers.
+fn offered_models(options: &serde_json::Value) -> Vec<String> {
+    let model = options
         .as_array()
         .unwrap()
         .iter()
-        .map(|o| o["value"].as_str().unwrap())
-        .collect();
-    assert_eq!(offered, vec!["scripted-main", "listed-a", "listed-b"]);
+        .find(|o| o["id"] == "model")
+        .unwrap();
+    model["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["value"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A server whose provider lists `models`, caching under `home`.
+async fn listing_client(models: &[&str], home: &std::path::Path) -> TestClient {
+    let provider = ScriptedProvider::new(vec![]).with_models(models);
+    let mut factory = TestFactory::new(provider);
+    std::sync::Arc::get_mut(&mut factory).unwrap().home = Some(home.to_path_buf());
+    TestClient::start(factory, fs_caps(false, false)).await
+}
+
+#[tokio::test]
+async fn the_first_session_is_answered_with_the_models_the_provider_lists() {
+    use agent_client_protocol::v1::schema::NewSessionRequest;
+    let dir = project();
+    let home = tempfile::tempdir().unwrap();
+    let client = listing_client(&["listed-a", "scripted-main", "listed-b"], home.path()).await;
+    let session = client
+        .cx
+        .send_request(NewSessionRequest::new(dir.path()))
+        .block_task()
+        .await
+        .unwrap();
+    let options = serde_json::to_value(&session.config_options).unwrap();
+    assert_eq!(
+        offered_models(&options),
+        vec!["scripted-main", "listed-a", "listed-b"]
+    );
+
+    // A later server whose provider lists nothing offers the cached list at once.
+    let later = listing_client(&[], home.path()).await;
+    let session = later
+        .cx
+        .send_request(NewSessionRequest::new(dir.path()))
+        .block_task()
+        .await
+        .unwrap();
+    let options = serde_json::to_value(&session.config_options).unwrap();
+    assert_eq!(
+        offered_models(&options),
+        vec!["scripted-main", "listed-a", "listed-b"]
+    );
 }
 
 #[tokio::test]

@@ -72,7 +72,11 @@ async fn a_cut_stream_discards_the_card_and_the_retry_shows_a_fresh_one() {
         updates[..4],
         [
             preparing_frame("call_1", "write_file", "WriteFile", "edit"),
-            discarded_frame("call_1", "write_file"),
+            discarded_frame(
+                "call_1",
+                "write_file",
+                "WriteFile (discarded: the model retried)"
+            ),
             preparing_frame("call_2", "read_file", "ReadFile", "read"),
             read_a_in_progress(dir.path(), "call_2"),
         ]
@@ -104,7 +108,7 @@ async fn a_cancel_during_argument_streaming_discards_the_card_and_answers_cancel
         client.updates(),
         vec![
             preparing_frame("call_1", "write_file", "WriteFile", "edit"),
-            discarded_frame("call_1", "write_file"),
+            discarded_frame("call_1", "write_file", "WriteFile (discarded: cancelled)"),
         ]
     );
     client.assert_no_card_left_pending();
@@ -157,6 +161,9 @@ fn labelled_read(sid: &str) -> Value {
         "params": {"sessionId": sid, "update": {
             "sessionUpdate": "tool_call_update",
             "toolCallId": "call_1",
+            "title": "Read a.txt",
+            "kind": "read",
+            "status": "completed",
             "_meta": {"toolUseSummary": {"label": "Read a.txt", "toolCallIds": ["call_1"]}},
         }},
     })

@@ -26,6 +26,7 @@ async fn session_list_shows_the_recorded_sessions_of_the_cwd_newest_first() {
         summaries: false,
         mode: ApprovalMode::Default,
         store: Some(SessionStore::new(home.path())),
+        home: None,
     });
     let client = TestClient::start(factory, fs_caps(false, false)).await;
     let init = client
@@ -36,7 +37,7 @@ async fn session_list_shows_the_recorded_sessions_of_the_cwd_newest_first() {
         .unwrap();
     assert_eq!(
         serde_json::to_value(init).unwrap()["agentCapabilities"]["sessionCapabilities"],
-        json!({"list": {}})
+        json!({"list": {}, "resume": {}})
     );
     let first = client.new_session(dir.path()).await;
     client
@@ -59,18 +60,33 @@ async fn session_list_shows_the_recorded_sessions_of_the_cwd_newest_first() {
     // Opened and left without a prompt: nothing to go back to.
     client.new_session(dir.path()).await;
 
-    let listed = client
+    let listed_whole = client
         .cx
         .send_request(ListSessionsRequest::new().cwd(dir.path().to_path_buf()))
         .block_task()
         .await
         .unwrap();
-    let listed: Vec<_> = serde_json::to_value(&listed).unwrap()["sessions"]
+    let listed: Vec<_> = serde_json::to_value(&listed_whole).unwrap()["sessions"]
         .as_array()
         .unwrap()
         .iter()
         .map(|s| (s["sessionId"].clone(), s["cwd"].clone(), s["title"].clone()))
         .collect();
+    // Every entry says when it last changed, as ISO 8601 in UTC.
+    let updated = serde_json::to_value(&listed_whole).unwrap()["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["updatedAt"].as_str().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>();
+    assert_eq!(updated.len(), 2);
+    for at in &updated {
+        // `YYYY-MM-DDTHH:MM:SSZ`
+        assert!(
+            at.len() == 20 && at.as_bytes()[10] == b'T' && at.ends_with('Z'),
+            "{updated:?}"
+        );
+    }
     // Newest first, as the store orders them; the session of another folder is not listed.
     let cwd = json!(dir.path());
     let titles = [

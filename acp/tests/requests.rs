@@ -77,6 +77,7 @@ async fn a_granted_permission_runs_the_edit_and_shows_its_diff() {
             "title": "Write b.txt",
             "kind": "edit",
             "locations": [{"path": b}],
+            "rawInput": {"file_path": "b.txt", "content": "new\n"},
             "content": [{"type": "diff", "path": b, "newText": "new\n"}],
             "_meta": {"toolName": "write_file", "alwaysScope": "b.txt"},
         })
@@ -141,6 +142,26 @@ async fn a_rejected_permission_fails_the_card_without_running() {
     let failed = assert_write_b_failed_without_running(&client, dir.path());
     let why = failed["content"][0]["content"]["text"].as_str().unwrap();
     assert!(why.contains("rejected"), "{why}");
+}
+
+#[tokio::test]
+async fn a_cancelled_permission_outcome_cancels_the_turn_without_asking_the_model_again() {
+    let dir = project();
+    // The answer is there only to be taken if the model were wrongly asked again.
+    let provider = ScriptedProvider::new(vec![write_b_script("call_w"), answer("Again.")]);
+    let mut client =
+        TestClient::start(TestFactory::new(provider.clone()), fs_caps(false, false)).await;
+    client.set_policy(PermissionPolicy::Cancelled);
+    let sid = client.new_session(dir.path()).await;
+    let response = client.prompt(&sid, "write b").await.unwrap().unwrap();
+    client.drain();
+
+    assert_eq!(
+        response.stop_reason,
+        agent_client_protocol::v1::schema::StopReason::Cancelled
+    );
+    assert_eq!(provider.requests().len(), 1);
+    assert_write_b_failed_without_running(&client, dir.path());
 }
 
 #[tokio::test]

@@ -1,7 +1,9 @@
 //! The settings-based agent factory behind `corvid --acp`: every ACP session loads the
 //! settings of its own working directory with the binary's flags, and is recorded under
-//! `$CORVID_HOME/sessions` (SPEC §9). The project file applies only in a trusted folder
-//! (remembered, or every session's folder with `--trust`); nothing is asked over ACP.
+//! `$CORVID_HOME/sessions` (SPEC §9). Project configuration applies only in a trusted folder
+//! with the content the user accepted: remembered, or, with `--trust`, the folder corvid was
+//! started in (or each `--trust DIR`) with the files it held at start. A session in any
+//! other folder is untrusted; nothing is asked over ACP.
 
 use corvid_acp::{AgentFactory, FactoryError, SessionSpec};
 use corvid_core::agent::AgentConfig;
@@ -24,8 +26,8 @@ impl SettingsFactory {
     }
 
     fn load(&self, cwd: &std::path::Path) -> Result<settings::Settings, FactoryError> {
-        let loaded =
-            settings::load(cwd, process_env, &self.overrides, self.grant).map_err(to_factory)?;
+        let loaded = settings::load(cwd, process_env, &self.overrides, self.grant.clone())
+            .map_err(to_factory)?;
         for warning in &loaded.warnings {
             tracing::warn!("{warning}");
         }
@@ -65,6 +67,10 @@ impl AgentFactory for SettingsFactory {
     fn session_store(&self) -> Option<SessionStore> {
         corvid_home(process_env).map(|home| SessionStore::new(&home))
     }
+
+    fn corvid_home(&self) -> Option<std::path::PathBuf> {
+        corvid_home(process_env)
+    }
 }
 
 fn to_factory(e: SettingsError) -> FactoryError {
@@ -85,8 +91,9 @@ mod tests {
 
     use super::*;
 
-    /// `maxOutputTokens` of a session built in a folder whose project file sets it to 77.
-    fn max_tokens_with(grant: TrustGrant) -> Option<u32> {
+    /// `maxOutputTokens` of a session built in a folder whose project file sets it to 77,
+    /// with the grant `grant_for` gives for that folder.
+    fn max_tokens_with(grant_for: impl Fn(&std::path::Path) -> TrustGrant) -> Option<u32> {
         let project = tempfile::tempdir().unwrap();
         std::fs::create_dir(project.path().join(".corvid")).unwrap();
         std::fs::write(
@@ -98,10 +105,11 @@ mod tests {
             provider: Some(ProviderKind::Demo),
             ..Overrides::default()
         };
-        let config = SettingsFactory::new(overrides, grant)
+        let cwd = project.path().canonicalize().unwrap();
+        let config = SettingsFactory::new(overrides, grant_for(&cwd))
             .build(SessionSpec {
                 session_id: "s".into(),
-                cwd: project.path().canonicalize().unwrap(),
+                cwd,
                 fs: Arc::new(corvid_tools::LocalFs),
                 mcp_servers: Vec::new(),
             })
@@ -110,13 +118,16 @@ mod tests {
     }
 
     #[test]
-    fn acp_sessions_apply_project_settings_only_with_the_trust_flag() {
+    fn acp_sessions_apply_project_settings_only_in_a_folder_the_trust_flag_names() {
+        let elsewhere = tempfile::tempdir().unwrap();
+        let granted = |dirs: Vec<std::path::PathBuf>| settings::grant_folders(&dirs, |_| None);
         assert_eq!(
             [
-                max_tokens_with(TrustGrant::Remembered),
-                max_tokens_with(TrustGrant::ThisRun)
+                max_tokens_with(|_| TrustGrant::Remembered),
+                max_tokens_with(|cwd| granted(vec![cwd.to_owned()]).unwrap()),
+                max_tokens_with(|_| granted(vec![elsewhere.path().to_owned()]).unwrap()),
             ],
-            [None, Some(77)]
+            [None, Some(77), None]
         );
     }
 }

@@ -41,10 +41,19 @@ pub struct Cli {
     /// Working directory of the session.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// Trust the working folder for this run only: its `.corvid/settings.json` applies
-    /// (with `--acp`: every session's folder). Nothing is remembered.
-    #[arg(long)]
-    pub trust: bool,
+    /// Trust a folder for this run only: its `.corvid/` configuration applies as it is when
+    /// corvid starts. Without DIR: the working folder (with `--acp`: the folder corvid is
+    /// started in, not every session's). Repeat to name several folders. Nothing is
+    /// remembered.
+    #[arg(
+        long,
+        value_name = "DIR",
+        num_args = 0..=1,
+        default_missing_value = "",
+        action = clap::ArgAction::Append
+    )]
+    // A bare `--trust` is an empty entry: the working folder.
+    pub trust: Vec<String>,
     /// Start the terminal UI in compact mode.
     #[arg(long)]
     pub compact: bool,

@@ -31,6 +31,14 @@ use crate::wiring::{ConfigError, Setup};
 const EXIT_CONFIG: u8 = 2;
 
 fn main() -> ExitCode {
+    // Before anything reads a key: a non-dumpable process's `/proc/PID/environ`, `mem` and
+    // the like are closed to other processes of the user (commands, MCP servers), and
+    // sandboxed commands lose the capabilities root would need to read them anyway. Children
+    // are dumpable again after their exec.
+    #[cfg(target_os = "linux")]
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        eprintln!("corvid: warning: cannot hide this process's memory from others: {e}");
+    }
     let cli = Cli::parse();
     if let Some(Command::Debug {
         command: DebugCommand::ReplaySse(args),
@@ -96,8 +104,11 @@ async fn run(cli: Cli) -> ExitCode {
         };
     }
     if cli.acp {
-        let factory =
-            acp_factory::SettingsFactory::new(wiring::overrides(&cli), wiring::trust_grant(&cli));
+        let grant = match wiring::trust_grant(&cli) {
+            Ok(grant) => grant,
+            Err(e) => return config_error(&e),
+        };
+        let factory = acp_factory::SettingsFactory::new(wiring::overrides(&cli), grant);
         let serve = async {
             match corvid_acp::run(Arc::new(factory)).await {
                 Ok(()) => ExitCode::SUCCESS,

@@ -1,27 +1,38 @@
-//! The terminal UI's one question per folder: before the UI starts, a folder with project
-//! settings that is not trusted yet is asked about on the terminal, and a yes is remembered
-//! in the user's trusted folders. Without a terminal nothing is asked (and nothing trusted).
+//! The terminal UI's question about a folder's configuration: before the UI starts, project
+//! configuration that would not apply (the folder is not trusted yet, or a file is new or
+//! changed since it was trusted) is asked about on the terminal, and a yes is remembered in
+//! the user's trusted folders with the content of each file as it is now. Without a terminal
+//! nothing is asked (and nothing trusted); loading then warns about each file it ignores.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
-use corvid_core::settings::{SettingsFiles, Trust, TrustedFolders, corvid_home, process_env};
+use corvid_core::settings::{
+    ConfigFile, ProjectTrust, SettingsFiles, TrustedFolders, Verdict, corvid_home, process_env,
+};
 
 use crate::wiring::ConfigError;
 
-/// Asks whether to trust the project folder of `files`, remembering a yes.
-pub fn ask_and_remember(files: &SettingsFiles) -> Result<Trust, ConfigError> {
-    let (Some(folder), Some(file)) = (files.project_folder(), files.project.as_deref()) else {
-        return Ok(Trust::Untrusted);
+/// Asks about the configuration of `files` that `project` would not apply; returns the trust
+/// to load with (`project` itself unless the user said yes).
+pub fn ask_about_unreviewed(
+    files: &SettingsFiles,
+    project: ProjectTrust,
+) -> Result<ProjectTrust, ConfigError> {
+    let Some(folder) = files.project_folder() else {
+        return Ok(project);
     };
-    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
-        return Ok(Trust::Untrusted);
+    let current = files.config_files();
+    let unreviewed = project.unreviewed(&current);
+    if unreviewed.is_empty() || !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal()
+    {
+        return Ok(project);
     }
     let yes = ask(
         &mut std::io::stdin().lock(),
         &mut std::io::stdout(),
         folder,
-        file,
+        &unreviewed,
     )
     .map_err(|e| {
         ConfigError(format!(
@@ -30,22 +41,24 @@ pub fn ask_and_remember(files: &SettingsFiles) -> Result<Trust, ConfigError> {
         ))
     })?;
     if !yes {
-        return Ok(Trust::Untrusted);
+        return Ok(project);
     }
+    // Exactly what the user was shown applies: a file changed after the question is not.
+    let accepted = ProjectTrust::accepting(folder, &current);
     let Some(home) = corvid_home(process_env) else {
         eprintln!("corvid: no home directory to remember the trust in; trusted for this run only");
-        return Ok(Trust::Trusted);
+        return Ok(accepted);
     };
     let mut trusted = TrustedFolders::load(&home).map_err(|e| ConfigError(e.to_string()))?;
     trusted
-        .remember(folder)
+        .accept(folder, &current)
         .map_err(|e| ConfigError(e.to_string()))?;
     eprintln!(
         "corvid: trusted {} (remembered in {})",
         folder.display(),
         trusted.path().display()
     );
-    Ok(Trust::Trusted)
+    Ok(accepted)
 }
 
 /// The question itself; true only for an explicit yes.
@@ -53,15 +66,25 @@ fn ask(
     input: &mut impl BufRead,
     output: &mut impl Write,
     folder: &Path,
-    file: &Path,
+    files: &[(&ConfigFile, Verdict)],
 ) -> std::io::Result<bool> {
+    writeln!(
+        output,
+        "corvid: {} has project configuration you have not accepted:",
+        folder.display()
+    )?;
+    for (file, verdict) in files {
+        let note = match verdict {
+            Verdict::Unreviewed => " (new or changed since you trusted the folder)",
+            Verdict::NotTrusted | Verdict::Apply => "",
+        };
+        writeln!(output, "  {}{note}", file.path.display())?;
+    }
     write!(
         output,
-        "corvid: {} has project settings ({}).\n\
-         They can change the model, the tools and what runs without asking in this folder.\n\
-         Trust this folder? Only say yes if you trust its contents. [y/N] ",
-        folder.display(),
-        file.display()
+        "It can change the model, the tools, the subagents and what runs without asking in \
+         this folder.\nTrust this folder with these files? Only say yes if you trust their \
+         contents. [y/N] "
     )?;
     output.flush()?;
     let mut answer = String::new();
@@ -78,11 +101,12 @@ mod tests {
 
     fn answer(text: &str) -> bool {
         let mut out = Vec::new();
+        let file = ConfigFile::new(Path::new("/p/.corvid/settings.json"), b"{}");
         ask(
             &mut text.as_bytes(),
             &mut out,
             Path::new("/p"),
-            Path::new("/p/.corvid/settings.json"),
+            &[(&file, Verdict::NotTrusted)],
         )
         .unwrap()
     }
@@ -104,6 +128,32 @@ mod tests {
                 ("", false),
                 ("yep\n", false),
             ]
+        );
+    }
+
+    #[test]
+    fn the_question_names_each_file_and_whether_it_changed() {
+        let mut out = Vec::new();
+        let settings = ConfigFile::new(Path::new("/p/.corvid/settings.json"), b"{}");
+        let agent = ConfigFile::new(Path::new("/p/.corvid/agents/a.md"), b"x");
+        ask(
+            &mut "n\n".as_bytes(),
+            &mut out,
+            Path::new("/p"),
+            &[
+                (&settings, Verdict::Unreviewed),
+                (&agent, Verdict::NotTrusted),
+            ],
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with(
+                "corvid: /p has project configuration you have not accepted:\n  \
+                 /p/.corvid/settings.json (new or changed since you trusted the folder)\n  \
+                 /p/.corvid/agents/a.md\n"
+            ),
+            "{text}"
         );
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use corvid_core::agent::AgentConfig;
 use corvid_core::settings::{
-    self, Overrides, ProviderKind, Settings, SettingsFiles, Trust, TrustGrant, process_env,
+    self, Overrides, ProviderKind, Settings, SettingsFiles, TrustGrant, process_env,
 };
 use corvid_protocol::ApprovalMode;
 
@@ -25,19 +25,20 @@ pub struct Setup {
 
 impl Setup {
     /// Resolves `--cwd` and loads settings; warnings (unknown keys, ignored project
-    /// settings) go to stderr. Project settings apply in a trusted folder only: `--trust`, a
-    /// remembered trust, or (terminal UI only) a yes to the question asked before it starts.
+    /// settings) go to stderr. Project configuration applies in a trusted folder only, as
+    /// accepted: `--trust`, a remembered trust, or (terminal UI only) a yes to the question
+    /// asked before it starts about files not accepted yet.
     pub fn load(cli: &Cli) -> Result<Self, ConfigError> {
         let cwd = resolve_cwd(cli)?;
         let files = SettingsFiles::discover(&cwd, process_env);
-        let trust = match files.trust(trust_grant(cli), process_env) {
-            Ok(Trust::Untrusted) if is_tui(cli) && files.has_project_file() => {
-                trust_prompt::ask_and_remember(&files)?
-            }
-            Ok(trust) => trust,
-            Err(e) => return Err(ConfigError(e.to_string())),
-        };
-        let loaded = settings::load_from(&files, trust, process_env, &overrides(cli))
+        let grant = trust_grant(cli)?;
+        let mut project = files
+            .trust(&grant, process_env)
+            .map_err(|e| ConfigError(e.to_string()))?;
+        if is_tui(cli) {
+            project = trust_prompt::ask_about_unreviewed(&files, project)?;
+        }
+        let loaded = settings::load_with(&files, &project, process_env, &overrides(cli))
             .map_err(|e| ConfigError(e.to_string()))?;
         for warning in &loaded.warnings {
             eprintln!("corvid: warning: {warning}");
@@ -104,13 +105,36 @@ pub fn overrides(cli: &Cli) -> Overrides {
     }
 }
 
-/// `--trust` grants trust to the working folder for this run.
-pub fn trust_grant(cli: &Cli) -> TrustGrant {
-    if cli.trust {
-        TrustGrant::ThisRun
-    } else {
-        TrustGrant::Remembered
+/// What `--trust` grants for this run. A run that reads its configuration once (headless,
+/// terminal UI) trusts its working folder as it is; `--trust DIR` and every `--acp` run
+/// (which opens sessions for as long as it runs, in any folder the client names) trust only
+/// the named folders, or the folder corvid is started in, with the configuration files they
+/// hold now.
+pub fn trust_grant(cli: &Cli) -> Result<TrustGrant, ConfigError> {
+    if cli.trust.is_empty() {
+        return Ok(TrustGrant::Remembered);
     }
+    if !cli.acp && cli.trust.iter().all(String::is_empty) {
+        return Ok(TrustGrant::ThisRun);
+    }
+    let started_in = resolve_cwd(cli)?;
+    let dirs: Vec<PathBuf> = cli
+        .trust
+        .iter()
+        .map(|dir| {
+            if dir.is_empty() {
+                return Ok(started_in.clone());
+            }
+            match std::fs::canonicalize(dir) {
+                Ok(real) if real.is_dir() => Ok(real),
+                Ok(_) => Err(ConfigError(format!("--trust {dir}: not a folder"))),
+                Err(e) => Err(ConfigError(format!(
+                    "--trust {dir}: not a usable folder: {e}"
+                ))),
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    settings::grant_folders(&dirs, process_env).map_err(|e| ConfigError(format!("--trust: {e}")))
 }
 
 /// Whether this invocation starts the terminal UI (the only mode that asks about trust).

@@ -6,6 +6,7 @@ pub mod agents;
 pub mod attach;
 pub mod context;
 pub mod images;
+pub mod models;
 pub mod policy;
 pub mod retry;
 pub mod session;

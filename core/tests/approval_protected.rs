@@ -279,3 +279,114 @@ fn a_bad_protected_path_pattern_names_the_file_and_the_entry() {
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn auto_edit_in_home_asks_before_writing_startup_files() {
+    // A session started in the home folder itself (HOME is the workspace).
+    let home = tempfile::tempdir().unwrap();
+    let home_dir = home.path().canonicalize().unwrap();
+    let corvid_home = tempfile::tempdir().unwrap();
+    let env = env_of(&[
+        ("HOME", home_dir.to_str().unwrap()),
+        ("CORVID_HOME", corvid_home.path().to_str().unwrap()),
+    ]);
+    let files = SettingsFiles {
+        user: None,
+        project: None,
+    };
+    let overrides = Overrides {
+        provider: Some(ProviderKind::Demo),
+        ..Overrides::default()
+    };
+    let loaded = load_from(
+        &files,
+        Trust::Untrusted,
+        |k| env.get(k).cloned(),
+        &overrides,
+    )
+    .unwrap();
+    let wired = agent_config(&loaded.settings, |k| env.get(k).cloned(), &home_dir, "s").unwrap();
+
+    let startup = [
+        ".profile",
+        ".bashrc",
+        ".zshenv",
+        ".config/fish/config.fish",
+        ".config/git/config",
+        ".gitconfig",
+        ".ssh/config",
+        ".ssh/authorized_keys",
+        ".npmrc",
+        ".aws/credentials",
+        ".config/systemd/user/evil.service",
+    ];
+    let mut script: Vec<_> = startup
+        .iter()
+        .enumerate()
+        .map(|(i, path)| write(&format!("w{i}"), path, "touch /tmp/pwned\n"))
+        .collect();
+    script.push(write("ok", "notes.txt", "fine\n"));
+    let provider = turns(script);
+    let mut config = workspace_config(
+        &provider,
+        &home_dir,
+        ApprovalMode::AutoEdit,
+        &Ran::default(),
+    );
+    config.policy = wired.policy;
+    let (_h, events) = run(config, |_| ApprovalDecision::RejectOnce).await;
+    let asked_paths: Vec<String> = asked(&events)
+        .into_iter()
+        .map(|a| a.always_scope.unwrap_or_default())
+        .collect();
+    assert_eq!(asked_paths, startup.to_vec());
+    assert_eq!(
+        asked(&events)[1].reason.as_deref(),
+        Some("`.bashrc` is a protected path: your shell runs it when it starts (`~/.bashrc`)")
+    );
+    assert_eq!(completed(&events), vec!["ok"]);
+    for path in startup {
+        assert_eq!(read(&home_dir, path), None, "{path} was written");
+    }
+}
+
+#[tokio::test]
+async fn a_repositorys_own_dotfiles_are_not_protected_outside_the_home_folder() {
+    // Protected relative to $HOME only: a dotfiles repository elsewhere edits freely
+    // (except `.npmrc`, which npm reads in any project).
+    let home = tempfile::tempdir().unwrap();
+    let ws = workspace();
+    let env = env_of(&[("HOME", home.path().to_str().unwrap())]);
+    let files = SettingsFiles {
+        user: None,
+        project: None,
+    };
+    let overrides = Overrides {
+        provider: Some(ProviderKind::Demo),
+        ..Overrides::default()
+    };
+    let loaded = load_from(
+        &files,
+        Trust::Untrusted,
+        |k| env.get(k).cloned(),
+        &overrides,
+    )
+    .unwrap();
+    let wired = agent_config(&loaded.settings, |k| env.get(k).cloned(), ws.path(), "s").unwrap();
+    let provider = turns(vec![
+        write("w1", ".bashrc", "alias ll='ls -l'\n"),
+        write("w2", "ssh/.ssh/config", "Host x\n"),
+        write("w3", ".npmrc", "script-shell=/tmp/x\n"),
+    ]);
+    let mut config = workspace_config(
+        &provider,
+        ws.path(),
+        ApprovalMode::AutoEdit,
+        &Ran::default(),
+    );
+    config.policy = wired.policy;
+    let (_h, events) = run(config, |_| ApprovalDecision::RejectOnce).await;
+    let ids: Vec<String> = asked(&events).into_iter().map(|a| a.call_id).collect();
+    assert_eq!(ids, vec!["w3"]);
+    assert_eq!(completed(&events), vec!["w1", "w2"]);
+}

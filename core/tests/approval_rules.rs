@@ -452,3 +452,75 @@ async fn always_allowing_an_mcp_server_covers_its_other_tools_and_no_other_serve
         ])
     );
 }
+
+/// Runs `commands` with `run_shell_command(git status)` allowed, rejecting every question;
+/// returns the ids asked and the commands that ran.
+async fn with_git_status_allowed(commands: &[(&str, &str)]) -> (Vec<String>, Vec<String>) {
+    let ws = tempfile::tempdir().unwrap();
+    let ran = Ran::default();
+    let provider = turns(commands.iter().map(|(id, c)| shell(id, c)).collect());
+    let mut config = workspace_config(&provider, ws.path(), ApprovalMode::Default, &ran);
+    config.policy.rules =
+        PermissionRules::new(&strings(&["run_shell_command(git status)"]), &[]).unwrap();
+    let (_h, events) = run(config, |_| ApprovalDecision::RejectOnce).await;
+    let ids = asked(&events).into_iter().map(|a| a.call_id).collect();
+    (ids, ran.all())
+}
+
+#[tokio::test]
+async fn ansi_c_quoting_cannot_smuggle_a_second_command() {
+    let (asked, ran) = with_git_status_allowed(&[
+        // `$'\''` is one quote character: bash runs `touch x` as a second command.
+        ("c1", r#"git status $'\'';touch x;echo '\'"#),
+        ("c2", r#"git status $'a\'b\\';touch x"#),
+        // A line continuation between `$` and the quote still makes it ANSI-C quoting.
+        ("c3", "git status $\\\n'\\'';touch x;echo '\\'"),
+        ("c4", r#"git status $"\"";touch x;echo "\"""#),
+        ("c5", r#"git status \\;touch x"#),
+        ("c6", "git status &\\\n& touch x"),
+        // Quoted or escaped, an operator is a literal argument: these run `git status` only.
+        ("c7", r#"git status \;touch x"#),
+        ("c8", r#"git status $'a;touch x' $"b;touch y" 'c;d'"#),
+        ("c9", "git sta\\\ntus --short"),
+    ])
+    .await;
+    assert_eq!(asked, vec!["c1", "c2", "c3", "c4", "c5", "c6"]);
+    assert_eq!(
+        ran,
+        strings(&[
+            r#"git status \;touch x"#,
+            r#"git status $'a;touch x' $"b;touch y" 'c;d'"#,
+            "git sta\\\ntus --short",
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_descriptor_redirection_with_trailing_word_is_not_a_descriptor() {
+    let (asked, ran) = with_git_status_allowed(&[
+        // bash takes `>&2x` for `&>2x`: a write to the file `2x`.
+        ("c1", "git status >&2x"),
+        ("c2", "git status 2>&1x"),
+        ("c3", "git status >& 2x"),
+        ("c4", r#"git status >&"2""#),
+        ("c5", "git status >&$fd"),
+        ("c6", "git status <&x"),
+        // Descriptors (copied, closed, moved) and `/dev/null` stay allowed; `2x` before `>`
+        // is an argument, not a descriptor.
+        ("c7", "git status 2x>/dev/null"),
+        ("c8", "git status >&2"),
+        ("c9", "git status 2>&1 >&- 3>&1- <&0"),
+        ("c10", "git status >& 2 &>/dev/null"),
+    ])
+    .await;
+    assert_eq!(asked, vec!["c1", "c2", "c3", "c4", "c5", "c6"]);
+    assert_eq!(
+        ran,
+        strings(&[
+            "git status 2x>/dev/null",
+            "git status >&2",
+            "git status 2>&1 >&- 3>&1- <&0",
+            "git status >& 2 &>/dev/null",
+        ])
+    );
+}

@@ -99,6 +99,7 @@ fn a_clean_lifecycle_passes() {
         CoreEvent::PermissionRequested {
             call_id: "a".into(),
             tool_name: "read".into(),
+            args: json!({}),
             display: display(),
             preview: ApprovalPreview::Text { text: "x".into() },
             reason: None,

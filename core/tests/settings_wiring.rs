@@ -159,6 +159,11 @@ fn sessions_get_the_task_tool_with_the_projects_agent_files_and_the_subagent_tur
         "---\ndescription: Reviews a diff\ntools: read_file\n---\nBe strict.\n",
     )
     .unwrap();
+    // Project agent files apply in a trusted folder only (issue 25, finding 6).
+    s.project = corvid_core::settings::ProjectTrust::vouched(
+        Some(dir.path().to_owned()),
+        corvid_core::settings::Trust::Trusted,
+    );
     let config = agent_config(&s, |k| env.get(k).cloned(), dir.path(), "s").unwrap();
     let corvid_core::policy::Subagents::On {
         max_turns,

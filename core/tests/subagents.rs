@@ -369,7 +369,11 @@ async fn an_agent_file_gives_a_child_with_its_tools_model_and_instructions_and_a
     std::fs::create_dir_all(&project_agents).unwrap();
     let broken = project_agents.join("broken.md");
     std::fs::write(&broken, "---\nname: broken\n").unwrap();
-    let types = corvid_core::agents::files::load(Some(home.path()), project.path());
+    let trusted = corvid_core::settings::ProjectTrust::vouched(
+        Some(project.path().to_owned()),
+        corvid_core::settings::Trust::Trusted,
+    );
+    let types = corvid_core::agents::files::load(Some(home.path()), project.path(), &trusted);
 
     let log = ExecLog::default();
     let provider = ScriptedProvider::new(vec![

@@ -48,6 +48,10 @@ pub enum CoreEvent {
     PermissionRequested {
         call_id: String,
         tool_name: String,
+        /// The call's complete arguments (ACP shows them as the card's `rawInput`, also when
+        /// the user rejects the call and it never starts).
+        #[serde(default)]
+        args: Value,
         display: ToolDisplay,
         preview: ApprovalPreview,
         /// Why this call is asked about when its mode alone would not ask (a protected path,

@@ -155,6 +155,11 @@ impl fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
+    /// The request URL as logs and errors show it (credentials redacted).
+    pub(crate) fn shown_url(&self) -> &str {
+        &self.reading.shown_url
+    }
+
     /// Builds the endpoint `path` under the configured base URL with `auth` headers marked
     /// sensitive (hyper then never logs them).
     pub(crate) fn new(

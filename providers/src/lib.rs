@@ -31,6 +31,12 @@ pub trait Provider: Send + Sync {
     fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ErrorInfo>> {
         Box::pin(futures::future::ready(Ok(Vec::new())))
     }
+
+    /// Where this provider's requests go (credentials redacted), so what a server lists can
+    /// be cached per server; `None` for models built into corvid.
+    fn endpoint(&self) -> Option<String> {
+        None
+    }
 }
 
 pub mod anthropic;

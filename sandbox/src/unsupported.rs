@@ -1,7 +1,7 @@
 //! Systems without a sandbox implementation yet: every confined level is unavailable, so the
 //! caller asks before running a command unconfined.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::{SandboxLevel, Unavailable};
 
@@ -14,7 +14,12 @@ impl Prepared {
         Self
     }
 
-    pub(crate) fn new(_level: SandboxLevel, _workspace: &Path) -> Result<Self, Unavailable> {
+    pub(crate) fn new(
+        _level: SandboxLevel,
+        _workspace: &Path,
+        _existing: &[PathBuf],
+        _keep_read_only: &[PathBuf],
+    ) -> Result<Self, Unavailable> {
         Err(unavailable())
     }
 
@@ -22,6 +27,10 @@ impl Prepared {
 }
 
 pub(crate) fn supported() -> Result<(), Unavailable> {
+    Err(unavailable())
+}
+
+pub(crate) fn available(_workspace: &Path) -> Result<(), Unavailable> {
     Err(unavailable())
 }
 

@@ -1,9 +1,15 @@
 #!/usr/bin/env node
 // Drives an ACP agent with the official client library (@agentclientprotocol/sdk 2.4.0) and
 // prints one JSON object per line on stdout for every message the client receives:
-//   {"kind":"session","sessionId":...}          the session created (session/new)
+//   {"kind":"session","sessionId":...,"response"} the session created (session/new)
 //   {"kind":"loaded","response":{...}}          the session/load answer (after its replayed updates)
+//   {"kind":"resumed","response":{...}}         the session/resume answer (--resume)
 //   {"kind":"update","update":{...}}            a session/update
+//   {"kind":"rendered","line":...}              with --render: the line the SDK's example client
+//                                               prints for a tool_call / tool_call_update
+//   {"kind":"config_set","response":{...}}      the answer of --set-config
+//   {"kind":"mode_set","response":{...}}        the answer of --set-mode
+//   {"kind":"list","response":{...}}            the session/list answer (--list, after the prompts)
 //   {"kind":"permission","toolCall":{...}}      a session/request_permission (auto-answered)
 //   {"kind":"notification","method":M,"params"} any other notification (e.g. _corvid/*)
 //   {"kind":"response","response":{...}}        the session/prompt answer
@@ -13,7 +19,9 @@
 //
 // Usage: node client.mjs [--prompt TEXT]... [--reject] [--cancel-on-tool-call] [--timeout SECONDS]
 //                        [--cwd DIR] [--load SESSION_ID] [--wait-summary] [--fs] [--reload]
-//                        [--summary-notification] [--mcp-server JSON]... -- AGENT_CMD [ARGS...]
+//                        [--summary-notification] [--mcp-server JSON]... [--render]
+//                        [--cancel-permission] [--resume SESSION_ID] [--set-config ID=VALUE]
+//                        [--set-mode MODE] [--list] [--wait-model MODEL] -- AGENT_CMD [ARGS...]
 // Each --prompt is sent in turn (default: one "hello").
 // --load resumes a recorded session with session/load instead of session/new, then prompts.
 // --reload sends session/load of the open session after the first prompt, on the same
@@ -25,6 +33,11 @@
 // --summary-notification opts in to `_corvid/tool_use_summary` in initialize.
 // --wait-summary keeps the connection open after the last answer until a tool-use label
 // arrived (`_meta.toolUseSummary` on a tool_call_update; labels may follow the answer).
+// --cancel-permission answers every permission request with the `cancelled` outcome.
+// --resume resumes a recorded session with session/resume (no replay) instead of session/new.
+// --set-config and --set-mode are sent once the session exists, before the prompts.
+// --wait-model keeps the connection open after the last answer until the `model` option
+// offers MODEL (in the session's answer or a config_option_update).
 // Exit codes: 0 ok, 1 protocol or agent error, 2 agent could not start, 3 timeout, 64 usage.
 
 import { spawn } from "node:child_process";
@@ -54,6 +67,13 @@ const options = {
   reload: false,
   summaryNotification: false,
   mcpServers: [],
+  render: false,
+  cancelPermission: false,
+  resume: null,
+  setConfig: null,
+  setMode: null,
+  list: false,
+  waitModel: null,
 };
 for (let i = 0; i < flags.length; i++) {
   switch (flags[i]) {
@@ -68,6 +88,13 @@ for (let i = 0; i < flags.length; i++) {
     case "--reload": options.reload = true; break;
     case "--summary-notification": options.summaryNotification = true; break;
     case "--mcp-server": options.mcpServers.push(JSON.parse(flags[++i])); break;
+    case "--render": options.render = true; break;
+    case "--cancel-permission": options.cancelPermission = true; break;
+    case "--resume": options.resume = flags[++i]; break;
+    case "--set-config": options.setConfig = flags[++i]; break;
+    case "--set-mode": options.setMode = flags[++i]; break;
+    case "--list": options.list = true; break;
+    case "--wait-model": options.waitModel = flags[++i]; break;
     default: usage(`unknown flag ${flags[i]}`);
   }
 }
@@ -100,6 +127,14 @@ const timer = setTimeout(() => {
 }, options.timeout * 1000);
 
 let cancel = () => {};
+let modelOffered;
+const modelArrived = new Promise((resolve) => {
+  modelOffered = resolve;
+});
+const offers = (configOptions) =>
+  (configOptions ?? []).some(
+    (o) => o.id === "model" && (o.options ?? []).some((c) => c.value === options.waitModel),
+  );
 let summaryArrived;
 const summary = new Promise((resolve) => {
   summaryArrived = resolve;
@@ -108,6 +143,17 @@ const app = acp
   .client({ name: "corvid-e2e" })
   .onNotification(acp.methods.client.session.update, ({ params }) => {
     emit({ kind: "update", update: params.update });
+    if (params.update.sessionUpdate === "config_option_update" && offers(params.update.configOptions)) {
+      modelOffered();
+    }
+    if (options.render) {
+      // What the SDK's example client (src/examples/client.ts) prints for tool cards.
+      const u = params.update;
+      if (u.sessionUpdate === "tool_call") emit({ kind: "rendered", line: `🔧 ${u.title} (${u.status})` });
+      if (u.sessionUpdate === "tool_call_update") {
+        emit({ kind: "rendered", line: `Tool call \`${u.toolCallId}\` updated: ${u.status}` });
+      }
+    }
     if (params.update._meta?.toolUseSummary) summaryArrived();
     if (options.cancelOnToolCall && params.update.sessionUpdate === "tool_call") cancel();
   })
@@ -117,6 +163,7 @@ const app = acp
   })
   .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
     emit({ kind: "permission", toolCall: params.toolCall });
+    if (options.cancelPermission) return { outcome: { outcome: "cancelled" } };
     const wanted = options.reject ? ["reject_once", "reject_always"] : ["allow_once", "allow_always"];
     for (const kind of wanted) {
       const option = params.options.find((o) => o.kind === kind);
@@ -158,10 +205,28 @@ try {
         mcpServers: options.mcpServers,
       });
       emit({ kind: "loaded", response: loaded });
+    } else if (options.resume) {
+      sessionId = options.resume;
+      const resumed = await ctx.request(acp.methods.agent.session.resume, {
+        sessionId,
+        cwd: options.cwd,
+        mcpServers: options.mcpServers,
+      });
+      emit({ kind: "resumed", response: resumed });
     } else {
       const session = await ctx.request(acp.methods.agent.session.new, { cwd: options.cwd, mcpServers: options.mcpServers });
       sessionId = session.sessionId;
-      emit({ kind: "session", sessionId });
+      emit({ kind: "session", sessionId, response: session });
+      if (offers(session.configOptions)) modelOffered();
+    }
+    if (options.setConfig) {
+      const [configId, value] = options.setConfig.split("=");
+      const response = await ctx.request(acp.methods.agent.session.setConfigOption, { sessionId, configId, value });
+      emit({ kind: "config_set", response });
+    }
+    if (options.setMode) {
+      const response = await ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: options.setMode });
+      emit({ kind: "mode_set", response });
     }
     let cancelled = false;
     cancel = () => {
@@ -185,6 +250,11 @@ try {
       emit({ kind: "response", response });
     }
     if (options.waitSummary) await summary;
+    if (options.waitModel) await modelArrived;
+    if (options.list) {
+      const response = await ctx.request(acp.methods.agent.session.list, { cwd: options.cwd });
+      emit({ kind: "list", response });
+    }
   });
 } catch (error) {
   emit({ kind: "error", message: String(error?.message ?? error) });

@@ -1,76 +1,147 @@
 //! Replacing a file so that a crash, a `kill -9` or a full disk leaves either the old content
 //! or the new one, never a truncated mix: the new content goes to a temporary file beside the
-//! target, is flushed to disk, and is renamed over the target.
+//! target, is flushed to disk, and is renamed over the target. Every step works inside the
+//! target's folder as opened by [`open_parent_dir`], never on a path resolved again, so a
+//! folder swapped for a symlink meanwhile cannot redirect the write out of the workspace.
 
-use std::fs::{File, Metadata, Permissions};
+use std::collections::hash_map::RandomState;
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+
+use rustix::fs::{
+    AtFlags, FileType, Mode, OFlags, Stat, fchmod, fsync, openat, renameat, statat, unlinkat,
+};
+use rustix::io::Errno;
+
+use crate::beneath::open_parent_dir;
 
 /// Mode of a new file before the umask, as `open(2)` callers conventionally ask.
 const NEW_FILE_MODE: u32 = 0o666;
 /// Bytes of the target's name kept in the temporary file's name (names have a length limit).
 const NAME_BYTES_KEPT: usize = 96;
+/// Temporary names tried before giving up (each is random; a taken one is skipped).
+const TEMP_NAME_TRIES: usize = 16;
 
-/// Creates or replaces `path` with `content` atomically, keeping the mode (and, where
-/// allowed, the owner) of the file it replaces. On any failure the temporary file is removed
-/// and the target is untouched. The rename replaces a symlink at `path` rather than
-/// following it, so a link planted after the path was checked cannot redirect the write.
-pub fn write_atomically(path: &Path, content: &[u8]) -> io::Result<()> {
-    let (dir, name) = match (path.parent(), path.file_name()) {
-        (Some(dir), Some(name)) if !dir.as_os_str().is_empty() => (dir, name),
-        _ => {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "the path has no file name or folder",
-            ));
-        }
-    };
-    std::fs::create_dir_all(dir)?;
-    let replaced = existing_regular(path)?;
+/// Creates or replaces `path` (inside the working directory `root`) with `content`
+/// atomically, keeping the mode (and, where allowed, the owner) of the file it replaces. On
+/// any failure the temporary file is removed and the target is untouched. The rename
+/// replaces a symlink at `path` rather than following it, and no folder on the way is
+/// reached through a symlink, so nothing planted after the path was checked can redirect the
+/// write.
+pub fn write_atomically(root: &Path, path: &Path, content: &[u8]) -> io::Result<()> {
+    let (dir, name) = open_parent_dir(root, path)?;
+    let replaced = existing_regular(&dir, &name)?;
     if replaced.is_some() {
         // A rename needs only the folder's permission; a read-only file stays read-only, as
-        // it did when files were written in place. Opening without truncating changes nothing.
-        std::fs::OpenOptions::new().write(true).open(path)?;
+        // it did when files were written in place. Opening without truncating changes nothing
+        // (and neither follows a link nor waits on a FIFO swapped in meanwhile).
+        openat(
+            &dir,
+            &name,
+            OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
     }
     let mode = replaced
         .as_ref()
-        .map_or(NEW_FILE_MODE, |meta| meta.mode() & 0o7777);
-    let mut temp = tempfile::Builder::new()
-        .prefix(&temp_prefix(&name.to_string_lossy()))
-        .suffix(".corvid-tmp")
-        .permissions(Permissions::from_mode(mode))
-        .tempfile_in(dir)?;
-    if let Some(meta) = &replaced {
-        keep_owner(temp.as_file(), meta);
+        .map_or(NEW_FILE_MODE, |st| st.st_mode & 0o7777);
+    let temp = Temp::create(&dir, &name, mode)?;
+    if let Some(st) = &replaced {
+        keep_owner(&temp.file, st);
         // The umask narrowed the mode at creation (and a change of owner clears set-id bits).
-        temp.as_file()
-            .set_permissions(Permissions::from_mode(mode))?;
+        fchmod(&temp.file, Mode::from_raw_mode(mode))?;
     }
-    temp.write_all(content)?;
-    temp.as_file().sync_all()?;
-    // On failure the returned temporary file is dropped, which removes it.
-    temp.persist(path).map_err(|e| e.error)?;
-    sync_dir(dir);
+    (&temp.file).write_all(content)?;
+    temp.file.sync_all()?;
+    temp.rename_over(&name)?;
+    sync_dir(&dir);
     Ok(())
 }
 
-/// The metadata of the regular file being replaced; `None` for a new file (or a symlink,
+/// The status of the regular file being replaced; `None` for a new file (or a symlink,
 /// which is replaced as a new file); an error for anything that is not a file.
-fn existing_regular(path: &Path) -> io::Result<Option<Metadata>> {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_file() => Ok(Some(meta)),
-        Ok(meta) if meta.file_type().is_symlink() => Ok(None),
-        Ok(meta) if meta.is_dir() => Err(io::Error::new(
+fn existing_regular(dir: &OwnedFd, name: &OsStr) -> io::Result<Option<Stat>> {
+    let st = match statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => Ok(Some(st)),
+        FileType::Symlink => Ok(None),
+        FileType::Directory => Err(io::Error::new(
             io::ErrorKind::IsADirectory,
             "it is a directory, not a file",
         )),
-        Ok(_) => Err(io::Error::new(
+        _ => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "it is not a regular file (a FIFO, device or socket); only regular files are written",
         )),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
+    }
+}
+
+/// A temporary file in the target's folder, unlinked from that same folder unless it was
+/// renamed over the target.
+struct Temp<'a> {
+    dir: &'a OwnedFd,
+    name: OsString,
+    file: File,
+    renamed: bool,
+}
+
+impl<'a> Temp<'a> {
+    /// Creates a new, hidden, randomly named file beside `target` (never opening an existing
+    /// name or following a link).
+    fn create(dir: &'a OwnedFd, target: &OsStr, mode: u32) -> io::Result<Self> {
+        let prefix = temp_prefix(&target.to_string_lossy());
+        let random = RandomState::new();
+        let mut last = Errno::EXIST;
+        for attempt in 0..TEMP_NAME_TRIES {
+            let mut hasher = random.build_hasher();
+            hasher.write_usize(attempt);
+            let name = OsString::from(format!("{prefix}{:016x}.corvid-tmp", hasher.finish()));
+            match openat(
+                dir,
+                &name,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(mode),
+            ) {
+                Ok(fd) => {
+                    return Ok(Self {
+                        dir,
+                        name,
+                        file: File::from(fd),
+                        renamed: false,
+                    });
+                }
+                Err(Errno::EXIST) => last = Errno::EXIST,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(last.into())
+    }
+
+    /// Renames the temporary file over `target` in the same folder.
+    fn rename_over(mut self, target: &OsStr) -> io::Result<()> {
+        renameat(self.dir, &self.name, self.dir, target)?;
+        self.renamed = true;
+        Ok(())
+    }
+}
+
+impl Drop for Temp<'_> {
+    fn drop(&mut self) {
+        if self.renamed {
+            return;
+        }
+        if let Err(e) = unlinkat(self.dir, &self.name, AtFlags::empty()) {
+            tracing::warn!(name = ?self.name, error = %e, "could not remove a temporary file");
+        }
     }
 }
 
@@ -86,21 +157,21 @@ fn temp_prefix(name: &str) -> String {
 
 /// Gives the new file the replaced file's owner when that differs (only root may); a failure
 /// leaves the writer as owner, as any editor's save would.
-fn keep_owner(temp: &File, replaced: &Metadata) {
+fn keep_owner(temp: &File, replaced: &Stat) {
     let Ok(now) = temp.metadata() else { return };
-    if (now.uid(), now.gid()) == (replaced.uid(), replaced.gid()) {
+    if (now.uid(), now.gid()) == (replaced.st_uid, replaced.st_gid) {
         return;
     }
-    if let Err(e) = std::os::unix::fs::fchown(temp, Some(replaced.uid()), Some(replaced.gid())) {
+    if let Err(e) = std::os::unix::fs::fchown(temp, Some(replaced.st_uid), Some(replaced.st_gid)) {
         tracing::debug!(error = %e, "could not keep the owner of a replaced file");
     }
 }
 
 /// Makes the rename durable. The new content is already in place when this fails, so a
 /// failure is logged rather than reported as a failed write.
-fn sync_dir(dir: &Path) {
-    if let Err(e) = File::open(dir).and_then(|d| d.sync_all()) {
-        tracing::warn!(dir = %dir.display(), error = %e, "could not flush the folder after a write");
+fn sync_dir(dir: &OwnedFd) {
+    if let Err(e) = fsync(dir) {
+        tracing::warn!(error = %e, "could not flush the folder after a write");
     }
 }
 
@@ -108,6 +179,8 @@ fn sync_dir(dir: &Path) {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+    use std::fs::Permissions;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn a_replaced_file_keeps_its_mode_and_a_new_file_gets_the_default() {
@@ -116,8 +189,8 @@ mod tests {
         std::fs::write(&script, "old").unwrap();
         std::fs::set_permissions(&script, Permissions::from_mode(0o750)).unwrap();
 
-        write_atomically(&script, b"new").unwrap();
-        write_atomically(&dir.path().join("sub/new.txt"), b"x").unwrap();
+        write_atomically(dir.path(), &script, b"new").unwrap();
+        write_atomically(dir.path(), &dir.path().join("sub/new.txt"), b"x").unwrap();
 
         assert_eq!(std::fs::read_to_string(&script).unwrap(), "new");
         let mode = |p: &Path| std::fs::metadata(p).unwrap().mode() & 0o7777;
@@ -141,7 +214,7 @@ mod tests {
         let link = dir.path().join("link.txt");
         std::os::unix::fs::symlink(&target, &link).unwrap();
 
-        write_atomically(&link, b"new").unwrap();
+        write_atomically(dir.path(), &link, b"new").unwrap();
 
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
         assert!(std::fs::symlink_metadata(&link).unwrap().is_file());

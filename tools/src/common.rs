@@ -101,9 +101,10 @@ pub struct FileChange {
 }
 
 impl FileChange {
-    /// Writes the new content; returns the diff, bounded for the model's context.
-    pub async fn write(&self, fs: &dyn FileSystem) -> Result<String, ToolError> {
-        fs.write_text(self.path.clone(), self.new.clone())
+    /// Writes the new content inside the working directory `root`; returns the diff,
+    /// bounded for the model's context.
+    pub async fn write(&self, fs: &dyn FileSystem, root: &Path) -> Result<String, ToolError> {
+        fs.write_text(root.to_owned(), self.path.clone(), self.new.clone())
             .await
             .map_err(|e| io_error("write", &self.rel, &e))?;
         let diff = unified_diff(&self.rel, self.old.as_deref(), &self.new);

@@ -175,7 +175,7 @@ impl Tool for Edit {
                 replacements,
                 first_line,
             } = plan(&args, &ctx).await?;
-            let diff = change.write(ctx.fs.as_ref()).await?;
+            let diff = change.write(ctx.fs.as_ref(), &ctx.cwd).await?;
             let what = match (change.old.is_none(), replacements) {
                 (true, _) => "created the file".to_owned(),
                 (false, 1) => "replaced 1 occurrence".to_owned(),

@@ -2,6 +2,7 @@
 //! whether it mutates) so front ends never switch on tool names.
 
 mod atomic_write;
+mod beneath;
 pub mod builtin;
 mod capped;
 mod common;
@@ -50,9 +51,15 @@ use tokio_util::sync::CancellationToken;
 pub trait FileSystem: Send + Sync {
     /// Reads a whole text file.
     fn read_text(&self, path: PathBuf) -> BoxFuture<'static, std::io::Result<String>>;
-    /// Creates or replaces a text file.
-    fn write_text(&self, path: PathBuf, content: String)
-    -> BoxFuture<'static, std::io::Result<()>>;
+    /// Creates or replaces a text file. `path` lies inside `root`, the session's working
+    /// directory: a write to local disk must land inside it even when the folders change
+    /// while it runs (see `LocalFs`).
+    fn write_text(
+        &self,
+        root: PathBuf,
+        path: PathBuf,
+        content: String,
+    ) -> BoxFuture<'static, std::io::Result<()>>;
     /// True when reads go straight to local disk, so a tool may check and read a file in one
     /// blocking step instead of one trip to the blocking pool per step.
     fn on_local_disk(&self) -> bool {

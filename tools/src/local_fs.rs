@@ -11,7 +11,9 @@ use crate::atomic_write::write_atomically;
 use crate::regular_file::read_whole_text;
 
 /// Reads and writes files directly on disk: reads only regular files of bounded size (never
-/// a FIFO or device), writes atomically (a kill or full disk never leaves a partial file).
+/// a FIFO or device), writes atomically (a kill or full disk never leaves a partial file)
+/// through folder descriptors opened from the working directory, following no symlink, so a
+/// folder swapped for a link while the write runs cannot move it out of the workspace.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct LocalFs;
 
@@ -20,8 +22,13 @@ impl FileSystem for LocalFs {
         blocking(move || read_whole_text(&path))
     }
 
-    fn write_text(&self, path: PathBuf, content: String) -> BoxFuture<'static, io::Result<()>> {
-        blocking(move || write_atomically(&path, content.as_bytes()))
+    fn write_text(
+        &self,
+        root: PathBuf,
+        path: PathBuf,
+        content: String,
+    ) -> BoxFuture<'static, io::Result<()>> {
+        blocking(move || write_atomically(&root, &path, content.as_bytes()))
     }
 
     fn on_local_disk(&self) -> bool {

@@ -76,7 +76,8 @@ pub fn resolve(cwd: &Path, raw: &str) -> Result<PathBuf, ToolError> {
     }
 }
 
-fn normalize(path: &Path) -> PathBuf {
+/// `path` with `.` and `..` removed lexically.
+pub(crate) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {

@@ -4,6 +4,7 @@
 mod env;
 mod host;
 mod reap;
+mod violations;
 mod watchdog;
 
 pub use corvid_sandbox::SandboxLevel;
@@ -12,12 +13,13 @@ pub use host::{CommandHost, HOSTED_OUTPUT_LIMIT, HostedCommand, HostedRun};
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use corvid_protocol::{ApprovalPreview, ToolDisplay, ToolKind, ToolOutput};
-use corvid_sandbox::{Confinement, Unavailable};
+use corvid_sandbox::{CheckReport, Confinement};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use nix::sys::signal::Signal;
@@ -58,6 +60,9 @@ pub struct ShellPolicy {
     /// Where unconfined commands run instead of locally (the ACP client's terminals, so the
     /// editor shows them live); `None` runs everything here.
     pub host: Option<Arc<dyn CommandHost>>,
+    /// Folders a sandboxed command may never write, even inside the workspace or a temp dir:
+    /// `$CORVID_HOME`, whose settings decide how later commands run.
+    pub keep_read_only: Vec<PathBuf>,
 }
 
 /// Runs a shell command and reports its output, exit code or signal.
@@ -118,8 +123,8 @@ impl Tool for RunShellCommand {
          with all its child processes after `timeout_ms` (at most the user's limit) or when \
          the user cancels. Background processes are not waited for and their later output is \
          not captured. Unless the user turned the sandbox off, the command cannot write outside \
-         the workspace and temp dirs (nor to .git or .corvid) and has no network; secrets are \
-         not in its environment."
+         the workspace and temp dirs (nor create or write .git, .corvid, .envrc, .vscode or .idea \
+         anywhere) and has no network; secrets are not in its environment."
     }
 
     fn parameters(&self) -> Value {
@@ -157,7 +162,7 @@ impl Tool for RunShellCommand {
                 let preview = ApprovalPreview::Command {
                     command: args.command,
                 };
-                match confinement(ctx) {
+                match corvid_sandbox::available(ctx.shell.sandbox, &ctx.cwd) {
                     Ok(_) if args.outside_sandbox && ctx.shell.sandbox != SandboxLevel::Off => {
                         ApprovalNeed::Escalated {
                             preview,
@@ -203,7 +208,32 @@ impl Tool for RunShellCommand {
             let confinement = if args.outside_sandbox {
                 Confinement::unconfined()
             } else {
-                confinement(&ctx).unwrap_or_else(|_| Confinement::unconfined())
+                // Preparing walks the workspace; keep that off the async threads.
+                let (level, cwd, kept) = (
+                    ctx.shell.sandbox,
+                    ctx.cwd.clone(),
+                    ctx.shell.keep_read_only.clone(),
+                );
+                let prepared = tokio::task::spawn_blocking(move || {
+                    let prepared = Confinement::prepare(level, &cwd, &kept);
+                    let available =
+                        prepared.is_err() && corvid_sandbox::available(level, &cwd).is_ok();
+                    (prepared, available)
+                })
+                .await
+                .map_err(|e| ToolError::new(format!("preparing the sandbox failed: {e}")))?;
+                match prepared {
+                    (Ok(confinement), _) => confinement,
+                    // The approval asked about running unconfined only if the sandbox is
+                    // unavailable here; any other failure must not run the command at all.
+                    (Err(why), true) => {
+                        return Err(ToolError::new(format!(
+                            "the shell sandbox could not be set up for this command ({why}); \
+                             it was not run"
+                        )));
+                    }
+                    (Err(_), false) => Confinement::unconfined(),
+                }
             };
             // A command that runs unconfined anyway loses nothing in the editor's terminal;
             // a sandboxed one stays here, in the sandbox.
@@ -222,12 +252,6 @@ impl Tool for RunShellCommand {
         }
         .boxed()
     }
-}
-
-/// The sandbox for a command in this session: unconfined when the user turned it off, an
-/// error when it cannot be set up here.
-fn confinement(ctx: &ToolContext) -> Result<Confinement, Unavailable> {
-    Confinement::prepare(ctx.shell.sandbox, &ctx.cwd)
 }
 
 async fn run(
@@ -256,9 +280,10 @@ async fn run(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
-    confinement.apply_to(cmd.as_std_mut());
+    // The child starts a session of its own (so also a process group of its own, whose id is
+    // its pid): no controlling terminal, and a Ctrl-C meant for corvid does not reach it.
+    let after = confinement.apply_to(cmd.as_std_mut());
     let mut child = cmd
         .spawn()
         .map_err(|e| ToolError::new(format!("cannot start bash: {e}")))?;
@@ -290,17 +315,23 @@ async fn run(
     }
     let stdout = stdout.finish().await;
     let stderr = stderr.finish().await;
-    match outcome {
-        Outcome::Cancelled => Err(cancelled()),
-        Outcome::TimedOut => Ok(render(
-            command,
-            None,
-            Some(timeout),
-            level,
-            &stdout,
-            &stderr,
-        )),
-        Outcome::Exited(status) => Ok(render(command, Some(status), None, level, &stdout, &stderr)),
+    let report = match after {
+        Some(after) => violations::check(after).await,
+        None => CheckReport::default(),
+    };
+    let mut output = match outcome {
+        Outcome::Cancelled => return Err(cancelled_with(&report, &ctx.cwd)),
+        Outcome::TimedOut => render(command, None, Some(timeout), level, &stdout, &stderr),
+        Outcome::Exited(status) => render(command, Some(status), None, level, &stdout, &stderr),
+    };
+    violations::add(&mut output, &report, &ctx.cwd);
+    Ok(output)
+}
+
+fn cancelled_with(report: &CheckReport, cwd: &Path) -> ToolError {
+    match violations::text(report, cwd) {
+        Some(text) => ToolError::new(format!("{}\n\n{text}", cancelled().message)),
+        None => cancelled(),
     }
 }
 
@@ -447,9 +478,9 @@ fn blocked_note(sandbox: SandboxLevel) -> String {
     let denied = match sandbox {
         SandboxLevel::ReadOnly => "all writes and network access are denied",
         _ => {
-            "writes outside the workspace and temp dirs, to .git and .corvid, and (when the \
-             workspace holds .git or .corvid) new entries at its top level are denied, and so \
-             is network access"
+            "writes outside the workspace and temp dirs, to .git, .corvid, .envrc, .vscode and \
+             .idea (at any depth) and corvid's home, and new entries in the folders holding \
+             them are denied, and so is network access"
         }
     };
     format!(

@@ -105,7 +105,7 @@ impl Tool for WriteFile {
             if change.old.as_deref() == Some(change.new.as_str()) {
                 return Ok(ToolOutput::new(format!("No change: {} already has this content.", change.rel), json!({"path": change.path, "created": false, "changed": false, "lines": lines})));
             }
-            let diff = change.write(ctx.fs.as_ref()).await?;
+            let diff = change.write(ctx.fs.as_ref(), &ctx.cwd).await?;
             let created = change.old.is_none();
             let verb = if created { "Created" } else { "Wrote" };
             Ok(ToolOutput {

@@ -29,11 +29,18 @@ fn rewrite_forever(target: PathBuf) -> ! {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let marker = target.with_extension("started");
     let (a, b) = (content(b'a'), content(b'b'));
+    let root = target.parent().unwrap().to_owned();
     runtime.block_on(async {
         loop {
-            LocalFs.write_text(target.clone(), a.clone()).await.unwrap();
+            LocalFs
+                .write_text(root.clone(), target.clone(), a.clone())
+                .await
+                .unwrap();
             std::fs::write(&marker, "").unwrap();
-            LocalFs.write_text(target.clone(), b.clone()).await.unwrap();
+            LocalFs
+                .write_text(root.clone(), target.clone(), b.clone())
+                .await
+                .unwrap();
         }
     })
 }

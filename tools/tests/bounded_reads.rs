@@ -224,10 +224,11 @@ impl FileSystem for DiskBuffers {
 
     fn write_text(
         &self,
+        root: std::path::PathBuf,
         path: std::path::PathBuf,
         content: String,
     ) -> futures::future::BoxFuture<'static, std::io::Result<()>> {
-        LocalFs.write_text(path, content)
+        LocalFs.write_text(root, path, content)
     }
 }
 

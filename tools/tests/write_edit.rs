@@ -293,11 +293,12 @@ impl FileSystem for FlakyFs {
 
     fn write_text(
         &self,
+        root: PathBuf,
         path: PathBuf,
         content: String,
     ) -> BoxFuture<'static, std::io::Result<()>> {
         self.writes.fetch_add(1, Ordering::SeqCst);
-        LocalFs.write_text(path, content)
+        LocalFs.write_text(root, path, content)
     }
 }
 

@@ -202,6 +202,7 @@ impl ChatState {
                 reason,
                 always_scope,
                 server,
+                ..
             } => {
                 self.on_started(call_id, tool_name, display);
                 if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id)) {
@@ -376,6 +377,7 @@ impl ChatState {
                 reason,
                 always_scope,
                 server,
+                ..
             } => {
                 let task_title = task.map_or_else(|| "Task".to_owned(), |c| c.title.clone());
                 self.mark_attention();

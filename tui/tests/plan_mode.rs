@@ -86,6 +86,7 @@ fn the_question_to_leave_plan_mode_says_what_each_answer_does() {
     a.chat.on_event(&CoreEvent::PermissionRequested {
         call_id: "p".into(),
         tool_name: "exit_plan_mode".into(),
+        args: serde_json::json!({}),
         display: corvid_protocol::ToolDisplay {
             title: "Ready to code?".into(),
             kind: corvid_protocol::ToolKind::Think,

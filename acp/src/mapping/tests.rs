@@ -169,6 +169,7 @@ fn a_discarded_preparation_is_a_failed_update_marked_for_removal() {
             "sessionUpdate": "tool_call_update",
             "toolCallId": "c4",
             "status": "failed",
+            "title": "write_file (discarded: the model retried)",
             "content": [],
             "_meta": {
                 "toolName": "write_file",
@@ -247,7 +248,8 @@ fn todos_become_a_plan() {
     );
 }
 
-/// The standard frame a summary of calls `a` and `b` becomes for call `id`.
+/// The standard frame a summary of calls `a` and `b` becomes for call `id`: the card again,
+/// with the label.
 fn summary_update(id: &str) -> Frame {
     Frame {
         method: SESSION_UPDATE_METHOD,
@@ -256,10 +258,40 @@ fn summary_update(id: &str) -> Frame {
             "update": {
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": id,
+                "title": format!("Read {id}.json"),
+                "kind": "read",
+                "status": "completed",
                 "_meta": {"toolUseSummary": {"label": "Read config.json", "toolCallIds": ["a", "b"]}},
             },
         }),
     }
+}
+
+/// A mapper that showed calls `a` and `b` (reads) until they completed.
+fn mapper_after_batch() -> Mapper {
+    let mapper = mapper();
+    for id in ["a", "b"] {
+        mapper.frames(&CoreEvent::ToolStarted {
+            call_id: id.into(),
+            tool_name: "read_file".into(),
+            args: json!({"file_path": format!("{id}.json")}),
+            display: ToolDisplay {
+                title: format!("Read {id}.json"),
+                kind: ToolKind::Read,
+                locations: vec![],
+            },
+            provenance: Provenance::Builtin,
+            was_prepared: false,
+        });
+        mapper.frames(&CoreEvent::ToolFinished {
+            call_id: id.into(),
+            tool_name: "read_file".into(),
+            status: ToolStatus::Completed,
+            output: ToolOutput::text("{}"),
+            provenance: Provenance::Builtin,
+        });
+    }
+    mapper
 }
 
 fn summary_event() -> CoreEvent {
@@ -270,16 +302,74 @@ fn summary_event() -> CoreEvent {
 }
 
 #[test]
-fn a_summary_is_a_meta_only_update_of_each_call_of_its_batch() {
+fn a_summary_restates_each_card_of_its_batch_with_the_label() {
     assert_eq!(
-        mapper().frames(&summary_event()),
+        mapper_after_batch().frames(&summary_event()),
         vec![summary_update("a"), summary_update("b")]
+    );
+    // A card the mapper no longer knows gets no frame: an untitled one would be a new line.
+    assert_eq!(mapper().frames(&summary_event()), vec![]);
+}
+
+#[test]
+fn a_rejected_calls_final_update_restates_the_card_it_was_asked_about() {
+    let mapper = mapper();
+    mapper.frames(&CoreEvent::ToolPreparing {
+        call_id: "w".into(),
+        tool_name: "write_file".into(),
+        display_name: "WriteFile".into(),
+        kind: ToolKind::Edit,
+        provenance: Provenance::Builtin,
+    });
+    let display = ToolDisplay {
+        title: "Write b.txt".into(),
+        kind: ToolKind::Edit,
+        locations: vec![Location {
+            path: "b.txt".into(),
+            line: None,
+        }],
+    };
+    let args = json!({"file_path": "b.txt", "content": "new"});
+    mapper.permission_request(PermissionAsk {
+        call_id: "w",
+        tool_name: "write_file",
+        args: &args,
+        display: &display,
+        preview: &ApprovalPreview::Text { text: "new".into() },
+        reason: None,
+        always_scope: None,
+        task_call: None,
+        server: None,
+    });
+    let frames = mapper.frames(&CoreEvent::ToolFinished {
+        call_id: "w".into(),
+        tool_name: "write_file".into(),
+        status: ToolStatus::Failed,
+        output: ToolOutput::text("The user rejected this call."),
+        provenance: Provenance::Builtin,
+    });
+    let update = &frames[0].params["update"];
+    assert_eq!(
+        (
+            &update["status"],
+            &update["title"],
+            &update["kind"],
+            &update["locations"],
+            &update["rawInput"]
+        ),
+        (
+            &json!("failed"),
+            &json!("Write b.txt"),
+            &json!("edit"),
+            &json!([{"path": "/work/p/b.txt"}]),
+            &args
+        )
     );
 }
 
 #[test]
 fn a_client_that_opted_in_also_gets_the_summary_notification() {
-    let frames = mapper()
+    let frames = mapper_after_batch()
         .with_summary_notification(true)
         .frames(&summary_event());
     assert_eq!(
@@ -304,6 +394,7 @@ fn a_permission_request_offers_the_four_options_and_maps_them_back() {
     let request = mapper().permission_request(PermissionAsk {
         call_id: "c5",
         tool_name: "run_shell_command",
+        args: &json!({"command": "cargo test"}),
         display: &shell_display(),
         preview: &cargo_test(),
         reason: None,
@@ -321,6 +412,7 @@ fn a_permission_request_offers_the_four_options_and_maps_them_back() {
                 "title": "Run cargo test",
                 "kind": "execute",
                 "locations": [],
+                "rawInput": {"command": "cargo test"},
                 "content": [{"type": "content", "content": {"type": "text", "text": "cargo test"}}],
                 "_meta": {"toolName": "run_shell_command"},
             },
@@ -390,6 +482,7 @@ fn a_permission_request_says_why_it_asks_and_what_always_covers() {
     let request = mapper().permission_request(PermissionAsk {
         call_id: "c6",
         tool_name: "run_shell_command",
+        args: &json!({"command": "cargo test"}),
         display: &shell_display(),
         preview: &cargo_test(),
         reason: Some("it writes under .git/, a protected path"),
@@ -513,6 +606,7 @@ fn a_subagents_permission_request_is_titled_with_its_tasks_label() {
     let request = mapper.permission_request(PermissionAsk {
         call_id: "t1/c5",
         tool_name: "run_shell_command",
+        args: &json!({"command": "cargo test"}),
         display: &shell_display(),
         preview: &cargo_test(),
         reason: None,
@@ -535,6 +629,7 @@ fn an_mcp_tools_request_also_offers_allowing_its_whole_server() {
     let request = mapper().permission_request(PermissionAsk {
         call_id: "c7",
         tool_name: "mcp__gh__create_issue",
+        args: &json!({"title": "x"}),
         display: &shell_display(),
         preview: &cargo_test(),
         reason: None,

@@ -11,19 +11,30 @@ use corvid_tools::ToolContext;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    Server, factory_error, install_terminals, lock, mapper, modes, open_session, require_absolute,
-    session_spec,
+    Server, factory_error, install_terminals, listed_models, lock, mapper, modes, open_session,
+    require_absolute, session_spec,
 };
 use crate::mapping::Mapper;
 use crate::output::Output;
 use crate::session::Start;
 
+/// Whether the client is sent the recorded conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum History {
+    /// `session/load`: replayed as frames before the answer.
+    Replay,
+    /// `session/resume`: the client kept its own copy.
+    Skip,
+}
+
 /// Resumes a recorded session (SPEC §9): its transcript is replayed as `session/update` frames
-/// (and summary notifications) before the answer, then prompts go on with the full history.
+/// (and summary notifications) before the answer unless `history` skips it, then prompts go
+/// on with the full history.
 pub(super) async fn load_session(
     server: &Server,
     req: LoadSessionRequest,
     cx: ConnectionTo<Client>,
+    history: History,
 ) -> Result<LoadSessionResponse, Error> {
     require_absolute(&req.cwd)?;
     let id = req.session_id.0.to_string();
@@ -67,27 +78,33 @@ pub(super) async fn load_session(
             shell: Default::default(),
             live_output: None,
         };
-        let transcript = replay_events(&loaded, &config.tools, &ctx);
-        replay(&mapper, &transcript, &server.output).await?;
+        if history == History::Replay {
+            let transcript = replay_events(&loaded, &config.tools, &ctx);
+            replay(&mapper, &transcript, &server.output).await?;
+        }
         return Ok(LoadSessionResponse::new()
             .modes(modes(session.mode()))
             .config_options(session.config_options()));
     }
     let other_models = config.fallback_model.iter().cloned().collect();
-    let provider = config.provider.clone();
+    let listed = listed_models(server, &config).await;
     let resumed = spawn_resumed(config, &store, &loaded).map_err(|e| load_error(&id, e))?;
-    replay(&mapper, &resumed.transcript, &server.output).await?;
+    if history == History::Replay {
+        replay(&mapper, &resumed.transcript, &server.output).await?;
+    }
     // The recorded mode and model, as the agent resumed them (issue 14 defect 12).
     let mut start = Start {
         mode: resumed.approval_mode,
         model: resumed.model.clone(),
         other_models,
         stats: UsageStats::default(),
-        provider,
+        listed,
     };
     for event in &resumed.transcript {
         start.stats.observe(event);
     }
+    // A transcript holds no turn starts; `/stats` counts the recorded model turns.
+    start.stats.turns = loaded.model_turns();
     let mode = start.mode;
     let session = open_session(server, &req.session_id, resumed.handle, start, mapper, cx);
     Ok(LoadSessionResponse::new()

@@ -34,12 +34,13 @@ pub fn preparing_frame(id: &str, tool: &str, title: &str, kind: &str) -> Value {
     })
 }
 
-/// The discarded update of SPEC §6.
-pub fn discarded_frame(id: &str, tool: &str) -> Value {
+/// The discarded update of SPEC §6, its title saying what happened to the card `shown`.
+pub fn discarded_frame(id: &str, tool: &str, title: &str) -> Value {
     json!({
         "sessionUpdate": "tool_call_update",
         "toolCallId": id,
         "status": "failed",
+        "title": title,
         "content": [],
         "_meta": {
             "toolName": tool,

@@ -196,6 +196,8 @@ pub struct TestFactory {
     pub mode: ApprovalMode,
     /// Where sessions are recorded; `None` records nothing.
     pub store: Option<SessionStore>,
+    /// `$CORVID_HOME` for caches (the model listings); `None` caches nothing.
+    pub home: Option<std::path::PathBuf>,
 }
 
 impl TestFactory {
@@ -205,6 +207,7 @@ impl TestFactory {
             summaries: false,
             mode: ApprovalMode::Default,
             store: None,
+            home: None,
         })
     }
 }
@@ -246,6 +249,10 @@ impl AgentFactory for TestFactory {
     fn session_store(&self) -> Option<SessionStore> {
         self.store.clone()
     }
+
+    fn corvid_home(&self) -> Option<std::path::PathBuf> {
+        self.home.clone()
+    }
 }
 
 /// How the test client answers `session/request_permission`.
@@ -254,6 +261,8 @@ pub enum PermissionPolicy {
     Select(&'static str),
     /// Never answer; when the agent abandons the request, log it and answer `cancelled`.
     Hold,
+    /// Answer `cancelled` at once (the user cancelled the turn from the question).
+    Cancelled,
 }
 
 /// The test client: everything it receives lands in one ordered log.
@@ -312,6 +321,9 @@ impl TestClient {
                             RequestPermissionResponse::new(RequestPermissionOutcome::Selected(
                                 SelectedPermissionOutcome::new(PermissionOptionId::new(id)),
                             )),
+                        ),
+                        PermissionPolicy::Cancelled => responder.respond(
+                            RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled),
                         ),
                         PermissionPolicy::Hold => {
                             let log = l1.clone();

@@ -3,8 +3,9 @@
 //!
 //! `cargo bench -p corvid-cli --bench acp_sessions [-- --sessions 100 --runs 3 --binary PATH]`
 //! (`--binary` runs another build; `--perf FILE` records a `perf` profile of corvid during the
-//! turns only, call graphs by DWARF, for `perf report -i FILE`; `--keep-alive` makes the mock
-//! keep connections open as real providers do, instead of one connection per request;
+//! turns only, call graphs by DWARF, for `perf report -i FILE`; the shipped release build is
+//! stripped, so pair it with `--binary $PWD/target/release-debug/corvid`; `--keep-alive` makes
+//! the mock keep connections open as real providers do, instead of one connection per request;
 //! `--timeline` prints the latencies by when each session's stream started).
 //!
 //! A loopback HTTP/1.1 SSE mock on a tokio listener ([`mock`]) serves every session at once (one

@@ -7,6 +7,10 @@
 //! At 100 sessions on two cores that wait was most of finish → `in_progress` (p99 12–28 ms;
 //! `cargo bench -p corvid-cli --bench acp_sessions -- --keep-alive`, issue 16).
 
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::Semaphore;
+
 /// Lets the work already ready on this worker run before the caller's next step.
 ///
 /// tokio runs a task that yields only once its worker has run out of queued tasks, or at the
@@ -17,12 +21,18 @@
 /// The yield alone let every waiting bulk step go at the same poll: 100 sessions prompted at
 /// once queued 100 request sends, and the first chunks read after that poll waited behind all
 /// of them (chunk → preparing p99 5–7 ms). So bulk steps take turns: at most [`BULK_TURNS`]
-/// are between their yield and their work at once, and a chunk read meanwhile waits behind
-/// about that many bulk steps, not behind every session's.
+/// of a runtime are between their yield and their work at once, and a chunk read meanwhile
+/// waits behind about that many bulk steps, not behind every session's.
 pub(super) async fn after_ready_work() {
-    // The semaphore is never closed, so `acquire` cannot fail; should it ever, the step simply
-    // goes without its turn.
-    let turn = BULK_GATE.acquire().await.ok();
+    // The semaphore is never closed, so `acquire` cannot fail; should it ever, or should this
+    // run outside tokio, the step simply goes without its turn.
+    let gate = tokio::runtime::Handle::try_current()
+        .ok()
+        .map(|runtime| gate_of(runtime.id()));
+    let turn = match &gate {
+        Some(gate) => gate.acquire().await.ok(),
+        None => None,
+    };
     tokio::task::yield_now().await;
     drop(turn);
 }
@@ -31,15 +41,36 @@ pub(super) async fn after_ready_work() {
 /// measured best (`cargo bench -p corvid-cli --bench acp_sessions`; 1 left a worker idle).
 const BULK_TURNS: usize = 2;
 
-/// The turns of [`after_ready_work`], shared by every session of the process (FIFO, so no
+/// The turns of [`after_ready_work`] of each runtime, shared by all its sessions (FIFO, so no
 /// session's bulk step waits for long).
-static BULK_GATE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(BULK_TURNS);
+///
+/// Per runtime, not per process: the turns are about the queues of one runtime's workers, and
+/// a step must never wait for another runtime's. A test thread's runtime between two polls
+/// (or one no longer driven) held turns that every other runtime of the process waited for;
+/// under a paused clock the waiting runtime, idle, let time jump to its next timer, and a
+/// turn "never finished" (issue 33). corvid itself runs one runtime.
+static GATES: Mutex<Vec<(tokio::runtime::Id, Arc<Semaphore>)>> = Mutex::new(Vec::new());
+
+/// The gate of runtime `id`, made on its first bulk step.
+fn gate_of(id: tokio::runtime::Id) -> Arc<Semaphore> {
+    let mut gates = GATES.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, gate)) = gates.iter().find(|(of, _)| *of == id) {
+        return gate.clone();
+    }
+    // A gate only this list holds has no step waiting for or taking a turn: forgetting it loses
+    // nothing (its runtime, perhaps gone, gets a new one), and the list stays as short as the
+    // number of runtimes taking turns right now.
+    gates.retain(|(_, gate)| Arc::strong_count(gate) > 1);
+    let gate = Arc::new(Semaphore::new(BULK_TURNS));
+    gates.push((id, gate.clone()));
+    gate
+}
 
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
 
-    use super::{BULK_TURNS, after_ready_work};
+    use super::{BULK_TURNS, GATES, after_ready_work, gate_of};
 
     /// What the tasks of a test did, in the order they did it.
     type Order = Arc<Mutex<Vec<&'static str>>>;
@@ -108,5 +139,52 @@ mod tests {
             hot_at <= BULK_TURNS,
             "the woken task ran after {hot_at} bulk steps: {order:?}"
         );
+    }
+
+    /// Issue 33: another runtime's steps, stopped with every turn of their gate taken, do not
+    /// hold this runtime's (on a paused clock the wait let time jump to the 1 h timeout).
+    #[test]
+    fn a_runtime_takes_its_turns_while_another_runtime_holds_all_of_its_own() {
+        let other = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let other_gate = gate_of(other.handle().id());
+        other.block_on(async {
+            for _ in 0..BULK_TURNS {
+                tokio::spawn(after_ready_work());
+            }
+            while other_gate.available_permits() > 0 {
+                tokio::task::yield_now().await;
+            }
+        });
+        let paused = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let took_turn = paused.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_secs(3600), after_ready_work()).await
+        });
+        assert!(
+            took_turn.is_ok(),
+            "the step waited for another runtime's turns"
+        );
+        assert_eq!(other_gate.available_permits(), 0);
+    }
+
+    /// A test process makes thousands of runtimes: the gates of those gone are not kept.
+    #[test]
+    fn the_gates_of_runtimes_that_are_gone_are_forgotten() {
+        let mut ids = Vec::new();
+        for _ in 0..20 {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .build()
+                .unwrap();
+            ids.push(runtime.handle().id());
+            runtime.block_on(after_ready_work());
+        }
+        let gates = GATES.lock().unwrap();
+        let kept = gates.iter().filter(|(id, _)| ids.contains(id)).count();
+        assert!(kept <= 1, "{kept} gates of finished runtimes are kept");
     }
 }

@@ -157,6 +157,7 @@ async fn leave(
     ctx.events.emit(CoreEvent::PermissionRequested {
         call_id: call.call_id.clone(),
         tool_name: call.name.clone(),
+        args: call.args.clone(),
         display: display.clone(),
         preview,
         reason: Some(reason),

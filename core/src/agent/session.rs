@@ -443,6 +443,15 @@ pub(super) async fn run_session(
     let mut tasks = 0u64;
     loop {
         tokio::select! {
+            // A task that has ended is taken back before the next operation, whenever both are
+            // ready: a cancel queued as the task finished then finds no task (its summaries
+            // still land), and a replayed schedule gives the same events (issue 33).
+            biased;
+            joined = finished(&mut running) => {
+                if let Some(r) = running.take() {
+                    take_back(&mut state, joined, &events, &r.task_id, &shared);
+                }
+            }
             op = ops.recv() => {
                 let Some(op) = op else { break };
                 match op {
@@ -504,11 +513,6 @@ pub(super) async fn run_session(
                             events.emit(CoreEvent::HistoryCleared);
                         }
                     }
-                }
-            }
-            joined = finished(&mut running) => {
-                if let Some(r) = running.take() {
-                    take_back(&mut state, joined, &events, &r.task_id, &shared);
                 }
             }
         }

@@ -132,12 +132,16 @@ struct SearchPlan {
 
 impl SearchPlan {
     /// `user_home` stops the search for `.git`: a repository at `$HOME` or above (a shared
-    /// `/tmp/.git`) must not make every folder below it a project.
+    /// `/tmp/.git`) must not make every folder below it a project; neither may a parent
+    /// another user owns or others may write (the rule of the settings' search).
     fn new(cwd: &Path, corvid_home: Option<&Path>, user_home: Option<&Path>) -> Self {
         let mut dirs = Vec::new();
         let mut root = None;
         for dir in cwd.ancestors() {
-            if dir != cwd && user_home.is_some_and(|h| h.starts_with(dir)) {
+            if dir != cwd
+                && (user_home.is_some_and(|h| h.starts_with(dir))
+                    || !crate::settings::is_own_folder(dir))
+            {
                 break;
             }
             dirs.push(dir.to_owned());

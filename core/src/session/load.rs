@@ -71,6 +71,15 @@ impl LoadedSession {
             _ => None,
         })
     }
+
+    /// The main model's turns the session took (one recorded answer each, `/clear` or not),
+    /// for `/stats` after a resume: a replayed transcript has no turn starts to count.
+    pub fn model_turns(&self) -> u32 {
+        let answers = self.records.iter().filter(
+            |r| matches!(r, Record::Message { message } if message.role == Role::Assistant),
+        );
+        u32::try_from(answers.count()).unwrap_or(u32::MAX)
+    }
 }
 
 /// The messages of `records`, each call the recording left unanswered answered with whether

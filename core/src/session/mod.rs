@@ -19,4 +19,4 @@ pub use record::{RECORD_VERSION, Record, RecordHeader};
 pub use recorder::SessionRecorder;
 pub use replay::replay_events;
 pub use store::{SessionError, SessionHealth, SessionStore, SessionSummary};
-pub use time::utc_minutes;
+pub use time::{utc_iso8601, utc_minutes};

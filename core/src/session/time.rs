@@ -8,6 +8,15 @@ pub fn utc_minutes(epoch_ms: u64) -> String {
     format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}")
 }
 
+/// ISO 8601 in UTC to the second (`YYYY-MM-DDTHH:MM:SSZ`) for milliseconds since the Unix
+/// epoch, as protocols such as ACP's `updatedAt` take it.
+pub fn utc_iso8601(epoch_ms: u64) -> String {
+    let seconds = epoch_ms / 1_000;
+    let (hour, minute, second) = ((seconds / 3_600) % 24, (seconds / 60) % 60, seconds % 60);
+    let (year, month, day) = civil_from_days(seconds / 86_400);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
+}
+
 /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
 /// `civil_from_days`).
 fn civil_from_days(days: u64) -> (u64, u64, u64) {
@@ -25,7 +34,13 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::utc_minutes;
+    use super::{utc_iso8601, utc_minutes};
+
+    #[test]
+    fn epoch_milliseconds_become_iso_8601_seconds_in_utc() {
+        assert_eq!(utc_iso8601(1_709_251_199_999), "2024-02-29T23:59:59Z");
+        assert_eq!(utc_iso8601(0), "1970-01-01T00:00:00Z");
+    }
 
     #[test]
     fn epoch_milliseconds_become_utc_minutes_across_leap_days_and_centuries() {

@@ -402,7 +402,7 @@ impl Validator<'_> {
                 "shellEnv" => self.out.shell_env = self.shell_env(v)?,
                 "protectedPaths" => {
                     let list = self.string_list(&key, v)?;
-                    crate::policy::protected::ProtectedPaths::new(&list, None)
+                    crate::policy::protected::ProtectedPaths::new(&list, None, None)
                         .map_err(|e| self.invalid_entry(&key, e))?;
                     self.out.protected_paths = list;
                 }

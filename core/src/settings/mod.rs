@@ -8,6 +8,7 @@
 
 mod file;
 mod mcp;
+mod project;
 mod project_limits;
 mod provider;
 mod trust;
@@ -18,10 +19,15 @@ use std::path::{Path, PathBuf};
 use corvid_protocol::ApprovalMode;
 
 pub use mcp::McpSettings;
+pub use project::{SettingsFiles, grant_folders};
+pub(crate) use project::{is_own_folder, open_regular};
 pub use provider::{
     DEMO_FAST_MODEL, DEMO_MODEL, ResolvedModel, Secret, resolve_fast_model, resolve_provider,
 };
-pub use trust::{TRUSTED_FOLDERS_FILE, Trust, TrustGrant, TrustedFolders};
+pub use trust::{
+    ConfigFile, GrantedFolders, ProjectTrust, TRUSTED_FOLDERS_FILE, Trust, TrustGrant,
+    TrustedFolders, Verdict,
+};
 pub use wiring::{DEMO_PACING_ENV, agent_config, start_mcp_servers};
 
 /// Env var naming corvid's home directory (settings, sessions).
@@ -72,6 +78,9 @@ pub struct Settings {
     /// `mcpServers` and `mcp.*`.
     pub mcp: McpSettings,
     pub context: ContextSettings,
+    /// The project folder and which of its own configuration files apply; agent files (and
+    /// later hooks and commands) are read through it.
+    pub project: ProjectTrust,
 }
 
 /// `model.*`: the main model. Unset values are filled in by [`resolve_provider`].
@@ -227,6 +236,7 @@ impl Default for Settings {
             },
             mcp: McpSettings::default(),
             context: ContextSettings::default(),
+            project: ProjectTrust::default(),
         }
     }
 }
@@ -240,83 +250,6 @@ pub struct Overrides {
     pub fast_model: Option<String>,
     pub approval_mode: Option<ApprovalMode>,
     pub compact_mode: Option<bool>,
-}
-
-/// Where the settings files are; missing files are simply skipped.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SettingsFiles {
-    pub user: Option<PathBuf>,
-    pub project: Option<PathBuf>,
-}
-
-impl SettingsFiles {
-    /// The standard locations for a session working in `cwd`. The project file is the
-    /// nearest `.corvid/settings.json` in `cwd` or above it inside the repository (the
-    /// directory holding `.git` is the last one looked at), so starting in a subdirectory
-    /// still finds the project's settings. Outside a repository only `cwd` itself is looked
-    /// at, and the search never reaches `$HOME` or above: a file in a shared parent such as
-    /// `/tmp` must not configure every folder below it. The user's own file is never taken
-    /// for a project file.
-    pub fn discover(cwd: &Path, env: impl Fn(&str) -> Option<String>) -> Self {
-        let home = user_home(&env);
-        let user = corvid_home(env).map(|home| home.join("settings.json"));
-        let project = project_search_dirs(cwd, home.as_deref())
-            .into_iter()
-            .map(|dir| dir.join(".corvid").join("settings.json"))
-            .find(|candidate| {
-                candidate.is_file() && !user.as_deref().is_some_and(|u| same_file(u, candidate))
-            });
-        Self {
-            user,
-            project: project.or_else(|| Some(cwd.join(".corvid").join("settings.json"))),
-        }
-    }
-
-    /// The folder whose `.corvid` holds the project file: the one trust is decided for.
-    pub fn project_folder(&self) -> Option<&Path> {
-        self.project.as_deref()?.parent()?.parent()
-    }
-
-    /// Whether a project settings file exists (and so whether trust matters for it).
-    pub fn has_project_file(&self) -> bool {
-        self.project.as_deref().is_some_and(Path::exists)
-    }
-
-    /// The trust decision for the project folder: `--trust` or a remembered trusted folder.
-    pub fn trust(
-        &self,
-        grant: TrustGrant,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Trust, SettingsError> {
-        match self.project_folder() {
-            Some(folder) => trust::decide(folder, grant, corvid_home(env).as_deref()),
-            None => Ok(Trust::Untrusted),
-        }
-    }
-}
-
-/// The folders that may hold the project file, nearest first: `cwd` up to the repository
-/// root, or `cwd` alone outside a repository; never `$HOME` (unless it is `cwd`) or above.
-fn project_search_dirs<'a>(cwd: &'a Path, home: Option<&Path>) -> Vec<&'a Path> {
-    let mut dirs = Vec::new();
-    for dir in cwd.ancestors() {
-        if dir != cwd && home.is_some_and(|h| h.starts_with(dir)) {
-            break;
-        }
-        dirs.push(dir);
-        if dir.join(".git").exists() {
-            return dirs;
-        }
-    }
-    vec![cwd]
-}
-
-/// Whether two paths name the same file, however they are spelled.
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => a == b,
-    }
 }
 
 /// The user's home directory (`$HOME`, else the system's idea of it), canonical when it exists.
@@ -412,7 +345,8 @@ pub enum SettingsError {
 }
 
 /// Loads settings from the standard files for a session in `cwd`, the environment and flags;
-/// the project file applies when its folder is trusted (remembered, or granted by `grant`).
+/// the project's files apply when its folder is trusted (remembered, or granted by `grant`)
+/// and the user accepted their content.
 pub fn load(
     cwd: &Path,
     env: impl Fn(&str) -> Option<String>,
@@ -420,8 +354,8 @@ pub fn load(
     grant: TrustGrant,
 ) -> Result<Loaded, SettingsError> {
     let files = SettingsFiles::discover(cwd, &env);
-    let trust = files.trust(grant, &env)?;
-    load_from(&files, trust, env, overrides)
+    let project = files.trust(&grant, &env)?;
+    load_with(&files, &project, env, overrides)
 }
 
 /// Loads settings from explicit files (lowest to highest: user, project), env and flags.
@@ -432,31 +366,51 @@ pub fn load_from(
     env: impl Fn(&str) -> Option<String>,
     overrides: &Overrides,
 ) -> Result<Loaded, SettingsError> {
+    let project = ProjectTrust::vouched(files.project_folder().map(Path::to_owned), trust);
+    load_with(files, &project, env, overrides)
+}
+
+/// [`load_from`] with the project's trust decided file by file: the project file applies
+/// only when `project` accepts its content, read once (so what was checked is what applies).
+pub fn load_with(
+    files: &SettingsFiles,
+    project: &ProjectTrust,
+    env: impl Fn(&str) -> Option<String>,
+    overrides: &Overrides,
+) -> Result<Loaded, SettingsError> {
     let mut warnings = Vec::new();
     let mut layer = match &files.user {
         Some(path) => file::read(path, &mut warnings)?.unwrap_or_default(),
         None => file::Partial::default(),
     };
-    // Working in the home directory can make both locations the same file.
-    let project = files
-        .project
-        .as_ref()
-        .filter(|p| !files.user.as_ref().is_some_and(|u| same_file(u, p)));
-    if let Some(path) = project {
-        match trust {
+    if let Some(path) = files.project_file() {
+        let content = match project.trust {
+            // Not even read: nothing of it may apply.
+            Trust::Untrusted => path.exists().then(Vec::new),
             Trust::Trusted => {
-                if let Some(mut from_project) = file::read(path, &mut warnings)? {
+                project::read_project_file(path).map_err(|source| SettingsError::Read {
+                    path: path.to_owned(),
+                    source,
+                })?
+            }
+        };
+        if let Some(content) = content {
+            match project.verdict(path, &content) {
+                Verdict::Apply => {
+                    let text = String::from_utf8(content).map_err(|e| SettingsError::Read {
+                        path: path.to_owned(),
+                        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+                    })?;
+                    let mut from_project = file::parse(path, &text, &mut warnings)?;
                     project_limits::restrict(path, &layer, &mut from_project, &mut warnings);
                     layer.merge(from_project);
                 }
+                verdict => warnings.extend(ProjectTrust::ignored_warning(
+                    path,
+                    "project settings",
+                    verdict,
+                )),
             }
-            Trust::Untrusted if path.exists() => warnings.push(format!(
-                "{}: project settings ignored: this folder is not trusted. Run with --trust \
-                 to apply them for this run, or start corvid here in a terminal and answer \
-                 yes to trust the folder",
-                path.display()
-            )),
-            Trust::Untrusted => {}
         }
     }
 
@@ -476,10 +430,11 @@ pub fn load_from(
     });
     let mut settings = layer.into_settings();
     settings.model.provider = provider;
+    settings.project = project.clone();
     Ok(Loaded {
         settings,
         warnings,
-        trust,
+        trust: project.trust,
     })
 }
 

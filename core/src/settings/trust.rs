@@ -1,12 +1,25 @@
-//! Trusted folders: a folder's own configuration (its `.corvid/settings.json`; later its MCP
-//! servers, hooks and agent files) applies only where the user said so. A cloned repository
-//! is someone else's code, and its settings must not run or redirect anything unasked.
+//! Trusted folders: a folder's own configuration (its `.corvid/settings.json` with its MCP
+//! servers, its agent files; later its hooks and commands) applies only where the user said
+//! so. A cloned repository is someone else's code, and its settings must not run or redirect
+//! anything unasked.
+//!
+//! Trusting a folder is not a blank cheque for whatever appears in it later: a sandboxed
+//! command may write `.corvid/settings.json` into a trusted folder that had none. So the
+//! record of a trusted folder pins the content (SHA-256) of each project configuration file
+//! the user accepted, and a file that is new or changed since is ignored, with a warning,
+//! until the user accepts it again (the terminal UI asks; elsewhere `--trust` applies it for
+//! one run). A `--trust` run pins the files its folders hold when corvid starts the same way.
 //!
 //! The list lives in `$CORVID_HOME/trusted_folders.json`, separate from the hand-edited
 //! `settings.json` so corvid can rewrite it (atomically, `0600`) without touching comments.
+//! A list written before the pins existed still loads; its folders stay trusted but none of
+//! their files is accepted, so each is asked about (or warned about) once.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use sha2::Digest;
 
 use super::SettingsError;
 
@@ -14,7 +27,7 @@ use super::SettingsError;
 pub const TRUSTED_FOLDERS_FILE: &str = "trusted_folders.json";
 
 /// Whether a folder's own configuration may apply. Code loading any project-provided
-/// configuration asks this (through [`super::Loaded::trust`]) before reading it.
+/// configuration asks [`ProjectTrust::verdict`] before using it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Trust {
     /// The folder or a parent is trusted, or this run was started with `--trust`.
@@ -25,13 +38,187 @@ pub enum Trust {
 }
 
 /// What this run grants beyond the folders the user trusted before.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub enum TrustGrant {
     /// Only the remembered folders are trusted.
     #[default]
     Remembered,
-    /// `--trust`: the working folder is trusted for this run (nothing is remembered).
+    /// `--trust` for a run that reads its configuration once, at start: the working folder
+    /// is trusted with what it holds now (nothing is remembered).
     ThisRun,
+    /// `--trust [DIR]...` for a run that reads configuration again later (`--acp` opens
+    /// sessions for as long as it runs): these project folders are trusted with the files
+    /// they held when corvid started; a file appearing or changing later is not.
+    Folders(GrantedFolders),
+}
+
+/// The project folders of a `--trust` run and the configuration files they held at start.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GrantedFolders {
+    folders: Vec<PathBuf>,
+    accepted: BTreeMap<PathBuf, String>,
+}
+
+impl GrantedFolders {
+    /// Grants `folders` (canonical project folders) with `files` as accepted.
+    pub(super) fn new(folders: Vec<PathBuf>, files: &[ConfigFile]) -> Self {
+        Self {
+            folders,
+            accepted: files
+                .iter()
+                .map(|f| (config_key(&f.path), f.digest.clone()))
+                .collect(),
+        }
+    }
+}
+
+/// One of a project's own configuration files and the digest of its content as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigFile {
+    pub path: PathBuf,
+    /// Lower-case hex SHA-256 of the content.
+    pub digest: String,
+}
+
+impl ConfigFile {
+    /// The file at `path` with `content`.
+    pub fn new(path: &Path, content: &[u8]) -> Self {
+        Self {
+            path: path.to_owned(),
+            digest: digest(content),
+        }
+    }
+}
+
+/// Lower-case hex SHA-256 of `bytes`.
+fn digest(bytes: &[u8]) -> String {
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The key a file is accepted under: its folder canonical (so `..` and linked spellings of
+/// the folder agree), its own name as is (a link is accepted as that link, by content).
+fn config_key(path: &Path) -> PathBuf {
+    match (path.parent().map(Path::canonicalize), path.file_name()) {
+        (Some(Ok(dir)), Some(name)) => dir.join(name),
+        _ => path.to_owned(),
+    }
+}
+
+/// Which project configuration files of one session apply.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ProjectTrust {
+    /// The folder whose `.corvid/` holds the project's configuration.
+    pub folder: Option<PathBuf>,
+    /// The folder-level decision.
+    pub trust: Trust,
+    accepted: Accepted,
+}
+
+/// The files of a trusted folder that apply.
+#[derive(Debug, Clone, PartialEq)]
+enum Accepted {
+    /// Every file: the caller decided (tests, or `--trust` read once at start).
+    All,
+    /// Files whose content digest is listed under their key.
+    Only(BTreeMap<PathBuf, String>),
+}
+
+impl Default for Accepted {
+    fn default() -> Self {
+        Self::Only(BTreeMap::new())
+    }
+}
+
+/// What may be done with one project configuration file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// It applies.
+    Apply,
+    /// Its folder is not trusted.
+    NotTrusted,
+    /// Its folder is trusted but this content was never accepted (new or changed since).
+    Unreviewed,
+}
+
+impl ProjectTrust {
+    /// `trust` for every file of `folder`, for callers that decided themselves.
+    pub fn vouched(folder: Option<PathBuf>, trust: Trust) -> Self {
+        Self {
+            folder,
+            trust,
+            accepted: Accepted::All,
+        }
+    }
+
+    /// The project `folder` trusted with exactly `files` (as they were when the user said
+    /// yes to them).
+    pub fn accepting(folder: &Path, files: &[ConfigFile]) -> Self {
+        Self {
+            folder: Some(folder.to_owned()),
+            trust: Trust::Trusted,
+            accepted: Accepted::Only(
+                files
+                    .iter()
+                    .map(|f| (config_key(&f.path), f.digest.clone()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Whether the file at `path`, holding `content`, applies.
+    pub fn verdict(&self, path: &Path, content: &[u8]) -> Verdict {
+        self.verdict_of(path, &digest(content))
+    }
+
+    fn verdict_of(&self, path: &Path, digest: &str) -> Verdict {
+        if self.trust == Trust::Untrusted {
+            return Verdict::NotTrusted;
+        }
+        match &self.accepted {
+            Accepted::All => Verdict::Apply,
+            Accepted::Only(files)
+                if files.get(&config_key(path)).map(String::as_str) == Some(digest) =>
+            {
+                Verdict::Apply
+            }
+            Accepted::Only(_) => Verdict::Unreviewed,
+        }
+    }
+
+    /// The files of `files` that would not apply, with why.
+    pub fn unreviewed<'a>(&self, files: &'a [ConfigFile]) -> Vec<(&'a ConfigFile, Verdict)> {
+        files
+            .iter()
+            .filter_map(|f| {
+                let verdict = self.verdict_of(&f.path, &f.digest);
+                (verdict != Verdict::Apply).then_some((f, verdict))
+            })
+            .collect()
+    }
+
+    /// The warning for `path` (a file of kind `what`, e.g. "project settings") not applied
+    /// because of `verdict`; `None` when it applies.
+    pub fn ignored_warning(path: &Path, what: &str, verdict: Verdict) -> Option<String> {
+        match verdict {
+            Verdict::Apply => None,
+            Verdict::NotTrusted => Some(format!(
+                "{}: {what} ignored: this folder is not trusted. Run with --trust to apply \
+                 them for this run, or start corvid here in a terminal and answer yes to trust \
+                 the folder",
+                path.display()
+            )),
+            Verdict::Unreviewed => Some(format!(
+                "{}: {what} ignored: the file is new or changed since this folder was trusted \
+                 (a command may have written it). Review it, then start corvid here in a \
+                 terminal and answer yes to accept it, or run with --trust to apply it for \
+                 this run",
+                path.display()
+            )),
+        }
+    }
 }
 
 /// The user's trusted folders, as read from `$CORVID_HOME/trusted_folders.json`.
@@ -39,6 +226,8 @@ pub enum TrustGrant {
 pub struct TrustedFolders {
     path: PathBuf,
     folders: Vec<PathBuf>,
+    /// Project configuration files the user accepted: key -> digest of the content seen.
+    accepted: BTreeMap<PathBuf, String>,
 }
 
 impl TrustedFolders {
@@ -51,12 +240,17 @@ impl TrustedFolders {
                 return Ok(Self {
                     path,
                     folders: Vec::new(),
+                    accepted: BTreeMap::new(),
                 });
             }
             Err(source) => return Err(SettingsError::Read { path, source }),
         };
-        let folders = parse(&path, &text)?;
-        Ok(Self { path, folders })
+        let (folders, accepted) = parse(&path, &text)?;
+        Ok(Self {
+            path,
+            folders,
+            accepted,
+        })
     }
 
     /// Whether `folder` or one of its parents is trusted. Paths are compared canonical and
@@ -71,8 +265,10 @@ impl TrustedFolders {
             .any(|trusted| folder.starts_with(trusted))
     }
 
-    /// Adds `folder` (made absolute and canonical) and rewrites the file atomically, `0600`.
-    pub fn remember(&mut self, folder: &Path) -> Result<(), SettingsError> {
+    /// Adds `folder` (made absolute and canonical) unless it or a parent is trusted already,
+    /// accepts `files` with the content they had when the user reviewed them (a later change
+    /// is asked about again), and rewrites the list atomically, `0600`.
+    pub fn accept(&mut self, folder: &Path, files: &[ConfigFile]) -> Result<(), SettingsError> {
         let folder = canonical(folder);
         if !folder.is_absolute() {
             return Err(SettingsError::InvalidValue {
@@ -81,8 +277,12 @@ impl TrustedFolders {
                 message: format!("cannot hold the relative path {}", folder.display()),
             });
         }
-        if !self.folders.contains(&folder) {
+        if !self.trusts(&folder) && !self.folders.contains(&folder) {
             self.folders.push(folder);
+        }
+        for file in files {
+            self.accepted
+                .insert(config_key(&file.path), file.digest.clone());
         }
         self.write()
     }
@@ -98,10 +298,21 @@ impl TrustedFolders {
             .iter()
             .map(|f| f.display().to_string())
             .collect();
-        let mut text = serde_json::to_string_pretty(&serde_json::json!({
-            "trustedFolders": folders,
-        }))
-        .unwrap_or_default();
+        let mut root = serde_json::json!({ "trustedFolders": folders });
+        if !self.accepted.is_empty() {
+            root["acceptedFiles"] = self
+                .accepted
+                .iter()
+                .map(|(path, digest)| {
+                    (
+                        path.display().to_string(),
+                        serde_json::Value::String(format!("sha256:{digest}")),
+                    )
+                })
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+        }
+        let mut text = serde_json::to_string_pretty(&root).unwrap_or_default();
         text.push('\n');
         let write_error = |source| SettingsError::Write {
             path: self.path.clone(),
@@ -119,52 +330,119 @@ impl TrustedFolders {
     }
 }
 
-/// The trust decision for `folder` in this run.
-pub fn decide(
+/// The trust of the project `folder` in this run: remembered, granted by `grant`, or none.
+pub(super) fn decide(
     folder: &Path,
-    grant: TrustGrant,
+    grant: &TrustGrant,
     corvid_home: Option<&Path>,
-) -> Result<Trust, SettingsError> {
-    if grant == TrustGrant::ThisRun {
-        return Ok(Trust::Trusted);
-    }
-    let Some(home) = corvid_home else {
-        return Ok(Trust::Untrusted);
+) -> Result<ProjectTrust, SettingsError> {
+    let untrusted = ProjectTrust {
+        folder: Some(folder.to_owned()),
+        ..ProjectTrust::default()
     };
-    Ok(if TrustedFolders::load(home)?.trusts(folder) {
-        Trust::Trusted
+    if *grant == TrustGrant::ThisRun {
+        return Ok(ProjectTrust::vouched(
+            Some(folder.to_owned()),
+            Trust::Trusted,
+        ));
+    }
+    let mut trusted = false;
+    let mut accepted = BTreeMap::new();
+    if let TrustGrant::Folders(granted) = grant
+        && let Ok(real) = folder.canonicalize()
+        && granted.folders.iter().any(|g| real.starts_with(g))
+    {
+        trusted = true;
+        accepted.extend(granted.accepted.clone());
+    }
+    if let Some(home) = corvid_home {
+        let remembered = TrustedFolders::load(home)?;
+        if remembered.trusts(folder) {
+            trusted = true;
+            accepted.extend(remembered.accepted);
+        }
+    }
+    Ok(if trusted {
+        ProjectTrust {
+            folder: Some(folder.to_owned()),
+            trust: Trust::Trusted,
+            accepted: Accepted::Only(accepted),
+        }
     } else {
-        Trust::Untrusted
+        untrusted
     })
 }
 
-/// `{"trustedFolders": ["/abs", ...]}`; relative entries are an error (they would trust a
-/// different folder depending on where corvid starts).
-fn parse(path: &Path, text: &str) -> Result<Vec<PathBuf>, SettingsError> {
-    let invalid = |message: String| SettingsError::InvalidValue {
+type Parsed = (Vec<PathBuf>, BTreeMap<PathBuf, String>);
+
+/// `{"trustedFolders": ["/abs", ...], "acceptedFiles": {"/abs/file": "sha256:hex"}}`;
+/// relative entries are an error (they would trust a different folder depending on where
+/// corvid starts). `acceptedFiles` is missing from lists written before it existed.
+fn parse(path: &Path, text: &str) -> Result<Parsed, SettingsError> {
+    let invalid = |key: &str, message: String| SettingsError::InvalidValue {
         origin: path.display().to_string(),
-        key: "trustedFolders".into(),
+        key: key.into(),
         message,
     };
     if text.trim().is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), BTreeMap::new()));
     }
-    let root: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| invalid(format!("is not valid JSON ({e}); fix or delete the file")))?;
-    let Some(list) = root.get("trustedFolders") else {
-        return Ok(Vec::new());
+    let root: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        invalid(
+            "trustedFolders",
+            format!("is not valid JSON ({e}); fix or delete the file"),
+        )
+    })?;
+    let folders = match root.get("trustedFolders") {
+        None => Vec::new(),
+        Some(serde_json::Value::Array(list)) => list
+            .iter()
+            .map(|entry| match entry.as_str().map(PathBuf::from) {
+                Some(folder) if folder.is_absolute() => Ok(canonical(&folder)),
+                _ => Err(invalid(
+                    "trustedFolders",
+                    format!("must hold absolute folder paths, found {entry}"),
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(invalid(
+                "trustedFolders",
+                "must be a list of absolute folder paths".into(),
+            ));
+        }
     };
-    let Some(list) = list.as_array() else {
-        return Err(invalid("must be a list of absolute folder paths".into()));
+    let accepted = match root.get("acceptedFiles") {
+        None => BTreeMap::new(),
+        Some(serde_json::Value::Object(map)) => map
+            .iter()
+            .map(|(file, digest)| {
+                let digest = digest
+                    .as_str()
+                    .and_then(|d| d.strip_prefix("sha256:"))
+                    .filter(|d| d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit()));
+                match digest {
+                    Some(digest) if Path::new(file).is_absolute() => {
+                        Ok((PathBuf::from(file), digest.to_ascii_lowercase()))
+                    }
+                    _ => Err(invalid(
+                        "acceptedFiles",
+                        format!(
+                            "must map absolute file paths to \"sha256:<64 hex digits>\", \
+                             found {file:?}"
+                        ),
+                    )),
+                }
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(invalid(
+                "acceptedFiles",
+                "must be an object of file paths and digests".into(),
+            ));
+        }
     };
-    list.iter()
-        .map(|entry| match entry.as_str().map(PathBuf::from) {
-            Some(folder) if folder.is_absolute() => Ok(canonical(&folder)),
-            _ => Err(invalid(format!(
-                "must hold absolute folder paths, found {entry}"
-            ))),
-        })
-        .collect()
+    Ok((folders, accepted))
 }
 
 /// The canonical form when the folder exists, so symlinked and `..` spellings compare equal.

@@ -80,7 +80,11 @@ pub fn agent_config(
         policy.subagents = crate::policy::Subagents::On {
             max_turns: crate::policy::MaxTurns(settings.agent.subagent_max_turns),
             time_limit: Duration::from_millis(settings.agent.subagent_timeout_ms),
-            types: crate::agents::files::load(super::corvid_home(&env).as_deref(), cwd),
+            types: crate::agents::files::load(
+                super::corvid_home(&env).as_deref(),
+                settings.project.folder.as_deref().unwrap_or(cwd),
+                &settings.project,
+            ),
         };
     }
     let mut tools = corvid_tools::builtin_tools();
@@ -151,14 +155,24 @@ fn approval_policy(
         message: format!("is invalid: {message}"),
     };
     let tools = &settings.tools;
-    let home = super::corvid_home(env);
+    let home = super::corvid_home(&env);
+    let user_home = super::user_home(&env);
     Ok(SessionPolicy {
-        protected: ProtectedPaths::new(&tools.protected_paths, home.as_deref())
-            .map_err(|e| invalid("tools.protectedPaths", e))?,
+        protected: ProtectedPaths::new(
+            &tools.protected_paths,
+            home.as_deref(),
+            user_home.as_deref(),
+        )
+        .map_err(|e| invalid("tools.protectedPaths", e))?,
         rules: PermissionRules::new(&tools.allow, &tools.deny)
             .map_err(|e| invalid("tools.allow/tools.deny", e))?,
         max_turns: crate::policy::MaxTurns(settings.agent.max_turns),
-        shell: shell_policy(settings).map_err(|e| invalid("tools.shellEnv", e))?,
+        shell: ShellPolicy {
+            // Sandboxed commands must never change the user's settings, even when the
+            // workspace or a temp dir holds them.
+            keep_read_only: home.iter().cloned().collect(),
+            ..shell_policy(settings).map_err(|e| invalid("tools.shellEnv", e))?
+        },
         images: crate::images::ImageSupport {
             setting: settings.model.supports_images,
         },
@@ -198,6 +212,7 @@ fn shell_policy(settings: &Settings) -> Result<ShellPolicy, String> {
         env: EnvFilter::new(&key_vars, &env.include, &env.exclude)?,
         base_env: None,
         host: None,
+        keep_read_only: Vec::new(),
     })
 }
 

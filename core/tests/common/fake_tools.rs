@@ -255,6 +255,7 @@ impl FileSystem for NoFs {
     }
     fn write_text(
         &self,
+        _root: std::path::PathBuf,
         _path: std::path::PathBuf,
         _content: String,
     ) -> BoxFuture<'static, std::io::Result<()>> {

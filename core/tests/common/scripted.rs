@@ -90,6 +90,40 @@ pub struct ScriptedProvider {
     state: Arc<Mutex<State>>,
     /// What a request gets when the script is used up.
     fallback_answer: Option<String>,
+    /// Extra scheduling points before each step (none unless set).
+    yields: Yields,
+}
+
+/// Extra scheduling points where the agent races other tasks (before each stream step, a
+/// tool's approval and run, the front end's answers). Each point takes the next count of a
+/// chosen sequence (cycled) and yields that many times, so a current-thread runtime runs the
+/// other ready tasks first: the agent, the session actor, summaries and the front end
+/// interleave differently. On one thread with a paused clock the same sequence gives the same
+/// interleaving, so a failing schedule shrinks and replays like any other test input.
+#[derive(Clone, Default)]
+pub struct Yields(Arc<Mutex<(Vec<u8>, usize)>>);
+
+impl Yields {
+    pub fn new(counts: Vec<u8>) -> Self {
+        Self(Arc::new(Mutex::new((counts, 0))))
+    }
+
+    /// One racing point: yields the next count of times.
+    pub async fn point(&self) {
+        let count = {
+            let mut state = self.0.lock().unwrap();
+            let (counts, next) = &mut *state;
+            if counts.is_empty() {
+                0
+            } else {
+                *next += 1;
+                counts[(*next - 1) % counts.len()]
+            }
+        };
+        for _ in 0..count {
+            tokio::task::yield_now().await;
+        }
+    }
 }
 
 impl ScriptedProvider {
@@ -100,12 +134,19 @@ impl ScriptedProvider {
                 ..State::default()
             })),
             fallback_answer: None,
+            yields: Yields::default(),
         }
     }
 
     /// When the script runs out, answer with this text instead of failing.
     pub fn answering_when_exhausted(mut self, text: &str) -> Self {
         self.fallback_answer = Some(text.into());
+        self
+    }
+
+    /// Adds the scheduling points of `yields` before every step it replays.
+    pub fn yielding(mut self, yields: Yields) -> Self {
+        self.yields = yields;
         self
     }
 
@@ -157,15 +198,19 @@ impl Provider for ScriptedProvider {
     fn stream(&self, request: ModelRequest) -> EventStream {
         let (index, steps) = self.next_response(request);
         let state = self.state.clone();
-        let stream = async_stream_of(steps, move || state.lock().unwrap().finished.push(index));
+        let stream = async_stream_of(steps, self.yields.clone(), move || {
+            state.lock().unwrap().finished.push(index)
+        });
         Box::pin(stream)
     }
 
     fn complete(&self, request: ModelRequest) -> BoxFuture<'static, Result<Completion, ErrorInfo>> {
         let (_, steps) = self.next_response(request);
+        let yields = self.yields.clone();
         Box::pin(async move {
             let mut completion = Completion::default();
             for step in steps {
+                yields.point().await;
                 match step {
                     Step::Event(StreamEvent::Text { text }) => completion.text.push_str(&text),
                     Step::Event(StreamEvent::ToolCall(c)) => completion.tool_calls.push(c),
@@ -192,24 +237,28 @@ impl Provider for ScriptedProvider {
 /// Replays steps as a stream; `on_finished` runs when `Finished` is handed out.
 fn async_stream_of(
     steps: Vec<Step>,
+    yields: Yields,
     on_finished: impl Fn() + Send + 'static,
 ) -> impl futures::Stream<Item = Result<StreamEvent, ErrorInfo>> + Send + 'static {
     futures::stream::unfold(
-        (VecDeque::from(steps), on_finished, false),
-        |(mut steps, on_finished, done)| async move {
+        (VecDeque::from(steps), yields, on_finished, false),
+        |(mut steps, yields, on_finished, done)| async move {
             if done {
                 return None;
             }
             loop {
+                yields.point().await;
                 match steps.pop_front()? {
                     Step::Event(ev) => {
                         let finished = matches!(ev, StreamEvent::Finished { .. });
                         if finished {
                             on_finished();
                         }
-                        return Some((Ok(ev), (steps, on_finished, finished)));
+                        return Some((Ok(ev), (steps, yields, on_finished, finished)));
                     }
-                    Step::Fail(err) => return Some((Err(err), (steps, on_finished, true))),
+                    Step::Fail(err) => {
+                        return Some((Err(err), (steps, yields, on_finished, true)));
+                    }
                     Step::Delay(d) => tokio::time::sleep(d).await,
                     Step::Wait(n) => n.notified().await,
                     Step::Hang => std::future::pending::<()>().await,

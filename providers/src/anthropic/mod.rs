@@ -68,6 +68,10 @@ impl Provider for AnthropicProvider {
     }
 
     /// `GET /v1/models`: the first page (newest first), which is what a picker needs.
+    fn endpoint(&self) -> Option<String> {
+        Some(self.endpoint.shown_url().to_owned())
+    }
+
     fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ErrorInfo>> {
         let endpoint = Arc::clone(&self.endpoint);
         Box::pin(async move { crate::models::model_ids(&endpoint.get_json("v1/models").await?) })

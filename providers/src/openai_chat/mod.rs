@@ -76,6 +76,10 @@ impl Provider for OpenAiChatProvider {
         Box::pin(endpoint.complete(body, WireProtocol::OpenAiChat))
     }
 
+    fn endpoint(&self) -> Option<String> {
+        Some(self.endpoint.shown_url().to_owned())
+    }
+
     fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ErrorInfo>> {
         let endpoint = Arc::clone(&self.endpoint);
         Box::pin(async move { crate::models::model_ids(&endpoint.get_json("models").await?) })

@@ -1,9 +1,11 @@
-//! Linux: Landlock confines the file system, a seccomp filter takes the network away, and
-//! `PR_SET_PDEATHSIG` ties the child's life to corvid's.
+//! Linux: Landlock confines the file system, a seccomp filter takes the network and terminal
+//! injection away, the capabilities that read other processes' memory are dropped, `setsid`
+//! takes the controlling terminal away, and `PR_SET_PDEATHSIG` ties the child's life to
+//! corvid's.
 
 mod child;
 mod filesystem;
-mod network;
+mod seccomp;
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -28,18 +30,17 @@ impl Prepared {
         }
     }
 
-    pub(crate) fn new(level: SandboxLevel, workspace: &Path) -> Result<Self, Unavailable> {
-        // Rules skip paths that cannot be opened, so a missing workspace must be caught here.
-        if !workspace.is_absolute() || !workspace.is_dir() {
-            return Err(Unavailable(format!(
-                "the workspace {} is not an existing absolute folder",
-                workspace.display()
-            )));
-        }
-        let grants = filesystem::grants(level, workspace);
+    pub(crate) fn new(
+        level: SandboxLevel,
+        workspace: &Path,
+        existing: &[PathBuf],
+        keep_read_only: &[PathBuf],
+    ) -> Result<Self, Unavailable> {
+        check_workspace(workspace)?;
+        let grants = filesystem::grants(level, workspace, existing, keep_read_only);
         Ok(Self {
             landlock: Some(filesystem::ruleset(&grants)?),
-            seccomp: Some(network::filter()?),
+            seccomp: Some(seccomp::filter()?),
             private_tmp: grants.private_tmp,
         })
     }
@@ -54,4 +55,22 @@ impl Prepared {
 
 pub(crate) fn supported() -> Result<(), Unavailable> {
     filesystem::supported()
+}
+
+/// What [`Prepared::new`] needs, without building anything for a command.
+pub(crate) fn available(workspace: &Path) -> Result<(), Unavailable> {
+    check_workspace(workspace)?;
+    supported()?;
+    seccomp::filter().map(drop)
+}
+
+/// Rules skip paths that cannot be opened, so a missing workspace must be caught first.
+fn check_workspace(workspace: &Path) -> Result<(), Unavailable> {
+    if !workspace.is_absolute() || !workspace.is_dir() {
+        return Err(Unavailable(format!(
+            "the workspace {} is not an existing absolute folder",
+            workspace.display()
+        )));
+    }
+    Ok(())
 }

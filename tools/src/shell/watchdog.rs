@@ -2,7 +2,7 @@
 //! `PR_SET_PDEATHSIG` covers the shell itself but not what it left in the background, so one
 //! small watchdog process per corvid waits on a pipe that only corvid holds open: when corvid
 //! is gone, however it went, the read ends and the watchdog kills every process carrying this
-//! corvid's owner marker.
+//! corvid's owner marker, then removes the sandbox's private temp folders of this corvid.
 
 use std::os::unix::process::CommandExt;
 use std::process::{ChildStdin, Command, Stdio};
@@ -13,7 +13,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub(super) const OWNER_MARKER: &str = "CORVID_SHELL_OWNER";
 
 /// Waits for end of input, then stops and kills every process whose initial environment holds
-/// `OWNER_MARKER=$1`, searching again for ones forked meanwhile.
+/// `OWNER_MARKER=$1`, searching again for ones forked meanwhile; then removes this user's
+/// folders named `$2*` (not links) directly in the folders `$3...`.
 const SCRIPT: &str = r#"
 read -r _
 needle="CORVID_SHELL_OWNER=$1"
@@ -30,6 +31,12 @@ for round in 1 2 3; do
   done
 done
 [ -n "$all" ] && kill -KILL $all 2>/dev/null
+prefix=$2
+shift 2
+for parent in "$@"; do
+  find "$parent" -mindepth 1 -maxdepth 1 -type d -user "$(id -u)" -name "$prefix*" \
+    -exec rm -rf -- {} + 2>/dev/null
+done
 exit 0
 "#;
 
@@ -61,6 +68,12 @@ fn start() -> Option<Watchdog> {
         .arg(SCRIPT)
         .arg("corvid-shell-watchdog")
         .arg(&marker)
+        .arg(format!(
+            "{}{}-",
+            corvid_sandbox::PRIVATE_TMP_PREFIX,
+            std::process::id()
+        ))
+        .args(corvid_sandbox::PRIVATE_TMP_PARENTS)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

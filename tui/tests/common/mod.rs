@@ -115,6 +115,7 @@ pub fn permission(id: &str, name: &str, title: &str, preview: ApprovalPreview) -
     CoreEvent::PermissionRequested {
         call_id: id.into(),
         tool_name: name.into(),
+        args: serde_json::json!({}),
         display: display(name, title),
         preview,
         reason: None,

@@ -1,6 +1,8 @@
 //! The seccomp filter that takes the network away: `socket()` fails with `EPERM` for every
 //! family but `AF_UNIX` (so local tools that talk over Unix sockets keep working), and
-//! `io_uring`, which could open sockets without calling `socket()`, is refused outright.
+//! `io_uring`, which could open sockets without calling `socket()`, is refused outright. It
+//! also refuses the `ioctl`s that type into a terminal (`TIOCSTI`, and `TIOCLINUX`, whose
+//! subcommands paste the console selection), whatever terminal the command got hold of.
 
 use std::collections::BTreeMap;
 
@@ -21,7 +23,7 @@ const ARCH: TargetArch = TargetArch::riscv64;
 /// The compiled filter, installed by the child with `seccomp(SECCOMP_SET_MODE_FILTER)`.
 pub(super) fn filter() -> Result<BpfProgram, Unavailable> {
     let failed = |e: &dyn std::fmt::Display| {
-        Unavailable(format!("the network filter could not be built: {e}"))
+        Unavailable(format!("the seccomp filter could not be built: {e}"))
     };
     let not_unix = SeccompRule::new(vec![
         SeccompCondition::new(
@@ -33,8 +35,24 @@ pub(super) fn filter() -> Result<BpfProgram, Unavailable> {
         .map_err(|e| failed(&e))?,
     ])
     .map_err(|e| failed(&e))?;
+    // The kernel reads the request as an `unsigned int`, so only its low 32 bits are compared
+    // (a request with garbage in the high bits is the same request to the kernel).
+    let request_is = |request: u64| {
+        SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, request)
+            .and_then(|condition| SeccompRule::new(vec![condition]))
+            .map_err(|e| failed(&e))
+    };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     rules.insert(libc::SYS_socket, vec![not_unix]);
+    // `libc::Ioctl` is `c_ulong` on glibc but `c_int` on musl, hence the casts.
+    #[allow(clippy::unnecessary_cast)]
+    rules.insert(
+        libc::SYS_ioctl,
+        vec![
+            request_is(libc::TIOCSTI as u64)?,
+            request_is(libc::TIOCLINUX as u64)?,
+        ],
+    );
     // An empty rule list matches every call.
     for call in [
         libc::SYS_io_uring_setup,
