@@ -323,3 +323,52 @@ async fn a_server_that_still_refuses_after_compacting_fails_the_turn_with_advice
     );
     shut_down(handle).await;
 }
+
+#[tokio::test]
+async fn compress_that_would_make_the_conversation_larger_keeps_the_history_and_says_so() {
+    let server = MockServer::start().await;
+    let log = ExecLog::default();
+    let mut config = config(&server, &log);
+    config.policy.context = ContextPolicy {
+        window_override: Some(1_000),
+        auto_compact: false,
+        ..ContextPolicy::default()
+    };
+    // The summary is far longer than the three answers it would replace.
+    server.push_matching(
+        is_compaction,
+        ScriptedResponse::sse(vec![
+            text(&"a long summary ".repeat(2_000)),
+            finish("stop"),
+            done(),
+        ]),
+    );
+    let mut handle = spawn_agent(config);
+    for task in 0..3 {
+        server.push_matching(|r| !is_compaction(r), answer_turn(task));
+        run_task(&mut handle, &format!("task {task}")).await;
+    }
+    handle.submit(corvid_protocol::Op::Compact).unwrap();
+    let events = common::collect_task(&mut handle).await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, CoreEvent::Compacted { .. })),
+        "{events:#?}"
+    );
+    assert!(
+        events.iter().any(
+            |e| matches!(e, CoreEvent::Warning { message } if message.contains("not worth it"))
+        ),
+        "{events:#?}"
+    );
+    server.push_matching(|r| !is_compaction(r), answer_turn(9));
+    run_task(&mut handle, "after").await;
+    shut_down(handle).await;
+    let last = main_requests(&server).pop().unwrap();
+    let body = String::from_utf8_lossy(&last.raw_body).into_owned();
+    assert!(
+        body.contains("task 0") && !body.contains("a long summary"),
+        "{body}"
+    );
+}

@@ -92,6 +92,7 @@ run_mode full 100 30
 no_leaks full
 grep -q '› Look around this project' "$OUT/full.txt" || fail "full: prompt missing"
 grep -Eq '^  ✓ ' "$OUT/full.txt" || fail "full: no finished tool row"
+grep -Eq '^To go on with this session: corvid --resume [0-9a-f-]+$' "$OUT/full.txt" || fail "full: no resume hint on exit"
 grep -Eq '^● ' "$OUT/full.txt" || fail "full: no '● <label>' line"
 
 run_mode compact 100 30 --compact

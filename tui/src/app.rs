@@ -1,43 +1,32 @@
 //! The application state: transcript, composer, key handling and slash commands.
 //! Pure: input and core events in, [`Action`]s out; the run loop performs them.
 
+mod commands;
+pub use commands::COMMANDS;
+mod keys;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use corvid_protocol::{ApprovalDecision, ApprovalMode, CoreEvent, Op, StopReason};
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use corvid_protocol::{ApprovalMode, CoreEvent, Op, StopReason};
+use crossterm::event::{Event, KeyEventKind};
 
 use crate::cells::{HistoryCell, NoticeKind};
-use crate::chat::{ChatState, PendingApproval};
+use crate::chat::ChatState;
 use crate::composer::Composer;
 use crate::live::{LiveView, StatusInfo};
-use crate::picker::{PickerOutcome, SessionLauncher, SessionPicker};
+use crate::picker::{SessionLauncher, SessionPicker};
 use crate::replay::replay_order;
-use corvid_core::context::instructions::{self, InstructionsFile};
+use corvid_core::context::instructions::InstructionsFile;
 use corvid_core::usage::UsageStats;
 
+/// Files the `@` popup offers.
+const MENTION_ROWS: usize = 8;
 /// How long a first Ctrl+C on an idle prompt waits for the second one.
 const EXIT_WINDOW: Duration = Duration::from_secs(2);
 /// Keys this soon after an approval dialog opens, or after the last key typed while it was
 /// guarded, were typed before the user saw it: they go to the composer and answer nothing.
 pub const APPROVAL_GUARD: Duration = Duration::from_millis(400);
-
-const HELP: &str = "Commands
-/help           this list
-/stats          token usage per prompt id, turns and tool calls
-/memory         the instructions files (AGENTS.md...) in the model's prompt
-/mcp            the MCP servers of this session: status, tools, errors
-/view [MODE]    tool groups `compact` or `full`; alone toggles (also ctrl+o)
-/model NAME     use another model for later turns
-/resume [ID]    go back to an earlier session of this project
-/compress       summarize the older conversation to free the context window (also /compact)
-/clear          start a fresh conversation: clears the screen and the model's history
-/quit           exit
-Keys: enter send · shift+enter or ctrl+j newline · up/down history · esc or ctrl+c cancel · ctrl+c twice exit · shift+tab mode (default, auto-edit, plan)";
-
-/// What `/mcp` says in a session without MCP servers.
-const NO_MCP_SERVERS: &str = "No MCP servers in this session. Add them under `mcpServers` in \
-~/.corvid/settings.json or the project's .corvid/settings.json.";
 
 /// How the UI starts (from flags and settings).
 #[derive(Clone)]
@@ -73,8 +62,11 @@ impl std::fmt::Debug for TuiOptions {
 pub enum Action {
     /// Send this operation to the agent.
     Submit(Op),
-    /// Clear the screen and scrollback (`/clear`).
+    /// Start a clean screen; what was on it stays in the scrollback (`/clear`, Ctrl+L).
     ClearScreen,
+    /// Edit this prompt text in `$VISUAL`/`$EDITOR` (Ctrl+G, Ctrl+X Ctrl+E); the result goes
+    /// back into the box through [`App::edited`].
+    Edit(String),
     /// Swap the agent for one going on with this recorded session (`/resume`).
     Resume(String),
     Quit,
@@ -90,11 +82,34 @@ pub struct App {
     pub picker: Option<SessionPicker>,
     /// The session the agent works in (left out of the `/resume` picker).
     pub session_id: String,
+    /// The highlighted entry of the slash-command popup.
+    command_choice: usize,
+    /// Files matching the `@path` word at the cursor, and the highlighted one.
+    pub mention_matches: Vec<String>,
+    mention_choice: usize,
+    /// The box's text when a completion closed the `@` popup (it stays closed until it changes).
+    mention_done: Option<String>,
+    /// Whether the terminal has the focus (focus events; assumed until told otherwise).
+    focused: bool,
+    /// What to tell an unfocused user (a task ended, an approval waits), for the run loop.
+    notification: Option<String>,
+    /// The session holds a conversation worth going back to (a prompt was sent or it was
+    /// resumed): on exit the UI says how to resume it.
+    pub resumable: bool,
     sessions: Option<Arc<dyn SessionLauncher>>,
     approval_choice: usize,
     /// From when keys may answer the open approval dialog.
     approval_armed_at: Option<Instant>,
     ctrl_c_at: Option<Instant>,
+    /// When Esc was pressed on a non-empty idle prompt (a second Esc clears it).
+    esc_at: Option<Instant>,
+    /// Ctrl+X was pressed: Ctrl+E next opens the editor.
+    ctrl_x: bool,
+    /// The prompt of the running task, and whether it was cancelled (Esc puts it back).
+    last_prompt: Option<String>,
+    cancelled_prompt: Option<String>,
+    /// A prompt sent while a task ran: it goes when the task ends.
+    pub queued: Option<String>,
     frame: usize,
     /// `@path` attachments and their completion, in the working directory.
     pub mentions: crate::mention::Mentions,
@@ -123,6 +138,18 @@ impl App {
             approval_choice: 0,
             approval_armed_at: None,
             ctrl_c_at: None,
+            esc_at: None,
+            ctrl_x: false,
+            resumable: false,
+            focused: true,
+            command_choice: 0,
+            mention_matches: Vec::new(),
+            mention_choice: 0,
+            mention_done: None,
+            notification: None,
+            last_prompt: None,
+            cancelled_prompt: None,
+            queued: None,
             frame: 0,
             mentions: crate::mention::Mentions::new(std::env::current_dir().unwrap_or_default()),
             instructions: Vec::new(),
@@ -145,15 +172,53 @@ impl App {
             }
             CoreEvent::ApprovalModeChanged { mode } => self.status.approval_mode = *mode,
             CoreEvent::ContextUsage { .. } => self.status.context = self.stats.context,
-            CoreEvent::PermissionRequested { .. } => self.arm_approval(now),
+            CoreEvent::HistoryCleared => {
+                self.stats.context = None;
+                self.status.context = None;
+            }
+            CoreEvent::TaskFinished { stop_reason, .. } => self.task_finished(*stop_reason),
+            CoreEvent::PermissionRequested { .. } => {
+                self.arm_approval(now);
+                self.notify_if_away("corvid: an approval is waiting");
+            }
             CoreEvent::Subagent { event, .. }
                 if matches!(**event, CoreEvent::PermissionRequested { .. }) =>
             {
                 self.arm_approval(now);
+                self.notify_if_away("corvid: an approval is waiting");
             }
             _ => {}
         }
         self.chat.on_event(ev);
+    }
+
+    /// The task ended: its prompt can come back after a cancel, and an away user hears of it.
+    fn task_finished(&mut self, stop_reason: StopReason) {
+        let prompt = self.last_prompt.take();
+        if stop_reason == StopReason::Cancelled {
+            self.cancelled_prompt = prompt;
+            // Cancelling stops what was queued too: it goes back into the box.
+            if let Some(q) = self.queued.take() {
+                let text = match self.composer.text() {
+                    "" => q,
+                    typed => format!("{q}\n{typed}"),
+                };
+                self.composer.set_text(text);
+            }
+        } else if self.queued.is_none() {
+            self.notify_if_away("corvid: the task is done");
+        }
+    }
+
+    fn notify_if_away(&mut self, message: &str) {
+        if !self.focused {
+            self.notification = Some(message.to_owned());
+        }
+    }
+
+    /// What to tell the user now that the terminal is not focused (the run loop rings it).
+    pub fn take_notification(&mut self) -> Option<String> {
+        self.notification.take()
     }
 
     /// A new approval dialog starts on its first choice, guarded against keys typed before it.
@@ -181,6 +246,7 @@ impl App {
     /// The agent now works in the resumed session `session_id`: a notice, then its transcript.
     pub fn on_resumed(&mut self, session_id: &str, transcript: &[CoreEvent]) {
         self.session_id = session_id.to_string();
+        self.resumable = true;
         // `/stats` is about the session the agent now works in (the replay counts its usage).
         self.stats = UsageStats::default();
         self.notice(
@@ -219,16 +285,68 @@ impl App {
             composer: &self.composer,
             status: &self.status,
             approval_choice: self.approval_choice,
+            queued: self.queued.as_deref(),
+            mentions: (&self.mention_matches, self.mention_choice),
+            commands: {
+                let popup = self.command_popup();
+                let choice = self.command_choice.min(popup.len().saturating_sub(1));
+                (popup, choice)
+            },
             picker: self.picker.as_ref(),
             frame: self.frame,
             now,
         }
     }
 
+    /// The slash commands the box's text starts (indexes into [`COMMANDS`]), while a command
+    /// name is being typed; empty otherwise.
+    pub fn command_popup(&self) -> Vec<usize> {
+        let text = self.composer.text();
+        if !text.starts_with('/')
+            || text.contains(char::is_whitespace)
+            || self.picker.is_some()
+            || self.composer.browsing_history()
+        {
+            return Vec::new();
+        }
+        COMMANDS
+            .iter()
+            .enumerate()
+            .filter(|(_, (name, ..))| name.starts_with(text))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// The prompt text came back from the editor: it replaces the box's text (the editor's
+    /// final newline dropped).
+    pub fn edited(&mut self, text: &str) {
+        self.composer
+            .set_text(text.strip_suffix('\n').unwrap_or(text).to_owned());
+    }
+
     /// Pasted text goes into the composer as typed; it never answers an approval dialog.
     pub fn on_paste(&mut self, text: &str, now: Instant) {
         self.guard_approval(now);
         self.composer.insert_str(text);
+        self.refresh_mentions();
+    }
+
+    /// Looks up the files for the `@path` word at the cursor (the popup under the box).
+    fn refresh_mentions(&mut self) {
+        let closed = self.mention_done.as_deref() == Some(self.composer.text());
+        let query = self
+            .composer
+            .at_word()
+            .filter(|_| !closed)
+            .map(|(_, q)| q.to_owned());
+        let matches = match query {
+            Some(q) => self.mentions.candidates(&q, MENTION_ROWS),
+            None => Vec::new(),
+        };
+        if matches != self.mention_matches {
+            self.mention_choice = 0;
+        }
+        self.mention_matches = matches;
     }
 
     /// Handles the input events that arrived together (one read of the terminal, drawn as one
@@ -247,6 +365,8 @@ impl App {
             match ev {
                 Event::Key(key) => actions.extend(self.on_key(*key, now)),
                 Event::Paste(text) => self.on_paste(text, now),
+                Event::FocusGained => self.focused = true,
+                Event::FocusLost => self.focused = false,
                 _ => {}
             }
             if actions.contains(&Action::Quit) {
@@ -266,296 +386,5 @@ impl App {
     /// Whether a key at `now` may answer the open approval dialog.
     fn approval_armed(&self, now: Instant) -> bool {
         self.approval_armed_at.is_none_or(|t| now >= t)
-    }
-
-    /// Handles one key press.
-    pub fn on_key(&mut self, key: KeyEvent, now: Instant) -> Vec<Action> {
-        if key.kind == KeyEventKind::Release {
-            return Vec::new();
-        }
-        if let Some(picker) = self.picker.as_mut() {
-            return match picker.on_key(key) {
-                PickerOutcome::Open => Vec::new(),
-                PickerOutcome::Closed => {
-                    self.picker = None;
-                    Vec::new()
-                }
-                PickerOutcome::Chosen(id) => {
-                    self.picker = None;
-                    self.resume_action(id)
-                }
-            };
-        }
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        if ctrl && key.code == KeyCode::Char('c') {
-            return self.on_ctrl_c(now);
-        }
-        self.ctrl_c_at = None;
-        self.status.hint = None;
-        if ctrl && key.code == KeyCode::Char('o') {
-            self.chat.toggle_compact();
-            return Vec::new();
-        }
-        if key.code == KeyCode::Esc {
-            return self.cancel_if_running();
-        }
-        if let Some(a) = self.chat.approval.clone() {
-            if self.approval_armed(now)
-                && let Some(actions) = self.on_approval_key(key, &a)
-            {
-                return actions;
-            }
-            // Typed before the dialog could be read, or not a dialog key: it stays text, and
-            // the dialog listens again once the typing pauses.
-            self.guard_approval(now);
-        }
-        match key.code {
-            KeyCode::Enter
-                if key
-                    .modifiers
-                    .intersects(KeyModifiers::SHIFT | KeyModifiers::ALT) =>
-            {
-                self.composer.insert_char('\n')
-            }
-            KeyCode::Char('j') if ctrl => self.composer.insert_char('\n'),
-            KeyCode::Enter => return self.on_enter(),
-            KeyCode::Char('a') if ctrl => self.composer.home(),
-            KeyCode::Char('e') if ctrl => self.composer.end(),
-            KeyCode::Char('u') if ctrl => self.composer.clear(),
-            KeyCode::Char(c) if !ctrl => self.composer.insert_char(c),
-            KeyCode::Backspace => self.composer.backspace(),
-            KeyCode::Delete => self.composer.delete(),
-            KeyCode::Left => self.composer.left(),
-            KeyCode::Right => self.composer.right(),
-            KeyCode::Home => self.composer.home(),
-            KeyCode::End => self.composer.end(),
-            KeyCode::Up => self.composer.up(),
-            KeyCode::Down => self.composer.down(),
-            KeyCode::BackTab => {
-                let mode = crate::modes::next_mode(self.status.approval_mode);
-                self.status.approval_mode = mode;
-                self.status.hint = Some(crate::modes::switched_hint(mode));
-                return vec![Action::Submit(Op::SetApprovalMode { mode })];
-            }
-            KeyCode::Tab => {
-                if let Some(completed) = self.mentions.complete(self.composer.text()) {
-                    self.composer.clear();
-                    self.composer.insert_str(&completed);
-                }
-            }
-            _ => {}
-        }
-        Vec::new()
-    }
-
-    fn on_ctrl_c(&mut self, now: Instant) -> Vec<Action> {
-        if self.chat.is_running() {
-            return self.cancel_if_running();
-        }
-        if !self.composer.is_empty() {
-            self.composer.clear();
-            return Vec::new();
-        }
-        if self
-            .ctrl_c_at
-            .is_some_and(|t| now.duration_since(t) <= EXIT_WINDOW)
-        {
-            return vec![Action::Quit];
-        }
-        self.ctrl_c_at = Some(now);
-        self.status.hint = Some("press ctrl+c again to exit".into());
-        Vec::new()
-    }
-
-    fn cancel_if_running(&mut self) -> Vec<Action> {
-        if self.chat.is_running() {
-            vec![Action::Submit(Op::Cancel)]
-        } else {
-            Vec::new()
-        }
-    }
-
-    /// What a key does to the approval dialog; `None` when it is no dialog key (text).
-    fn on_approval_key(&mut self, key: KeyEvent, a: &PendingApproval) -> Option<Vec<Action>> {
-        let choices = a.choices();
-        if key
-            .modifiers
-            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
-        {
-            return None;
-        }
-        // "Always" has no letter: it takes selecting it and Enter.
-        let decision = match key.code {
-            KeyCode::Char('y') => Some(ApprovalDecision::AllowOnce),
-            KeyCode::Char('n') => Some(ApprovalDecision::RejectOnce),
-            KeyCode::Left | KeyCode::Up | KeyCode::BackTab => {
-                self.approval_choice = (self.approval_choice + choices.len() - 1) % choices.len();
-                None
-            }
-            KeyCode::Right | KeyCode::Down | KeyCode::Tab => {
-                self.approval_choice = (self.approval_choice + 1) % choices.len();
-                None
-            }
-            KeyCode::Enter => Some(choices[self.approval_choice % choices.len()]),
-            _ => return None,
-        };
-        Some(
-            decision
-                .map(|decision| {
-                    vec![Action::Submit(Op::Approval {
-                        call_id: a.call_id.clone(),
-                        decision,
-                    })]
-                })
-                .unwrap_or_default(),
-        )
-    }
-
-    fn on_enter(&mut self) -> Vec<Action> {
-        let text = self.composer.text().trim().to_string();
-        if text.is_empty() {
-            return Vec::new();
-        }
-        if text.starts_with('/') {
-            self.composer.submit();
-            return self.command(&text);
-        }
-        if self.chat.is_running() {
-            self.status.hint = Some("a task is running · esc to cancel".into());
-            return Vec::new();
-        }
-        if let Some(command) = text.strip_prefix('!') {
-            self.composer.submit();
-            return vec![Action::Submit(Op::UserShell {
-                command: command.trim().to_owned(),
-            })];
-        }
-        let prompt = self.composer.submit();
-        let attached = self.mentions.attach(&prompt);
-        for notice in attached.notices {
-            self.notice(NoticeKind::Warning, notice);
-        }
-        vec![Action::Submit(Op::UserTurn {
-            prompt,
-            images: Vec::new(),
-            context: attached.context,
-        })]
-    }
-
-    /// Runs a slash command.
-    pub fn command(&mut self, line: &str) -> Vec<Action> {
-        let mut parts = line.splitn(2, char::is_whitespace);
-        let name = parts.next().unwrap_or_default();
-        let arg = parts.next().unwrap_or_default().trim();
-        let info = |app: &mut Self, text: String| {
-            app.chat.commit(HistoryCell::Notice(NoticeKind::Info, text));
-        };
-        match name {
-            "/help" => info(self, HELP.to_string()),
-            "/stats" => info(self, self.stats.report()),
-            "/compress" | "/compact" if self.chat.is_running() => {
-                self.chat.commit(HistoryCell::Notice(
-                    NoticeKind::Warning,
-                    "A task is running; /compress works between tasks".into(),
-                ))
-            }
-            "/compress" | "/compact" => return vec![Action::Submit(Op::Compact)],
-            "/memory" => info(self, instructions::report(&self.instructions)),
-            "/mcp" => info(
-                self,
-                self.tools
-                    .source_report()
-                    .unwrap_or_else(|| NO_MCP_SERVERS.to_owned()),
-            ),
-            "/view" => self.view_command(arg),
-            "/model" if arg.is_empty() => info(self, format!("Model: {}", self.status.model)),
-            "/model" => {
-                self.status.model = arg.to_string();
-                info(self, format!("Model set to {arg} for later turns"));
-                return vec![Action::Submit(Op::SetModel {
-                    model: arg.to_string(),
-                })];
-            }
-            // The model's history is cleared with the screen; mid-task the core would keep it,
-            // so neither is cleared then.
-            "/clear" if self.chat.is_running() => self.chat.commit(HistoryCell::Notice(
-                NoticeKind::Warning,
-                "A task is running; /clear works between tasks (Esc stops this one)".into(),
-            )),
-            "/clear" => {
-                self.chat.clear_transcript();
-                return vec![Action::Submit(Op::ClearHistory), Action::ClearScreen];
-            }
-            "/quit" | "/exit" => return vec![Action::Quit],
-            "/resume" => return self.open_picker(arg),
-            _ => self.chat.commit(HistoryCell::Notice(
-                NoticeKind::Warning,
-                format!("Unknown command {name} · /help lists the commands"),
-            )),
-        }
-        Vec::new()
-    }
-
-    /// `/view [compact|full]`: sets the display mode (alone: toggles it), like Ctrl+O.
-    fn view_command(&mut self, arg: &str) {
-        let compact = match arg {
-            "" => !self.chat.compact,
-            "compact" => true,
-            "full" => false,
-            _ => {
-                self.notice(
-                    NoticeKind::Warning,
-                    format!("Unknown view {arg:?}: use /view compact, /view full or /view alone to toggle"),
-                );
-                return;
-            }
-        };
-        if compact != self.chat.compact {
-            self.chat.toggle_compact();
-        }
-        let mode = if compact { "compact" } else { "full" };
-        self.notice(NoticeKind::Info, format!("View: {mode} tool groups"));
-    }
-
-    /// `/resume [ID]`: resumes ID directly, else opens the picker over this project's sessions.
-    fn open_picker(&mut self, id: &str) -> Vec<Action> {
-        let Some(sessions) = self.sessions.clone() else {
-            self.notice(
-                NoticeKind::Warning,
-                "Sessions are not available here: restart with `corvid --resume [ID]` or `corvid --continue`".into(),
-            );
-            return Vec::new();
-        };
-        if self.chat.is_running() || !id.is_empty() {
-            return self.resume_action(id.to_string());
-        }
-        match sessions.list() {
-            Ok(mut list) => {
-                // A session without a prompt (opened and left) has nothing to go back to.
-                list.retain(|s| s.id != self.session_id && !s.first_prompt.trim().is_empty());
-                if list.is_empty() {
-                    self.notice(
-                        NoticeKind::Info,
-                        "No earlier session of this project to resume".into(),
-                    );
-                } else {
-                    self.picker = Some(SessionPicker::new(list));
-                }
-            }
-            Err(e) => self.notice(NoticeKind::Error, format!("Cannot list sessions: {e}")),
-        }
-        Vec::new()
-    }
-
-    /// Resuming swaps the agent, so it waits until no task is running.
-    fn resume_action(&mut self, id: String) -> Vec<Action> {
-        if self.chat.is_running() {
-            self.notice(
-                NoticeKind::Warning,
-                "A task is running: cancel it (esc) or let it finish before /resume".into(),
-            );
-            return Vec::new();
-        }
-        vec![Action::Resume(id)]
     }
 }

@@ -4,7 +4,7 @@
 //! Terminal delete rows scrolled out of a partial region, and a 1-row region is invalid. This
 //! wrapper turns every top-anchored region scroll into full-screen line feeds, which every
 //! terminal moves into its scrollback, and answers cursor queries from a cache because a real
-//! query freezes while crossterm's `EventStream` holds the input lock.
+//! query freezes while an input reader holds crossterm's input lock (see `crate::input`).
 
 use std::io::{self, Write};
 use std::ops::Range;
@@ -43,7 +43,6 @@ pub struct SafeScroll<W: Write, P: Probe> {
     inner: CrosstermBackend<W>,
     probe: P,
     cursor: Option<Position>,
-    query_allowed: bool,
 }
 
 impl<W: Write, P: Probe> SafeScroll<W, P> {
@@ -53,14 +52,7 @@ impl<W: Write, P: Probe> SafeScroll<W, P> {
             inner: CrosstermBackend::new(writer),
             probe,
             cursor,
-            query_allowed: false,
         }
-    }
-
-    /// Allows real cursor queries (only when no input reader holds the tty, e.g. right after
-    /// the event stream yielded an event).
-    pub fn allow_cursor_query(&mut self, allowed: bool) {
-        self.query_allowed = allowed;
     }
 
     /// The cached cursor position, for handing over to a replacement backend.
@@ -117,14 +109,25 @@ impl<W: Write, P: Probe> Backend for SafeScroll<W, P> {
     }
 
     fn get_cursor_position(&mut self) -> io::Result<Position> {
-        match self.cursor {
-            Some(c) if !self.query_allowed => self.clamp(c),
-            _ => {
-                let c = self.probe.query_cursor()?;
-                self.cursor = Some(c);
-                Ok(c)
-            }
+        // Only a backend without a known position asks (at start, before input is read):
+        // while an input reader runs, the answer would not come (see `crate::input`).
+        if let Some(c) = self.cursor {
+            return self.clamp(c);
         }
+        // A terminal that does not answer must not end the session: use what we know.
+        let c = match self.probe.query_cursor() {
+            Ok(c) => c,
+            Err(e) => {
+                let rows = self.probe.size()?.height;
+                let fallback = self
+                    .cursor
+                    .unwrap_or(Position::new(0, rows.saturating_sub(1)));
+                tracing::warn!(error = %e, ?fallback, "cursor query failed; using the last known position");
+                self.clamp(fallback)?
+            }
+        };
+        self.cursor = Some(c);
+        Ok(c)
     }
 
     fn set_cursor_position<Q: Into<Position>>(&mut self, position: Q) -> io::Result<()> {
@@ -134,22 +137,28 @@ impl<W: Write, P: Probe> Backend for SafeScroll<W, P> {
     }
 
     fn clear(&mut self) -> io::Result<()> {
-        self.inner.clear()
+        self.clear_region(ClearType::All)
     }
 
     fn clear_region(&mut self, clear_type: ClearType) -> io::Result<()> {
         // tmux moves the whole screen into its history on "erase below" issued from the
         // top-left corner: a stale copy of the live area in scrollback. Erase row by row
         // instead; erasing lines never touches history.
-        let Some(c) = self.cursor.filter(|_| clear_type == ClearType::AfterCursor) else {
-            return self.inner.clear_region(clear_type);
-        };
         let rows = self.probe.size()?.height;
+        let c = match (clear_type, self.cursor) {
+            (ClearType::AfterCursor, Some(c)) => c,
+            // "Erase screen" (`CSI 2J`) pushes the screen into tmux's history: a stale copy of
+            // the live area. Erase the visible rows one by one instead.
+            (ClearType::All, _) => Position::ORIGIN,
+            _ => return self.inner.clear_region(clear_type),
+        };
+        write!(self.inner, "\x1b[{};{}H", c.y + 1, c.x + 1)?;
         self.inner.write_all(b"\x1b[K")?;
         for y in c.y.saturating_add(1)..rows {
             write!(self.inner, "\x1b[{};1H\x1b[2K", y + 1)?;
         }
         write!(self.inner, "\x1b[{};{}H", c.y + 1, c.x + 1)?;
+        self.cursor = Some(c);
         Backend::flush(&mut self.inner)
     }
 
@@ -249,12 +258,12 @@ mod tests {
     }
 
     #[test]
-    fn cursor_queries_are_answered_from_the_cache_unless_allowed() {
+    fn cursor_queries_are_answered_from_the_cache_once_a_position_is_known() {
         let mut b = SafeScroll::new(Shared::default(), Fixed, Some(Position::new(2, 1)));
         assert_eq!(b.get_cursor_position().unwrap(), Position::new(2, 1));
         b.append_lines(9).unwrap();
         assert_eq!(b.get_cursor_position().unwrap(), Position::new(2, 3));
-        b.allow_cursor_query(true);
-        assert_eq!(b.get_cursor_position().unwrap(), Position::new(0, 3));
+        let mut fresh = SafeScroll::new(Shared::default(), Fixed, None);
+        assert_eq!(fresh.get_cursor_position().unwrap(), Position::new(0, 3));
     }
 }

@@ -5,12 +5,12 @@ use std::time::{Duration, Instant};
 
 use corvid_protocol::{
     ApprovalDecision, ApprovalPreview, CoreEvent, MAIN_PROMPT_ID, StopReason, ToolDisplay,
-    ToolStatus,
+    ToolKind, ToolStatus,
 };
 
 use crate::cells::{HistoryCell, NoticeKind};
 use crate::markdown::finished_prefix_len;
-use crate::tools::{Batch, CallRow, CallState, ToolGroup, labels_batch};
+use crate::tools::{Batch, CallRow, CallState, ToolGroup, command_failed, labels_batch};
 
 /// An approval the user still has to answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -252,10 +252,12 @@ impl ChatState {
                 output,
                 ..
             } => {
-                let failed = *status == ToolStatus::Failed;
+                let mut failed = *status == ToolStatus::Failed;
                 if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id))
                     && c.state != CallState::Rejected
                 {
+                    // A command that exited non-zero is a failure to the user.
+                    failed |= c.kind == ToolKind::Execute && command_failed(output);
                     c.state = if failed {
                         CallState::Failed(output.clone())
                     } else {

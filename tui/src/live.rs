@@ -44,6 +44,13 @@ pub struct LiveView<'a> {
     pub status: &'a StatusInfo,
     /// Highlighted entry of the approval's choices ([`crate::chat::PendingApproval::choices`]).
     pub approval_choice: usize,
+    /// A prompt waiting for the running task to end.
+    pub queued: Option<&'a str>,
+    /// Files for the `@path` word at the cursor, and the highlighted one.
+    pub mentions: (&'a [String], usize),
+    /// The slash commands matching what is typed (indexes into [`crate::app::COMMANDS`]) and
+    /// the highlighted one.
+    pub commands: (Vec<usize>, usize),
     /// The `/resume` picker, while open.
     pub picker: Option<&'a SessionPicker>,
     /// Spinner animation frame.
@@ -120,6 +127,51 @@ impl LiveView<'_> {
             }
             out.extend(p.lines(width));
         }
+        if !self.mentions.0.is_empty() {
+            if !out.is_empty() {
+                out.push(Line::default());
+            }
+            let (files, choice) = self.mentions;
+            out.extend(files.iter().enumerate().map(|(i, f)| {
+                let style = if i == choice {
+                    Style::new().add_modifier(Modifier::REVERSED)
+                } else {
+                    Style::new().fg(Color::DarkGray)
+                };
+                Line::from(Span::styled(
+                    truncate(&format!("  @{f}"), usize::from(width)),
+                    style,
+                ))
+            }));
+        }
+        if !self.commands.0.is_empty() {
+            if !out.is_empty() {
+                out.push(Line::default());
+            }
+            out.extend(command_popup(&self.commands.0, self.commands.1, width));
+        }
+        if let Some(q) = self.queued {
+            if !out.is_empty() {
+                out.push(Line::default());
+            }
+            let first = q.lines().next().unwrap_or_default();
+            let more = q.lines().count().saturating_sub(1);
+            let more = if more > 0 {
+                format!(" (+{more} lines)")
+            } else {
+                String::new()
+            };
+            out.push(Line::from(vec![
+                Span::styled("queued ", Style::new().fg(Color::Yellow)),
+                Span::styled(
+                    truncate(
+                        &format!("{first}{more}"),
+                        usize::from(width).saturating_sub(8),
+                    ),
+                    dim,
+                ),
+            ]));
+        }
         if !out.is_empty() {
             // Separates live content from the last committed item, as cells are separated.
             out.insert(0, Line::default());
@@ -156,7 +208,11 @@ impl LiveView<'_> {
             .status
             .hint
             .clone()
-            .unwrap_or_else(|| "ctrl+o compact · /help".to_string());
+            // Ctrl+O switches to the other mode: name that one.
+            .unwrap_or_else(|| {
+                let other = if self.chat.compact { "full" } else { "compact" };
+                format!("ctrl+o {other} · /help")
+            });
         let gap = usize::from(width).saturating_sub(left.chars().count() + right.chars().count());
         if gap < 2 {
             return Line::from(Span::styled(truncate(&left, usize::from(width)), dim));
@@ -200,6 +256,42 @@ pub fn render_lines(
                 .saturating_sub(skip16)
                 .min(area.height.saturating_sub(1)),
     )
+}
+
+/// Rows shown of the slash-command popup (it scrolls with the choice).
+const POPUP_ROWS: usize = 8;
+
+/// The slash commands matching what is typed: name and argument, then what it does.
+fn command_popup(matches: &[usize], choice: usize, width: u16) -> Vec<Line<'static>> {
+    let first = choice.saturating_sub(POPUP_ROWS - 1);
+    let more = matches.len().saturating_sub(first + POPUP_ROWS);
+    let mut rows: Vec<Line<'static>> = matches
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(POPUP_ROWS)
+        .map(|(i, &m)| {
+            let (name, arg, what) = crate::app::COMMANDS[m];
+            let usage = format!("{name} {arg}");
+            let row = truncate(
+                &format!("  {:<16}{what}", usage.trim_end()),
+                usize::from(width),
+            );
+            let style = if i == choice {
+                Style::new().add_modifier(Modifier::REVERSED)
+            } else {
+                Style::new().fg(Color::DarkGray)
+            };
+            Line::from(Span::styled(row, style))
+        })
+        .collect();
+    if more > 0 {
+        rows.push(Line::from(Span::styled(
+            format!("  … +{more} more"),
+            Style::new().fg(Color::DarkGray),
+        )));
+    }
+    rows
 }
 
 fn approval_lines(a: &PendingApproval, choice: usize, width: u16) -> Vec<Line<'static>> {

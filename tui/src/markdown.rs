@@ -85,6 +85,8 @@ struct Renderer {
     link: Option<String>,
     blank_before_next: bool,
     width: usize,
+    /// Extra continuation indent of the code line being flushed (its own leading spaces).
+    code_indent: usize,
     /// The table being read, and the cells of its current row.
     table: Option<Table>,
     row: Vec<Cell>,
@@ -248,9 +250,15 @@ impl Renderer {
             TagEnd::CodeBlock => {
                 if let Some((lang, code)) = self.code.take() {
                     for line in highlight_code(&code, &lang) {
+                        let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+                        let lead = text.len() - text.trim_start_matches(' ').len();
+                        // A wrapped code line continues under its own indent (at most half
+                        // the width, so a deep one still has room).
+                        self.code_indent = (2 + lead).min(self.width / 2);
                         self.spans.push(Span::raw("  "));
                         self.spans.extend(line.spans);
                         self.flush();
+                        self.code_indent = 0;
                     }
                 }
                 self.blank_before_next = true;
@@ -337,7 +345,7 @@ impl Renderer {
                 Style::new().fg(Color::DarkGray),
             ));
         }
-        let indent = u16::try_from(str_width(&prefix)).unwrap_or(0);
+        let indent = u16::try_from(str_width(&prefix) + self.code_indent).unwrap_or(0);
         let mut spans = prefix_spans;
         spans.append(&mut self.spans);
         self.out.push(MdLine {

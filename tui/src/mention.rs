@@ -62,6 +62,11 @@ impl Mentions {
         Some(format!("{}@{best}", &text[..start]))
     }
 
+    /// The best `n` files for `query` (what follows an `@`), for the completion popup.
+    pub fn candidates(&mut self, query: &str, n: usize) -> Vec<String> {
+        rank(self.files(), query).into_iter().take(n).collect()
+    }
+
     fn files(&mut self) -> &[String] {
         let root = self.root.clone();
         self.files.get_or_insert_with(|| list_files(&root))

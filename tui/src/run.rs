@@ -10,23 +10,28 @@ use corvid_core::context::instructions::InstructionsFile;
 use corvid_protocol::Op;
 use corvid_tools::ToolRegistry;
 use crossterm::event::{
-    DisableBracketedPaste, EnableBracketedPaste, Event, EventStream, KeyboardEnhancementFlags,
-    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+    DisableBracketedPaste, DisableFocusChange, EnableBracketedPaste, EnableFocusChange, Event,
+    KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
 };
 use crossterm::terminal::{EndSynchronizedUpdate, disable_raw_mode, enable_raw_mode};
 use crossterm::{cursor, execute, queue};
 use futures::{FutureExt, Stream, StreamExt};
+use ratatui::layout::Size;
 
 use crate::app::{Action, App, TuiOptions};
 use crate::backend::{SafeScroll, TtyProbe};
 use crate::cells::NoticeKind;
+use crate::composer::Composer;
+use crate::history::PromptHistory;
 use crate::picker::SessionLauncher;
 use crate::screen::{Screen, VIEWPORT_TOP};
 
 /// Spinner frame interval while something animates.
 const TICK: Duration = Duration::from_millis(80);
-/// A width change is replayed once resizing has paused this long.
-const RESIZE_DEBOUNCE: Duration = Duration::from_millis(250);
+/// How long the size must stay the same before the live area is laid out again. tmux (and
+/// a window being dragged) resizes in steps, and the terminal's cursor answer is only
+/// meaningful once it has finished.
+const RESIZE_SETTLE: Duration = Duration::from_millis(100);
 /// Core events applied before a frame is drawn (bounds latency under a flood of deltas).
 const EVENTS_PER_FRAME: usize = 512;
 /// Input events applied before a frame is drawn (a huge unbracketed paste takes a few frames).
@@ -68,13 +73,39 @@ struct TerminalModes {
 }
 
 impl TerminalModes {
+    /// Hands the terminal back as the shell had it (another program runs in it).
+    fn leave(&self) {
+        let mut out = io::stdout();
+        if self.keyboard_enhanced {
+            let _ = queue!(out, PopKeyboardEnhancementFlags);
+        }
+        let _ = queue!(out, DisableBracketedPaste, DisableFocusChange, cursor::Show);
+        let _ = out.flush();
+        let _ = disable_raw_mode();
+    }
+
+    /// Takes the terminal again after [`TerminalModes::leave`].
+    fn resume(&self) -> io::Result<()> {
+        enable_raw_mode()?;
+        let mut out = io::stdout();
+        execute!(out, EnableBracketedPaste, EnableFocusChange)?;
+        if self.keyboard_enhanced {
+            execute!(
+                out,
+                PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+            )?;
+        }
+        Ok(())
+    }
+
     fn enter() -> io::Result<Self> {
         // Ask before raw mode and before the event stream exists (the reply would be stolen).
         let keyboard_enhanced =
             crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false);
         enable_raw_mode()?;
         let mut out = io::stdout();
-        execute!(out, EnableBracketedPaste)?;
+        // Focus events tell whether a finished task needs a notification.
+        execute!(out, EnableBracketedPaste, EnableFocusChange)?;
         if keyboard_enhanced {
             // Lets Shift+Enter arrive as itself instead of a plain Enter.
             execute!(
@@ -88,13 +119,7 @@ impl TerminalModes {
 
 impl Drop for TerminalModes {
     fn drop(&mut self) {
-        let mut out = io::stdout();
-        if self.keyboard_enhanced {
-            let _ = queue!(out, PopKeyboardEnhancementFlags);
-        }
-        let _ = queue!(out, DisableBracketedPaste, cursor::Show);
-        let _ = out.flush();
-        let _ = disable_raw_mode();
+        self.leave();
     }
 }
 
@@ -109,7 +134,8 @@ fn install_panic_hook() {
             out,
             EndSynchronizedUpdate,
             PopKeyboardEnhancementFlags,
-            DisableBracketedPaste
+            DisableBracketedPaste,
+            DisableFocusChange
         );
         // Line by line: "erase below" from the top-left corner would push the screen into
         // tmux's history (see the backend).
@@ -129,13 +155,22 @@ fn install_panic_hook() {
 
 /// Sets the terminal up, runs the loop, and always puts the terminal back.
 async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
-    let _modes = TerminalModes::enter()?;
+    let modes = TerminalModes::enter()?;
     install_panic_hook();
     let mut screen = Screen::new(
         Box::new(|cursor| SafeScroll::new(io::stdout(), TtyProbe, cursor)),
         options.no_color,
     )?;
     let mut app = App::new(&options);
+    if let Ok(cwd) = std::env::current_dir() {
+        app.notice(NoticeKind::Info, welcome_line(&cwd));
+    }
+    if let (Some(home), Ok(cwd)) = (
+        corvid_core::settings::corvid_home(corvid_core::settings::process_env),
+        std::env::current_dir(),
+    ) {
+        app.composer = Composer::with_history_file(PromptHistory::project_file(&home, &cwd));
+    }
     app.session_id.clone_from(&agent.session_id);
     app.instructions.clone_from(&agent.instructions);
     app.tools.clone_from(&agent.tools);
@@ -143,11 +178,21 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
         app.on_resumed(&agent.session_id, &options.transcript);
     }
     let launcher = options.sessions.as_deref();
-    let result = event_loop(&mut agent, launcher, &mut screen, &mut app).await;
+    let result = event_loop(&mut agent, launcher, &mut screen, &mut app, &modes).await;
     if app.chat.is_running() {
         let _ = agent.sender.submit(Op::Cancel);
     }
     let restored = screen.restore();
+    if launcher.is_some() && app.resumable {
+        // Where the live area was, so the shell prompt follows it.
+        let mut out = io::stdout();
+        let _ = write!(
+            out,
+            "To go on with this session: corvid --resume {}\r\n",
+            app.session_id
+        );
+        let _ = out.flush();
+    }
     result?;
     Ok(restored?)
 }
@@ -158,13 +203,14 @@ async fn event_loop(
     launcher: Option<&dyn SessionLauncher>,
     screen: &mut Screen<io::Stdout, TtyProbe>,
     app: &mut App,
+    modes: &TerminalModes,
 ) -> anyhow::Result<()> {
-    let mut input = EventStream::new();
+    let (mut input, queries) = crate::input::spawn();
     let mut tick = tokio::time::interval(TICK);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut width = crossterm::terminal::size()?.0;
-    let mut replay_at: Option<tokio::time::Instant> = None;
     let mut agent_open = true;
+    // A resize waiting for its size to settle: the size and when to lay out for it.
+    let mut resized: Option<(Size, tokio::time::Instant)> = None;
     screen.frame(app, Instant::now())?;
 
     'outer: loop {
@@ -176,13 +222,12 @@ async fn event_loop(
                     redraw = batch.events.iter().any(|e| {
                         matches!(e, Event::Key(_) | Event::Paste(_) | Event::Resize(..))
                     });
-                    for ev in &batch.events {
-                        if let Event::Resize(w, h) = *ev {
-                            screen.on_resize(w, h)?;
-                            if w != width {
-                                replay_at = Some(tokio::time::Instant::now() + RESIZE_DEBOUNCE);
-                            }
-                        }
+                    if let Some(size) = batch.events.iter().rev().find_map(|e| match *e {
+                        Event::Resize(w, h) => Some(Size::new(w, h)),
+                        _ => None,
+                    }) {
+                        // Nothing is drawn until the size settles (see `RESIZE_SETTLE`).
+                        resized = Some((size, tokio::time::Instant::now() + RESIZE_SETTLE));
                     }
                     for action in app.on_input(&batch.events, Instant::now()) {
                         match action {
@@ -196,7 +241,22 @@ async fn event_loop(
                                     agent_open = true;
                                 }
                             }
-                            Action::ClearScreen => screen.reset()?,
+                            Action::ClearScreen => screen.clear_screen()?,
+                            Action::Edit(text) => {
+                                let _paused = queries.pause();
+                                screen.restore()?;
+                                modes.leave();
+                                let edited = edit_in_editor(&text).await;
+                                modes.resume()?;
+                                screen.reopen()?;
+                                match edited {
+                                    Ok(text) => app.edited(&text),
+                                    Err(e) => app.notice(
+                                        NoticeKind::Error,
+                                        format!("Cannot edit the prompt in your editor: {e}"),
+                                    ),
+                                }
+                            }
                             Action::Quit => break 'outer,
                         }
                     }
@@ -221,15 +281,34 @@ async fn event_loop(
                 }
                 Err(_) => agent_open = false,
             },
+            _ = sleep_until(resized.map(|(_, at)| at)), if resized.is_some() => {
+                if let Some((size, _)) = resized.take() {
+                    let (size, cursor) = match queries.cursor().await {
+                        Some((size, cursor)) => (size, Some(cursor)),
+                        None => (size, None),
+                    };
+                    // A resize never ends the session: at worst the next frame re-anchors.
+                    if let Err(e) = screen.on_resize(size, cursor) {
+                        tracing::warn!(error = %e, "re-anchoring the live area after a resize failed");
+                    }
+                }
+            }
             _ = tick.tick() => {
                 app.tick(Instant::now());
                 redraw = app.animating();
             }
-            _ = sleep_until(replay_at), if replay_at.is_some() => {
-                replay_at = None;
-                width = crossterm::terminal::size()?.0;
-                screen.reset()?;
-            }
+        }
+        if let Some(message) = app.take_notification() {
+            let bytes =
+                crate::notify::notification_bytes(&message, std::env::var_os("TMUX").is_some());
+            let mut out = io::stdout();
+            let _ = out.write_all(&bytes).and_then(|()| out.flush());
+        }
+        // A prompt queued during the task goes as soon as it ended.
+        if let Some(Action::Submit(op)) = app.take_queued()
+            && agent.sender.submit(op).is_err()
+        {
+            agent_open = false;
         }
         // We hold an operation sender, so a closed agent means it stopped on its own.
         if !agent_open {
@@ -237,8 +316,12 @@ async fn event_loop(
             screen.frame(app, Instant::now())?;
             break;
         }
-        if redraw {
-            screen.frame(app, Instant::now())?;
+        if redraw
+            && resized.is_none()
+            && let Err(e) = screen.frame(app, Instant::now())
+        {
+            // The next frame draws everything again; a failed one is not worth the session.
+            tracing::warn!(error = %e, "drawing a frame failed");
         }
     }
     if agent_open {
@@ -309,6 +392,68 @@ fn resume(
     }
 }
 
+/// `corvid 0.1.0 · ~/src/project · main`: the version, the working folder and its git branch.
+fn welcome_line(cwd: &std::path::Path) -> String {
+    let mut line = format!("corvid {} · {}", env!("CARGO_PKG_VERSION"), cwd.display());
+    if let Some(branch) = git_branch(cwd) {
+        line.push_str(&format!(" · {branch}"));
+    }
+    // The folder name and the branch come from the repository: no control characters.
+    line.chars().filter(|c| !c.is_control()).collect()
+}
+
+/// The branch checked out in the repository holding `dir` (`.git/HEAD`; a worktree's `.git`
+/// file points at its own HEAD). `None` outside a repository or on a detached HEAD.
+fn git_branch(dir: &std::path::Path) -> Option<String> {
+    let dot_git = dir
+        .ancestors()
+        .map(|d| d.join(".git"))
+        .find(|p| p.exists())?;
+    let git_dir = if dot_git.is_file() {
+        let pointer = std::fs::read_to_string(&dot_git).ok()?;
+        let target = pointer.strip_prefix("gitdir:")?.trim();
+        dot_git.parent()?.join(target)
+    } else {
+        dot_git
+    };
+    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    let branch = head.trim().strip_prefix("ref: refs/heads/")?;
+    Some(branch.chars().take(100).collect())
+}
+
+/// Lets the user edit `text` in `$VISUAL`, `$EDITOR` or `vi` (through `sh`, so the variable
+/// may hold arguments, e.g. `code --wait`); returns the file's text when the editor exits.
+async fn edit_in_editor(text: &str) -> io::Result<String> {
+    let editor = ["VISUAL", "EDITOR"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|e| !e.trim().is_empty()))
+        .unwrap_or_else(|| "vi".to_owned());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let path =
+        std::env::temp_dir().join(format!("corvid-prompt-{}-{nanos}.md", std::process::id()));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(&path)?.write_all(text.as_bytes())?;
+    let status = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{editor} \"$1\""))
+        .arg("sh")
+        .arg(&path)
+        .status()
+        .await;
+    let edited = std::fs::read_to_string(&path);
+    let _ = std::fs::remove_file(&path);
+    let status = status?;
+    if !status.success() {
+        return Err(io::Error::other(format!("`{editor}` exited with {status}")));
+    }
+    edited
+}
+
 async fn sleep_until(at: Option<tokio::time::Instant>) {
     if let Some(at) = at {
         tokio::time::sleep_until(at).await;
@@ -323,6 +468,23 @@ mod tests {
 
     fn key(c: char) -> Event {
         Event::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+    }
+
+    #[test]
+    fn the_welcome_line_names_the_version_folder_and_branch_without_control_characters() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        std::fs::write(
+            dir.path().join(".git/HEAD"),
+            "ref: refs/heads/fix\x1b]0;pwned\x07-it\n",
+        )
+        .unwrap();
+        let sub = dir.path().join("src");
+        std::fs::create_dir(&sub).unwrap();
+        let line = welcome_line(&sub);
+        assert!(line.starts_with(&format!("corvid {} · ", env!("CARGO_PKG_VERSION"))));
+        assert!(line.ends_with(" · fix]0;pwned-it"), "{line:?}");
+        assert!(!line.chars().any(char::is_control), "{line:?}");
     }
 
     #[test]

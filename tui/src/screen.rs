@@ -9,7 +9,7 @@ use crossterm::queue;
 use crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use ratatui::backend::Backend;
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Position, Rect};
+use ratatui::layout::{Position, Size};
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Widget};
@@ -37,6 +37,11 @@ pub struct Screen<W: Write, P: Probe> {
     no_color: bool,
     /// How many transcript cells are already in scrollback.
     inserted: usize,
+    /// The terminal size the live area was last laid out for.
+    size: Size,
+    /// Columns used by each row of the last drawn live area (how a reflowing terminal splits
+    /// them when it gets narrower).
+    drawn_widths: Vec<u16>,
 }
 
 impl<W: Write, P: Probe> Screen<W, P> {
@@ -49,12 +54,15 @@ impl<W: Write, P: Probe> Screen<W, P> {
                 viewport: Viewport::Inline(height),
             },
         )?;
+        let size = terminal.size()?;
         Ok(Self {
             terminal,
             make,
             height,
             no_color,
             inserted: 0,
+            size,
+            drawn_widths: Vec::new(),
         })
     }
 
@@ -68,8 +76,12 @@ impl<W: Write, P: Probe> Screen<W, P> {
     }
 
     fn frame_inner(&mut self, app: &App, now: Instant) -> io::Result<()> {
-        self.terminal.autoresize()?;
         let size = self.terminal.size()?;
+        if size != self.size {
+            // A resize the run loop has not reported yet: never let ratatui's own resize run
+            // (it asks the terminal for the cursor and erases the screen on a narrower width).
+            self.relayout(size, None)?;
+        }
         self.insert_cells(
             &app.chat.transcript()[self.inserted.min(app.chat.transcript().len())..],
             size.width,
@@ -94,6 +106,7 @@ impl<W: Write, P: Probe> Screen<W, P> {
             f.set_cursor_position(pos);
         })?;
         VIEWPORT_TOP.store(frame.area.y, Ordering::Relaxed);
+        self.drawn_widths = used_widths(frame.buffer);
         Ok(())
     }
 
@@ -138,20 +151,92 @@ impl<W: Write, P: Probe> Screen<W, P> {
         Ok(())
     }
 
-    /// The terminal was resized: re-anchor the viewport. A real cursor query is allowed here
-    /// (call it right after the input stream yielded the resize event).
-    pub fn on_resize(&mut self, width: u16, height: u16) -> io::Result<()> {
-        self.terminal.backend_mut().allow_cursor_query(true);
-        let result = self.terminal.resize(Rect::new(0, 0, width, height));
-        self.terminal.backend_mut().allow_cursor_query(false);
-        result
+    /// The terminal was resized to `size`; `cursor` is where the terminal says its
+    /// cursor is now, when the run loop could ask safely (see [`Screen::relayout`]).
+    pub fn on_resize(&mut self, size: Size, cursor: Option<Position>) -> io::Result<()> {
+        self.relayout(size, cursor)
     }
 
-    /// Clears screen and scrollback; the next frame prints the whole transcript again (after
-    /// a width change, so it is wrapped at the new width, and for `/clear`).
-    pub fn reset(&mut self) -> io::Result<()> {
+    /// Re-anchors the live area after a resize without touching a row of history: the
+    /// terminal reflows what is in scrollback itself, and ratatui's own resize (which erases
+    /// the screen on a narrower width) never runs.
+    ///
+    /// The terminal keeps the cursor (on the composer) on its line; a narrower width splits
+    /// the live rows above it, so the old live area starts that many rows above the cursor.
+    /// Without `cursor` (the terminal's answer), a live area that touched the bottom row is
+    /// assumed to still do so.
+    fn relayout(&mut self, size: Size, cursor: Option<Position>) -> io::Result<()> {
+        let old = self.size;
+        let area = self.terminal.get_frame().area();
         let backend = self.terminal.backend_mut();
-        backend.write_all(b"\x1b[r\x1b[H\x1b[2J\x1b[3J")?;
+        let last = backend
+            .cached_cursor()
+            .unwrap_or(Position::new(0, area.bottom().saturating_sub(1)));
+        let row = usize::from(last.y.saturating_sub(area.y)).min(self.drawn_widths.len());
+        let split = |w: u16| -> u16 {
+            if size.width >= old.width || size.width == 0 {
+                1
+            } else {
+                w.div_ceil(size.width).max(1)
+            }
+        };
+        let narrower = size.width < old.width && size.width > 0;
+        let cursor_wraps = if narrower { last.x / size.width } else { 0 };
+        let above: u16 = self.drawn_widths[..row]
+            .iter()
+            .map(|&w| split(w))
+            .sum::<u16>()
+            + cursor_wraps;
+        let below: u16 = self
+            .drawn_widths
+            .iter()
+            .skip(row)
+            .map(|&w| split(w))
+            .sum::<u16>()
+            .saturating_sub(1 + cursor_wraps);
+        let last_row = size.height.saturating_sub(1);
+        let cursor_y = match cursor {
+            Some(c) => c.y.min(last_row),
+            // A guess: terminals scroll history up into scrollback when they get shorter.
+            None if area.bottom() >= old.height => last_row.saturating_sub(below),
+            None => last.y.min(last_row),
+        };
+        let top = cursor_y.saturating_sub(above);
+        // Erase the old live area (and anything under it) row by row: never `CSI 2J`/`3J`.
+        write!(backend, "\x1b[r")?;
+        for y in top..size.height {
+            write!(backend, "\x1b[{};1H\x1b[2K", y + 1)?;
+        }
+        let anchor = Position::new(0, top);
+        backend.set_cursor_position(anchor)?;
+        Backend::flush(backend)?;
+        self.height = self.height.min(size.height.max(1));
+        self.terminal = Terminal::with_options(
+            (self.make)(Some(anchor)),
+            TerminalOptions {
+                viewport: Viewport::Inline(self.height),
+            },
+        )?;
+        self.size = size;
+        Ok(())
+    }
+
+    /// Starts a clean screen (`/clear`, Ctrl+L) without losing anything: the live area is
+    /// erased and the history rows on screen are scrolled up into the terminal's scrollback,
+    /// where everything corvid and the shell printed before stays.
+    pub fn clear_screen(&mut self) -> io::Result<()> {
+        let top = self.terminal.get_frame().area().y;
+        let rows = self.terminal.size()?.height;
+        let backend = self.terminal.backend_mut();
+        write!(backend, "\x1b[r")?;
+        for y in top..rows {
+            write!(backend, "\x1b[{};1H\x1b[2K", y + 1)?;
+        }
+        // Full-screen line feeds from the bottom row: every terminal keeps what they scroll out.
+        write!(backend, "\x1b[{rows};1H")?;
+        for _ in 0..top {
+            backend.write_all(b"\n")?;
+        }
         backend.set_cursor_position(Position::ORIGIN)?;
         Backend::flush(backend)?;
         self.terminal = Terminal::with_options(
@@ -174,10 +259,36 @@ impl<W: Write, P: Probe> Screen<W, P> {
         Backend::flush(backend)
     }
 
+    /// Opens the live area again where [`Screen::restore`] left the cursor (after another
+    /// program had the terminal: a full-screen editor puts the screen back as it was).
+    pub fn reopen(&mut self) -> io::Result<()> {
+        let cursor = self.terminal.backend_mut().cached_cursor();
+        self.terminal = Terminal::with_options(
+            (self.make)(cursor),
+            TerminalOptions {
+                viewport: Viewport::Inline(self.height),
+            },
+        )?;
+        Ok(())
+    }
+
     /// The live area's top row: every row above it is committed history.
     pub fn viewport_top(&mut self) -> u16 {
         self.terminal.get_frame().area().y
     }
+}
+
+/// Columns up to the last non-blank cell of each row of a drawn frame.
+fn used_widths(buf: &Buffer) -> Vec<u16> {
+    let area = buf.area;
+    (area.top()..area.bottom())
+        .map(|y| {
+            (area.left()..area.right())
+                .rev()
+                .find(|&x| buf.cell((x, y)).is_some_and(|c| c.symbol() != " "))
+                .map_or(0, |x| x - area.left() + 1)
+        })
+        .collect()
 }
 
 /// `NO_COLOR`: keep bold/dim/underline, drop every colour.

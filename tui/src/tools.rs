@@ -7,6 +7,11 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use similar::{ChangeTag, TextDiff};
 
+mod shell;
+
+use shell::shown_text;
+pub use shell::{command_failed, command_output};
+
 use crate::live::elapsed;
 use crate::wrap::{truncate, wrap_line};
 
@@ -279,9 +284,10 @@ fn render_call(
             out.extend(render_diff(d, width, MAX_DIFF_LINES, DiffStage::Applied));
         }
         // A one-line output is already in the row.
-        if call.kind == ToolKind::Execute && o.diffs.is_empty() && o.text.trim().lines().count() > 1
+        let shown = shown_text(call.kind, o);
+        if call.kind == ToolKind::Execute && o.diffs.is_empty() && shown.trim().lines().count() > 1
         {
-            out.extend(shell_tail(&o.text, width));
+            out.extend(shell_tail(&shown, width));
         }
     }
 }
@@ -302,9 +308,14 @@ fn short_result(kind: ToolKind, o: &ToolOutput, failed: bool) -> Option<String> 
 
 /// The first line for failures, a line count or the only line otherwise.
 fn short_text(kind: ToolKind, o: &ToolOutput, failed: bool) -> Option<String> {
-    let text = o.text.trim();
+    let shown = shown_text(kind, o);
+    let text = shown.trim();
     if text.is_empty() {
-        return None;
+        // A command that failed silently still says how it ended.
+        return (failed && kind == ToolKind::Execute)
+            .then(|| o.raw.get("exit_code").and_then(|c| c.as_i64()))
+            .flatten()
+            .map(|code| format!("exit code {code}"));
     }
     let first = text
         .lines()
@@ -348,7 +359,10 @@ fn shell_tail(text: &str, width: u16) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     if skip > 0 {
         out.push(Line::from(Span::styled(
-            format!("    … {skip} earlier lines"),
+            format!(
+                "    … {skip} earlier line{}",
+                if skip == 1 { "" } else { "s" }
+            ),
             dim,
         )));
     }

@@ -233,11 +233,200 @@ fn keys_typed_as_the_dialog_opens_answer_nothing() {
     a.on_input(&[Event::Paste("n".into())], t0 + ms(9000));
     assert_eq!(a.on_key(key(KeyCode::Char('n')), t0 + ms(9100)), vec![]);
     assert_eq!(a.composer.text(), "I think andyesnn");
-    // Once the typing has paused, a key answers.
+    // With text in the box, even after a pause, keys are text and Enter answers nothing.
+    assert_eq!(a.on_key(key(KeyCode::Char('n')), t0 + ms(9600)), vec![]);
+    assert_eq!(a.on_key(key(KeyCode::Enter), t0 + ms(12_000)), vec![]);
+    // Once the box is cleared and the typing has paused, a key answers.
+    a.on_key(ctrl('u'), t0 + ms(12_100));
+    assert!(a.composer.is_empty());
     assert_eq!(
-        a.on_key(key(KeyCode::Char('n')), t0 + ms(9600)),
+        a.on_key(key(KeyCode::Char('n')), t0 + ms(13_000)),
         answer(ApprovalDecision::RejectOnce)
     );
+}
+
+#[test]
+fn enter_with_text_in_the_box_asks_again_instead_of_approving() {
+    let t0 = Instant::now();
+    let mut a = app_asking(t0);
+    // Typed long after the dialog was shown, one key every 150 ms, then a pause.
+    for (i, c) in "please stop".chars().enumerate() {
+        a.on_key(key(KeyCode::Char(c)), t0 + ms(2_000 + 150 * i as u64));
+    }
+    assert_eq!(a.on_key(key(KeyCode::Enter), t0 + ms(10_000)), vec![]);
+    assert!(a.chat.approval.is_some(), "the dialog is still open");
+    assert_eq!(a.composer.text(), "please stop");
+    assert!(
+        a.status
+            .hint
+            .as_deref()
+            .is_some_and(|h| h.contains("clear the box")),
+        "{:?}",
+        a.status.hint
+    );
+    // Esc cancels the task, as it says.
+    assert_eq!(
+        a.on_key(key(KeyCode::Esc), t0 + ms(11_000)),
+        vec![Action::Submit(Op::Cancel)]
+    );
+}
+
+#[test]
+fn alt_letters_are_no_text_and_alt_b_f_move_by_words() {
+    let mut a = app();
+    typed(&mut a, "fix the bug");
+    let alt = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::ALT);
+    a.on_key(alt('x'), Instant::now());
+    assert_eq!(a.composer.text(), "fix the bug");
+    a.on_key(alt('b'), Instant::now());
+    typed(&mut a, "nasty ");
+    assert_eq!(a.composer.text(), "fix the nasty bug");
+    a.on_key(
+        KeyEvent::new(KeyCode::Left, KeyModifiers::CONTROL),
+        Instant::now(),
+    );
+    a.on_key(
+        KeyEvent::new(KeyCode::Left, KeyModifiers::CONTROL),
+        Instant::now(),
+    );
+    a.on_key(alt('f'), Instant::now());
+    a.on_key(ctrl('k'), Instant::now());
+    assert_eq!(a.composer.text(), "fix the");
+    a.on_key(ctrl('w'), Instant::now());
+    assert_eq!(a.composer.text(), "fix ");
+    a.on_key(ctrl('y'), Instant::now());
+    assert_eq!(a.composer.text(), "fix the");
+    a.on_key(ctrl('u'), Instant::now());
+    assert!(a.composer.is_empty());
+}
+
+#[test]
+fn backslash_enter_adds_a_newline_instead_of_sending() {
+    let mut a = app();
+    typed(&mut a, "first line\\");
+    assert_eq!(a.on_key(key(KeyCode::Enter), Instant::now()), vec![]);
+    typed(&mut a, "second");
+    assert_eq!(a.composer.text(), "first line\nsecond");
+    assert_eq!(
+        a.on_key(key(KeyCode::Enter), Instant::now()),
+        vec![Action::Submit(Op::user_turn("first line\nsecond"))]
+    );
+}
+
+#[test]
+fn esc_twice_clears_the_box_and_esc_after_a_cancel_puts_the_prompt_back() {
+    let t0 = Instant::now();
+    let mut a = app();
+    typed(&mut a, "draft");
+    a.on_key(key(KeyCode::Esc), t0);
+    assert_eq!(a.composer.text(), "draft", "one Esc keeps the text");
+    a.on_key(key(KeyCode::Esc), t0 + ms(300));
+    assert!(a.composer.is_empty());
+
+    typed(&mut a, "refactor the parser");
+    a.on_key(key(KeyCode::Enter), t0);
+    a.on_core_event(&task_started("refactor the parser"));
+    assert_eq!(
+        a.on_key(key(KeyCode::Esc), t0),
+        vec![Action::Submit(Op::Cancel)]
+    );
+    a.on_core_event(&CoreEvent::TaskFinished {
+        task_id: "t1".into(),
+        stop_reason: corvid_protocol::StopReason::Cancelled,
+        error: None,
+        pending_summaries: 0,
+    });
+    a.on_key(key(KeyCode::Esc), t0 + ms(5_000));
+    assert_eq!(a.composer.text(), "refactor the parser");
+}
+
+#[test]
+fn enter_during_a_running_task_queues_the_prompt_until_the_task_ends() {
+    let mut a = app();
+    typed(&mut a, "first");
+    a.on_key(key(KeyCode::Enter), Instant::now());
+    a.on_core_event(&task_started("first"));
+    typed(&mut a, "then run the tests");
+    assert_eq!(a.on_key(key(KeyCode::Enter), Instant::now()), vec![]);
+    assert_eq!(a.queued.as_deref(), Some("then run the tests"));
+    assert!(a.composer.is_empty());
+    // Shown above the box while it waits.
+    let (lines, _) = a.view(Instant::now()).lines(60);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.to_string().starts_with("queued then run the tests")),
+        "{lines:#?}"
+    );
+    // Up on the empty box takes it back for editing; Enter queues the edited text.
+    a.on_key(key(KeyCode::Up), Instant::now());
+    assert_eq!(a.composer.text(), "then run the tests");
+    assert_eq!(a.queued, None);
+    typed(&mut a, " twice");
+    a.on_key(key(KeyCode::Enter), Instant::now());
+    assert_eq!(a.take_queued(), None, "the task still runs");
+    a.on_core_event(&task_finished(0));
+    assert_eq!(
+        a.take_queued(),
+        Some(Action::Submit(Op::user_turn("then run the tests twice")))
+    );
+    assert_eq!(a.take_queued(), None);
+}
+
+#[test]
+fn ctrl_r_finds_an_earlier_prompt_and_the_history_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let file =
+        corvid_tui::history::PromptHistory::project_file(dir.path(), "/work/project".as_ref());
+    let mut a = app();
+    a.composer = corvid_tui::composer::Composer::with_history_file(file.clone());
+    for p in ["explain the parser", "fix the lexer", "run the tests"] {
+        typed(&mut a, p);
+        a.on_key(key(KeyCode::Enter), Instant::now());
+    }
+    // A new session in the same project: the history is still there.
+    let mut b = app();
+    b.composer = corvid_tui::composer::Composer::with_history_file(file.clone());
+    b.on_key(ctrl('r'), Instant::now());
+    typed(&mut b, "the");
+    assert_eq!(b.composer.text(), "run the tests");
+    b.on_key(ctrl('r'), Instant::now());
+    assert_eq!(b.composer.text(), "fix the lexer");
+    b.on_key(ctrl('r'), Instant::now());
+    assert_eq!(b.composer.text(), "explain the parser");
+    // Enter keeps the entry found for editing; it sends nothing yet.
+    assert_eq!(b.on_key(key(KeyCode::Enter), Instant::now()), vec![]);
+    assert_eq!(b.composer.text(), "explain the parser");
+    assert_eq!(
+        b.on_key(key(KeyCode::Enter), Instant::now()),
+        vec![Action::Submit(Op::user_turn("explain the parser"))]
+    );
+    // Esc in a search puts back what was typed before it.
+    typed(&mut b, "draft");
+    b.on_key(ctrl('r'), Instant::now());
+    typed(&mut b, "lexer");
+    assert_eq!(b.composer.text(), "fix the lexer");
+    b.on_key(key(KeyCode::Esc), Instant::now());
+    assert_eq!(b.composer.text(), "draft");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "the history file is private: {mode:o}");
+    }
+}
+
+#[test]
+fn clear_forgets_the_context_fill_shown_in_the_status_line() {
+    let mut a = app();
+    a.on_core_event(&CoreEvent::ContextUsage {
+        used: 50_000,
+        window: 100_000,
+    });
+    assert!(a.status.context.is_some());
+    a.command("/clear");
+    assert_eq!(a.status.context, None);
+    assert_eq!(a.stats.context, None);
 }
 
 #[test]
@@ -560,4 +749,86 @@ fn mcp_shows_the_sessions_servers_or_how_to_add_some() {
         "{}",
         last_notice(&a)
     );
+}
+
+#[test]
+fn ctrl_g_and_ctrl_x_ctrl_e_hand_the_prompt_to_the_editor_and_take_its_text_back() {
+    let mut a = app();
+    typed(&mut a, "draft");
+    assert_eq!(
+        a.on_key(ctrl('g'), Instant::now()),
+        vec![Action::Edit("draft".into())]
+    );
+    a.edited("draft, edited\n");
+    assert_eq!(a.composer.text(), "draft, edited");
+    assert_eq!(a.on_key(ctrl('x'), Instant::now()), vec![]);
+    assert_eq!(
+        a.on_key(ctrl('e'), Instant::now()),
+        vec![Action::Edit("draft, edited".into())]
+    );
+    // Ctrl+E alone still goes to the end of the line.
+    a.on_key(key(KeyCode::Home), Instant::now());
+    assert_eq!(a.on_key(ctrl('e'), Instant::now()), vec![]);
+    typed(&mut a, "!");
+    assert_eq!(a.composer.text(), "draft, edited!");
+}
+
+#[test]
+fn an_unfocused_terminal_hears_when_the_task_ends_or_an_approval_waits() {
+    let t0 = Instant::now();
+    let mut a = app();
+    a.on_core_event(&task_started("go"));
+    a.on_core_event(&task_finished(0));
+    assert_eq!(a.take_notification(), None, "focused: nothing to ring");
+    a.on_input(&[Event::FocusLost], t0);
+    a.on_core_event(&task_started("go"));
+    a.on_core_event(&permission(
+        "s1",
+        "run_shell_command",
+        "Run cargo test",
+        ApprovalPreview::Command {
+            command: "cargo test".into(),
+        },
+    ));
+    assert_eq!(
+        a.take_notification().as_deref(),
+        Some("corvid: an approval is waiting")
+    );
+    a.on_core_event(&task_finished(0));
+    assert_eq!(
+        a.take_notification().as_deref(),
+        Some("corvid: the task is done")
+    );
+    a.on_input(&[Event::FocusGained], t0);
+    a.on_core_event(&task_started("go"));
+    a.on_core_event(&task_finished(0));
+    assert_eq!(a.take_notification(), None);
+}
+
+#[test]
+fn the_command_popup_is_walked_with_arrows_completed_with_tab_and_run_with_enter() {
+    let mut a = app();
+    typed(&mut a, "/c");
+    let names = |a: &App| {
+        a.command_popup()
+            .into_iter()
+            .map(|i| corvid_tui::app::COMMANDS[i].0)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&a), vec!["/compress", "/clear"]);
+    a.on_key(key(KeyCode::Down), Instant::now());
+    assert_eq!(
+        a.on_key(key(KeyCode::Enter), Instant::now()),
+        vec![Action::Submit(Op::ClearHistory), Action::ClearScreen]
+    );
+    // A command that needs an argument is completed, and the popup closes for the argument.
+    typed(&mut a, "/mo");
+    assert_eq!(a.on_key(key(KeyCode::Tab), Instant::now()), vec![]);
+    assert_eq!(a.composer.text(), "/model ");
+    assert!(a.command_popup().is_empty());
+    // Up on a recalled command walks the history, not the popup.
+    a.composer.clear();
+    a.on_key(key(KeyCode::Up), Instant::now());
+    assert_eq!(a.composer.text(), "/clear");
+    assert!(a.command_popup().is_empty());
 }

@@ -367,3 +367,92 @@ fn a_finished_task_collapses_to_the_first_line_of_its_report() {
         "{shown}"
     );
 }
+
+/// A shell result as the local shell tool frames it for the model.
+fn shell_result(code: i64, stdout: &str, stderr: &str) -> ToolOutput {
+    let mut text = format!("Exit code: {code}");
+    for (label, s) in [("Stdout", stdout), ("Stderr", stderr)] {
+        if !s.is_empty() {
+            text.push_str(&format!("\n\n{label}:\n{s}"));
+        }
+    }
+    ToolOutput::new(
+        text,
+        serde_json::json!({"exit_code": code, "stdout": stdout, "stderr": stderr, "timed_out": false, "signal": null}),
+    )
+}
+
+#[test]
+fn a_command_that_exits_non_zero_shows_a_failed_mark_and_its_own_output_without_framing() {
+    let mut chat = ChatState::new(false);
+    chat.on_event(&task_started("!ls nonexist"));
+    chat.on_event(&started("s", "run_shell_command", "Run ls nonexist"));
+    chat.on_event(&finished(
+        "s",
+        "run_shell_command",
+        ToolStatus::Completed,
+        shell_result(
+            2,
+            "",
+            "ls: cannot access 'nonexist': No such file or directory",
+        ),
+    ));
+    chat.on_event(&task_finished(0));
+    let shown: String = chat
+        .transcript()
+        .iter()
+        .map(|c| grid(c.render(WIDTH)))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(shown.contains("✗ Run ls nonexist"), "{shown}");
+    assert!(!shown.contains('✓'), "{shown}");
+    assert!(
+        !shown.contains("Exit code") && !shown.contains("Stderr"),
+        "{shown}"
+    );
+    assert_snapshot!(shown);
+}
+
+#[test]
+fn a_long_commands_card_counts_the_earlier_lines_of_its_output_only() {
+    let stdout: Vec<String> = (1..=9).map(|i| format!("out {i}")).collect();
+    let group = ToolGroup {
+        batches: vec![Batch {
+            calls: vec![row(
+                "c",
+                ToolKind::Execute,
+                "Run seq",
+                CallState::Completed(shell_result(0, &stdout.join("\n"), "")),
+            )],
+            completed: true,
+            ..Default::default()
+        }],
+        compact: false,
+    };
+    let shown = cell(&HistoryCell::Tools(group));
+    // Nine lines, the last five shown: four earlier ones, not seven.
+    assert!(shown.contains("… 4 earlier lines"), "{shown}");
+    assert!(
+        shown.contains("│ out 9") && !shown.contains("Stdout"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_long_code_line_wraps_under_its_own_indent_at_a_narrow_width() {
+    let md = "```\nfn main() {\n        let value = compute_something_long(alpha, beta, gamma, delta);\n}\n```";
+    let rows: Vec<String> = HistoryCell::Assistant(md.into())
+        .render(32)
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    let at = rows
+        .iter()
+        .position(|r| r.contains("let value"))
+        .unwrap_or_else(|| panic!("{rows:#?}"));
+    let next = &rows[at + 1];
+    assert!(
+        next.starts_with(&" ".repeat(10)) && !next.trim().is_empty(),
+        "the continuation keeps the code's indent: {rows:#?}"
+    );
+}

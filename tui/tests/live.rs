@@ -271,3 +271,30 @@ fn a_running_task_shows_its_childs_latest_step_and_asks_its_approvals() {
         "{asking}"
     );
 }
+
+#[test]
+fn a_thirty_line_paste_shows_eight_rows_and_a_marker_for_the_other_twenty_two() {
+    let mut a = app(false);
+    let pasted: Vec<String> = (1..=30).map(|i| format!("pasted line {i}")).collect();
+    a.on_paste(&pasted.join("\n"), Instant::now());
+    let out = live(&mut a, &[]);
+    assert!(out.contains("… +22 lines"), "{out}");
+    assert_snapshot!(out);
+}
+
+#[test]
+fn the_status_hint_names_the_mode_ctrl_o_switches_to() {
+    assert!(live(&mut app(true), &[]).contains("ctrl+o full"));
+    assert!(live(&mut app(false), &[]).contains("ctrl+o compact"));
+}
+
+#[test]
+fn typing_a_slash_opens_a_popup_of_commands_with_their_arguments_and_descriptions() {
+    let mut a = app(false);
+    a.composer.insert_str("/");
+    assert_snapshot!(live(&mut a, &[]));
+    a.composer.insert_str("m");
+    let out = live(&mut a, &[]);
+    assert!(out.contains("/memory") && out.contains("/model NAME") && out.contains("/mcp"));
+    assert!(!out.contains("this list"), "{out}");
+}

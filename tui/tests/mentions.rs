@@ -92,3 +92,33 @@ fn a_prompt_starting_with_a_bang_runs_the_command_through_the_agent() {
     );
     assert!(app.composer.is_empty());
 }
+
+#[test]
+fn an_at_word_at_the_cursor_opens_a_file_popup_walked_with_arrows_and_completed_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    for f in ["src/lib.rs", "src/lexer.rs", "README.md"] {
+        std::fs::write(dir.path().join(f), "x\n").unwrap();
+    }
+    let mut app = app_in(dir.path());
+    typed(&mut app, "compare @l and the parser");
+    // Back to the end of `@l`: the popup follows the cursor, not only the end of the line.
+    for _ in 0.." and the parser".len() {
+        key(&mut app, KeyCode::Left);
+    }
+    assert_eq!(app.mention_matches, vec!["src/lib.rs", "src/lexer.rs"]);
+    let (lines, _) = app.view(Instant::now()).lines(60);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.to_string().trim_end() == "  @src/lexer.rs"),
+        "{lines:#?}"
+    );
+    key(&mut app, KeyCode::Down);
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![]);
+    assert_eq!(app.composer.text(), "compare @src/lexer.rs and the parser");
+    assert!(
+        app.mention_matches.is_empty(),
+        "the popup closes once completed"
+    );
+}

@@ -1,6 +1,8 @@
 //! Real-terminal test: `tests/tui/tmux_demo.sh` drives `corvid --demo` in tmux (full and
 //! compact mode) and checks capture-pane for the tool group and the label, then resumes the
 //! session with `--continue` and with the `/resume` picker and checks that both show again.
+//! `tests/tui/tmux_resize.sh` resizes the window right after a turn, runs a failing `!command`
+//! and `/clear`, and checks that the session lives on and no scrollback was lost.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -53,5 +55,33 @@ fn the_demo_shows_tool_groups_and_labels_in_tmux_in_full_and_compact_mode_and_ag
         read("resumed-compact.txt"),
         read("picker.txt"),
         read("resumed-picker.txt"),
+    );
+}
+
+#[test]
+fn resizing_right_after_a_turn_and_clear_keep_the_session_and_the_shells_scrollback() {
+    let Some(bin) = corvid_binary() else {
+        panic!(
+            "the corvid binary was not built next to the tests: run the whole suite with \
+             `bash tests/run.sh`, or `cargo build -p corvid-cli` first"
+        );
+    };
+    assert!(
+        have_tmux(),
+        "tmux is not installed: `bash tests/run.sh` installs it (or `apt-get install tmux`)"
+    );
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/tui/tmux_resize.sh");
+    let out_dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(&bin)
+        .arg(out_dir.path())
+        .output()
+        .unwrap_or_else(|e| panic!("bash runs: {e}"));
+    assert!(
+        out.status.success(),
+        "tmux_resize.sh failed\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
     );
 }

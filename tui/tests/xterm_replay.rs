@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use common::*;
 use corvid_protocol::ApprovalMode;
-use corvid_tui::app::{App, TuiOptions};
+use corvid_tui::app::{Action, App, TuiOptions};
+use std::io::Write;
 
 const ITEMS: usize = 30;
 
@@ -82,28 +83,7 @@ fn replay_session(rows: u16, cols: u16, approvals: bool) {
         }
     }
 
-    let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), term.bytes.borrow().as_slice()).unwrap();
-    let out = Command::new("node")
-        .arg(dir.join("xterm_replay.mjs"))
-        .arg(file.path())
-        .arg(cols.to_string())
-        .arg(rows.to_string())
-        .current_dir(&dir)
-        .output()
-        .expect("node runs");
-    assert!(
-        out.status.success(),
-        "node failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let lines: Vec<String> = v["lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l.as_str().unwrap_or_default().to_string())
-        .collect();
+    let lines = xterm_lines(&term.bytes.borrow(), rows, cols);
     assert!(
         lines.len() > usize::from(rows) * 3,
         "xterm.js kept only {} rows: history was lost",
@@ -139,4 +119,90 @@ fn replay_session(rows: u16, cols: u16, approvals: bool) {
             last = hits[0];
         }
     }
+}
+
+/// Every row xterm.js holds (scrollback, then the screen) after it was fed `bytes`.
+fn xterm_lines(bytes: &[u8], rows: u16, cols: u16) -> Vec<String> {
+    let dir = tests_dir();
+    assert!(
+        dir.join("node_modules/@xterm/headless").exists(),
+        "xterm.js is not installed in tests/tui/node_modules: run the suite with \
+         `bash tests/run.sh`, or `cd tests/tui && npm ci`"
+    );
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), bytes).unwrap();
+    let out = Command::new("node")
+        .arg(dir.join("xterm_replay.mjs"))
+        .arg(file.path())
+        .arg(cols.to_string())
+        .arg(rows.to_string())
+        .current_dir(&dir)
+        .output()
+        .expect("node runs");
+    assert!(
+        out.status.success(),
+        "node failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn clear_keeps_the_shells_lines_and_the_transcript_in_xterm_js_scrollback() {
+    let (rows, cols) = (20, 80);
+    let term = VtTerm::new(rows, cols);
+    // The user's shell printed these before corvid started.
+    let mut shell = term.clone();
+    for i in 1..=30 {
+        write!(shell, "shell line {i}\r\n").unwrap();
+    }
+    let mut screen = term.screen(false);
+    let mut app = App::new(&TuiOptions {
+        compact: false,
+        model: "demo".into(),
+        approval_mode: ApprovalMode::Yolo,
+        no_color: false,
+        transcript: Vec::new(),
+        sessions: None,
+    });
+    for i in 0..3 {
+        for ev in [task_started(&format!("prompt {i}."))]
+            .into_iter()
+            .chain(read_batch(&format!("c{i}"), &format!("file{i}.rs")))
+            .chain([text(&format!("answer {i}.")), task_finished(0)])
+        {
+            app.on_core_event(&ev);
+            screen.frame(&app, Instant::now()).unwrap();
+        }
+    }
+    assert!(app.command("/clear").contains(&Action::ClearScreen));
+    screen.clear_screen().unwrap();
+    screen.frame(&app, Instant::now()).unwrap();
+    app.on_core_event(&task_started("after the clear."));
+    screen.frame(&app, Instant::now()).unwrap();
+
+    let lines = xterm_lines(&term.bytes.borrow(), rows, cols);
+    let once = |needle: &str| {
+        let n = lines.iter().filter(|l| l.trim_end() == needle).count();
+        assert_eq!(n, 1, "{needle:?} once in xterm.js: {lines:#?}");
+    };
+    once("shell line 1");
+    once("shell line 30");
+    for i in 0..3 {
+        once(&format!("› prompt {i}."));
+        once(&format!("answer {i}."));
+    }
+    once("› after the clear.");
+    // The screen was cleared: the first prompt is in scrollback, not on screen.
+    let first = lines
+        .iter()
+        .position(|l| l.starts_with("› prompt 0."))
+        .unwrap();
+    assert!(first < lines.len() - usize::from(rows), "{lines:#?}");
 }

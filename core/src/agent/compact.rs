@@ -11,6 +11,7 @@ use super::session::{SessionState, TaskCtx, lock};
 use crate::context::compaction::{
     COMPACTION_SYSTEM, compacted_history, split_point, summary_request,
 };
+use crate::context::meter::message_bytes;
 
 /// The share of the window kept verbatim after a compaction (the recent turns); the rest of
 /// the history becomes the summary.
@@ -82,6 +83,22 @@ pub(super) async fn compact(
     let kept = &state.history[split..];
     let kept_messages = u32::try_from(kept.len()).unwrap_or(u32::MAX);
     let history = compacted_history(&summary, kept);
+    // `/compress` on a short conversation can produce a summary longer than what it replaces:
+    // keep the history then, and say so.
+    let new_bytes: u64 = history.iter().map(message_bytes).sum();
+    if trigger == Trigger::Requested && new_bytes >= state.history_bytes() {
+        let (old, new) = (
+            state.meter.tokens(state.history_bytes()),
+            state.meter.tokens(new_bytes),
+        );
+        ctx.events.emit(CoreEvent::Warning {
+            message: format!(
+                "Compressing is not worth it: the summary would make the conversation larger \
+                 ({old} → {new} tokens). The history is kept as it is."
+            ),
+        });
+        return Ok(());
+    }
     state.replace_history(history.into());
     // The reads the summary replaced are no longer in the conversation to point back to.
     lock(&ctx.shared.reads).clear();

@@ -140,6 +140,8 @@ pub struct VtTerm {
     pub parser: Rc<RefCell<vt100::Parser>>,
     /// Every byte written, for replaying into other terminal engines.
     pub bytes: Rc<RefCell<Vec<u8>>>,
+    /// Makes the terminal stop answering cursor queries (as a busy input reader does).
+    pub mute_cursor: Rc<std::cell::Cell<bool>>,
 }
 
 impl VtTerm {
@@ -149,6 +151,7 @@ impl VtTerm {
         Self {
             parser: Rc::new(RefCell::new(parser)),
             bytes: Rc::default(),
+            mute_cursor: Rc::default(),
         }
     }
 
@@ -190,6 +193,22 @@ impl VtTerm {
         out.into_iter().map(|r| r.trim_end().to_string()).collect()
     }
 
+    /// Resizes the emulated terminal (vt100 does not reflow).
+    pub fn resize(&self, rows: u16, cols: u16) {
+        let nz = |n: u16| std::num::NonZeroU16::new(n).expect("terminal sizes are not zero");
+        self.parser.borrow_mut().set_size(nz(rows), nz(cols));
+    }
+
+    /// The visible rows, right-trimmed.
+    pub fn visible_rows(&self) -> Vec<String> {
+        let p = self.parser.borrow();
+        let cols = p.screen().size().1.get();
+        p.screen()
+            .rows(0, cols)
+            .map(|r| r.trim_end().to_string())
+            .collect()
+    }
+
     pub fn screen_rows(&self) -> u16 {
         self.parser.borrow().screen().size().0.get()
     }
@@ -215,6 +234,11 @@ impl Probe for VtTerm {
         })
     }
     fn query_cursor(&mut self) -> io::Result<Position> {
+        if self.mute_cursor.get() {
+            return Err(io::Error::other(
+                "The cursor position could not be read within a normal duration",
+            ));
+        }
         let (row, col) = self.parser.borrow().screen().cursor_position();
         Ok(Position { x: col, y: row })
     }

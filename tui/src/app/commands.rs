@@ -1,0 +1,191 @@
+//! Slash commands: `/help`, `/stats`, `/clear`, `/resume` and the rest.
+
+use corvid_core::context::instructions;
+use corvid_protocol::Op;
+
+use super::{Action, App};
+use crate::cells::{HistoryCell, NoticeKind};
+use crate::picker::SessionPicker;
+
+/// The slash commands: name, argument hint and what they do (for `/help` and the popup).
+pub const COMMANDS: &[(&str, &str, &str)] = &[
+    ("/help", "", "this list"),
+    (
+        "/stats",
+        "",
+        "token usage per prompt id, turns and tool calls",
+    ),
+    (
+        "/memory",
+        "",
+        "the instructions files (AGENTS.md...) in the model's prompt",
+    ),
+    (
+        "/mcp",
+        "",
+        "the MCP servers of this session: status, tools, errors",
+    ),
+    (
+        "/view",
+        "[MODE]",
+        "tool groups `compact` or `full`; alone toggles (also ctrl+o)",
+    ),
+    ("/model", "NAME", "use another model for later turns"),
+    (
+        "/resume",
+        "[ID]",
+        "go back to an earlier session of this project",
+    ),
+    (
+        "/compress",
+        "",
+        "summarize the older conversation to free the context window (also /compact)",
+    ),
+    (
+        "/clear",
+        "",
+        "start a fresh conversation: clears the screen and the model's history",
+    ),
+    ("/quit", "", "exit"),
+];
+
+const KEYS_HELP: &str = "Keys: enter send (queued while a task runs) · shift+enter, ctrl+j or \\+enter newline · up/down rows, then history · ctrl+r search history · esc or ctrl+c cancel · esc esc clear · ctrl+c twice exit · shift+tab mode (default, auto-edit, plan) · ctrl+o compact/full · ctrl+l clear screen · ctrl+g or ctrl+x ctrl+e edit in $EDITOR
+Editing: ctrl+a/e line start/end · ctrl+w, alt+backspace cut word · ctrl+k cut to end · ctrl+u cut to start · ctrl+y paste cut · alt+b/f, ctrl+←/→ word moves";
+
+/// `/help`: the commands, then the keys.
+fn help_text() -> String {
+    let mut out = String::from("Commands\n");
+    for (name, arg, what) in COMMANDS {
+        let usage = format!("{name} {arg}");
+        out.push_str(&format!("{:<16}{what}\n", usage.trim_end()));
+    }
+    out.push_str(KEYS_HELP);
+    out
+}
+
+/// What `/mcp` says in a session without MCP servers.
+const NO_MCP_SERVERS: &str = "No MCP servers in this session. Add them under `mcpServers` in \
+~/.corvid/settings.json or the project's .corvid/settings.json.";
+
+impl App {
+    /// Runs a slash command.
+    pub fn command(&mut self, line: &str) -> Vec<Action> {
+        let mut parts = line.splitn(2, char::is_whitespace);
+        let name = parts.next().unwrap_or_default();
+        let arg = parts.next().unwrap_or_default().trim();
+        let info = |app: &mut Self, text: String| {
+            app.chat.commit(HistoryCell::Notice(NoticeKind::Info, text));
+        };
+        match name {
+            "/help" => info(self, help_text()),
+            "/stats" => info(self, self.stats.report()),
+            "/compress" | "/compact" if self.chat.is_running() => {
+                self.chat.commit(HistoryCell::Notice(
+                    NoticeKind::Warning,
+                    "A task is running; /compress works between tasks".into(),
+                ))
+            }
+            "/compress" | "/compact" => return vec![Action::Submit(Op::Compact)],
+            "/memory" => info(self, instructions::report(&self.instructions)),
+            "/mcp" => info(
+                self,
+                self.tools
+                    .source_report()
+                    .unwrap_or_else(|| NO_MCP_SERVERS.to_owned()),
+            ),
+            "/view" => self.view_command(arg),
+            "/model" if arg.is_empty() => info(self, format!("Model: {}", self.status.model)),
+            "/model" => {
+                self.status.model = arg.to_string();
+                info(self, format!("Model set to {arg} for later turns"));
+                return vec![Action::Submit(Op::SetModel {
+                    model: arg.to_string(),
+                })];
+            }
+            // The model's history is cleared with the screen; mid-task the core would keep it,
+            // so neither is cleared then.
+            "/clear" if self.chat.is_running() => self.chat.commit(HistoryCell::Notice(
+                NoticeKind::Warning,
+                "A task is running; /clear works between tasks (Esc stops this one)".into(),
+            )),
+            "/clear" => {
+                self.chat.clear_transcript();
+                // The model's history is gone: so is what filled its context window.
+                self.stats.context = None;
+                self.status.context = None;
+                self.queued = None;
+                return vec![Action::Submit(Op::ClearHistory), Action::ClearScreen];
+            }
+            "/quit" | "/exit" => return vec![Action::Quit],
+            "/resume" => return self.open_picker(arg),
+            _ => self.chat.commit(HistoryCell::Notice(
+                NoticeKind::Warning,
+                format!("Unknown command {name} · /help lists the commands"),
+            )),
+        }
+        Vec::new()
+    }
+
+    /// `/view [compact|full]`: sets the display mode (alone: toggles it), like Ctrl+O.
+    fn view_command(&mut self, arg: &str) {
+        let compact = match arg {
+            "" => !self.chat.compact,
+            "compact" => true,
+            "full" => false,
+            _ => {
+                self.notice(
+                    NoticeKind::Warning,
+                    format!("Unknown view {arg:?}: use /view compact, /view full or /view alone to toggle"),
+                );
+                return;
+            }
+        };
+        if compact != self.chat.compact {
+            self.chat.toggle_compact();
+        }
+        let mode = if compact { "compact" } else { "full" };
+        self.notice(NoticeKind::Info, format!("View: {mode} tool groups"));
+    }
+
+    /// `/resume [ID]`: resumes ID directly, else opens the picker over this project's sessions.
+    fn open_picker(&mut self, id: &str) -> Vec<Action> {
+        let Some(sessions) = self.sessions.clone() else {
+            self.notice(
+                NoticeKind::Warning,
+                "Sessions are not available here: restart with `corvid --resume [ID]` or `corvid --continue`".into(),
+            );
+            return Vec::new();
+        };
+        if self.chat.is_running() || !id.is_empty() {
+            return self.resume_action(id.to_string());
+        }
+        match sessions.list() {
+            Ok(mut list) => {
+                // A session without a prompt (opened and left) has nothing to go back to.
+                list.retain(|s| s.id != self.session_id && !s.first_prompt.trim().is_empty());
+                if list.is_empty() {
+                    self.notice(
+                        NoticeKind::Info,
+                        "No earlier session of this project to resume".into(),
+                    );
+                } else {
+                    self.picker = Some(SessionPicker::new(list));
+                }
+            }
+            Err(e) => self.notice(NoticeKind::Error, format!("Cannot list sessions: {e}")),
+        }
+        Vec::new()
+    }
+
+    /// Resuming swaps the agent, so it waits until no task is running.
+    pub(super) fn resume_action(&mut self, id: String) -> Vec<Action> {
+        if self.chat.is_running() {
+            self.notice(
+                NoticeKind::Warning,
+                "A task is running: cancel it (esc) or let it finish before /resume".into(),
+            );
+            return Vec::new();
+        }
+        vec![Action::Resume(id)]
+    }
+}
