@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::image::ImageData;
+use crate::stream::JsonText;
 
 /// Who authored a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +54,11 @@ pub enum Part {
         text: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
+        /// Opaque state the provider needs back with this reasoning (the Responses API's
+        /// reasoning item, encrypted content included). The core never reads it: only the
+        /// provider that produced it sends it back, byte for byte, and the others skip it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_data: Option<JsonText>,
     },
     /// A complete tool call requested by the assistant.
     ToolCall(ToolCall),

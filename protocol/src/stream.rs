@@ -21,6 +21,9 @@ pub enum StreamEvent {
     Thought { text: String },
     /// The signature closing a reasoning block (to be sent back with the history).
     ThoughtSignature { signature: String },
+    /// Opaque provider state closing a reasoning block (the Responses API's reasoning item),
+    /// kept on the history's thought part and sent back verbatim by that provider.
+    ThoughtData { data: JsonText },
     /// A tool call's id and name became known; its arguments are still streaming.
     ToolPreparing { call_id: String, tool_name: String },
     /// A complete tool call, released only once the response finished cleanly.

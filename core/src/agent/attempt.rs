@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 
 use corvid_protocol::{
-    CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, ModelRequest, Part, Provenance,
-    StreamEvent, ToolCall, ToolKind, Usage,
+    CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, JsonText, ModelRequest, Part,
+    Provenance, StreamEvent, ToolCall, ToolKind, Usage,
 };
 use futures::StreamExt;
 
@@ -76,6 +76,7 @@ pub(super) async fn run_attempt(
                 ctx.events.emit(CoreEvent::ThoughtDelta { text });
             }
             StreamEvent::ThoughtSignature { signature } => set_signature(&mut out.parts, signature),
+            StreamEvent::ThoughtData { data } => set_data(&mut out.parts, data),
             StreamEvent::ToolPreparing { call_id, tool_name } => {
                 if call_id.is_empty() {
                     continue;
@@ -127,10 +128,12 @@ fn append_text(parts: &mut Vec<Part>, delta: &str, thought: bool) {
         Some(Part::Thought {
             text,
             signature: None,
+            provider_data: None,
         }) if thought => text.push_str(delta),
         _ if thought => parts.push(Part::Thought {
             text: delta.to_owned(),
             signature: None,
+            provider_data: None,
         }),
         _ => parts.push(Part::Text {
             text: delta.to_owned(),
@@ -149,7 +152,26 @@ fn set_signature(parts: &mut Vec<Part>, sig: String) {
         parts.push(Part::Thought {
             text: String::new(),
             signature: Some(sig),
+            provider_data: None,
         });
+    }
+}
+
+/// Closes the reasoning just streamed with the provider's opaque state: it belongs to the
+/// last part when that is an open thought, else it is a reasoning block without text (a
+/// Responses reasoning item whose summary was not asked for).
+fn set_data(parts: &mut Vec<Part>, data: JsonText) {
+    match parts.last_mut() {
+        Some(Part::Thought {
+            signature: None,
+            provider_data: slot @ None,
+            ..
+        }) => *slot = Some(data),
+        _ => parts.push(Part::Thought {
+            text: String::new(),
+            signature: None,
+            provider_data: Some(data),
+        }),
     }
 }
 
