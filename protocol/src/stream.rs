@@ -106,6 +106,11 @@ impl JsonText {
         Self(raw)
     }
 
+    /// Keeps JSON text exactly as it is (a provider's opaque item, sent back byte for byte).
+    pub fn from_raw(raw: Box<RawValue>) -> Self {
+        Self(raw)
+    }
+
     /// The JSON text.
     pub fn get(&self) -> &str {
         self.0.get()

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 
 use corvid_protocol::{ErrorInfo, ErrorKind, FinishReason, JsonText, StreamEvent, ToolCall, Usage};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -499,12 +499,52 @@ fn classify(error: &Value) -> ErrorInfo {
     info
 }
 
-/// A finished reasoning item as it must be sent back: verbatim, minus its `id` (items are not
-/// stored server-side with `store: false`, and an id would make the server look for one).
+/// A finished reasoning item as it must be sent back: verbatim (every other field's bytes and
+/// the field order kept), minus its `id` (items are not stored server-side with
+/// `store: false`, and an id would make the server look for one).
 fn replayable_reasoning(raw: &RawValue) -> Option<JsonText> {
-    let mut item: Map<String, Value> = serde_json::from_str(raw.get()).ok()?;
-    item.remove("id");
-    Some(JsonText::new(&Value::Object(item)))
+    let fields: Fields<'_> = serde_json::from_str(raw.get()).ok()?;
+    let kept = Fields(
+        fields
+            .0
+            .into_iter()
+            .filter(|(k, _)| k.as_str() != "id")
+            .collect(),
+    );
+    let text = serde_json::to_string(&kept).ok()?;
+    RawValue::from_string(text).ok().map(JsonText::from_raw)
+}
+
+/// An object's fields in order, their values untouched.
+struct Fields<'a>(Vec<(Str<'a>, &'a RawValue)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Fields<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Fields<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut fields = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    fields.push(entry);
+                }
+                Ok(Fields(fields))
+            }
+        }
+        deserializer.deserialize_map(V)
+    }
+}
+
+impl Serialize for Fields<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(k, v)| (k.as_str(), v)))
+    }
 }
 
 /// Converts a whole (non-streaming) response object through the same assembly as a stream:
