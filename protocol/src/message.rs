@@ -153,3 +153,39 @@ impl Extend<Message> for Messages {
         std::sync::Arc::make_mut(&mut self.0).extend(messages);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn a_thoughts_provider_data_survives_a_recording_so_a_resumed_session_sends_it_again() {
+        let item = json!({"type": "reasoning", "encrypted_content": "gAAAA==", "summary": []});
+        let part = Part::Thought {
+            text: "summary".into(),
+            signature: None,
+            provider_data: Some(JsonText::new(&item)),
+        };
+        let recorded = serde_json::to_string(&part).unwrap();
+        let back: Part = serde_json::from_str(&recorded).unwrap();
+        assert_eq!(back, part);
+        // Older recordings (and other providers' thoughts) have no such field.
+        let old: Part =
+            serde_json::from_str(r#"{"type":"thought","text":"t","signature":"s"}"#).unwrap();
+        assert_eq!(
+            old,
+            Part::Thought {
+                text: "t".into(),
+                signature: Some("s".into()),
+                provider_data: None,
+            }
+        );
+        assert!(
+            !serde_json::to_string(&old)
+                .unwrap()
+                .contains("provider_data")
+        );
+    }
+}
