@@ -239,17 +239,17 @@ impl OpenAiResponsesParser {
                 }
             }
             "response.function_call_arguments.delta" => {
-                if let Some(delta) = &event.delta {
-                    if let Some(call) = self.call_for(&event) {
-                        call.args.push_str(delta.as_str());
-                    }
+                if let Some(delta) = &event.delta
+                    && let Some(call) = self.call_for(&event)
+                {
+                    call.args.push_str(delta.as_str());
                 }
             }
             "response.function_call_arguments.done" => {
-                if let Some(args) = &event.arguments {
-                    if let Some(call) = self.call_for(&event) {
-                        call.args = args.0.clone().into_owned();
-                    }
+                if let Some(args) = &event.arguments
+                    && let Some(call) = self.call_for(&event)
+                {
+                    call.args = args.0.clone().into_owned();
                 }
             }
             "response.output_item.done" => {
@@ -417,10 +417,10 @@ impl OpenAiResponsesParser {
         if call.call_id.is_empty() {
             call.call_id = call_id.to_owned();
         }
-        if call.name.is_empty() {
-            if let Some(name) = &item.name {
-                call.name = name.as_str().to_owned();
-            }
+        if call.name.is_empty()
+            && let Some(name) = &item.name
+        {
+            call.name = name.as_str().to_owned();
         }
         pos
     }
