@@ -194,3 +194,42 @@ pub(super) fn discard_prepared(
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn thought(text: &str, data: Option<serde_json::Value>) -> Part {
+        Part::Thought {
+            text: text.into(),
+            signature: None,
+            provider_data: data.map(|d| JsonText::new(&d)),
+        }
+    }
+
+    #[test]
+    fn each_reasoning_item_closes_its_own_thought_and_one_without_a_summary_gets_an_empty_one() {
+        let mut parts = Vec::new();
+        append_text(&mut parts, "first ", true);
+        append_text(&mut parts, "thought", true);
+        set_data(&mut parts, JsonText::new(&json!({"n": 1})));
+        // A closed thought takes no more text: the next summary starts a new part.
+        append_text(&mut parts, "second", true);
+        set_data(&mut parts, JsonText::new(&json!({"n": 2})));
+        set_data(&mut parts, JsonText::new(&json!({"n": 3})));
+        append_text(&mut parts, "answer", false);
+        assert_eq!(
+            parts,
+            vec![
+                thought("first thought", Some(json!({"n": 1}))),
+                thought("second", Some(json!({"n": 2}))),
+                thought("", Some(json!({"n": 3}))),
+                Part::Text {
+                    text: "answer".into()
+                },
+            ]
+        );
+    }
+}
