@@ -26,6 +26,7 @@ async fn session_list_shows_the_recorded_sessions_of_the_cwd_newest_first() {
         summaries: false,
         mode: ApprovalMode::Default,
         store: Some(SessionStore::new(home.path())),
+        real: None,
     });
     let client = TestClient::start(factory, fs_caps(false, false)).await;
     let init = client

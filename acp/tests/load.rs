@@ -26,6 +26,7 @@ async fn recording_client(provider: Arc<ScriptedProvider>, home: &Path) -> TestC
         summaries: true,
         mode: ApprovalMode::Default,
         store: Some(SessionStore::new(home)),
+        real: None,
     });
     TestClient::start(factory, fs_caps(false, false)).await
 }

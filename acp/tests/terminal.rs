@@ -83,6 +83,7 @@ fn factory(provider: Arc<ScriptedProvider>, sandbox: SandboxLevel) -> Arc<Factor
         summaries: false,
         mode: ApprovalMode::Yolo,
         store: None,
+        real: None,
     });
     Arc::new(Factory { inner, sandbox })
 }

@@ -196,6 +196,8 @@ pub struct TestFactory {
     pub mode: ApprovalMode,
     /// Where sessions are recorded; `None` records nothing.
     pub store: Option<SessionStore>,
+    /// A real provider (over loopback HTTP) used instead of the scripted one.
+    pub real: Option<Arc<dyn Provider>>,
 }
 
 impl TestFactory {
@@ -205,6 +207,18 @@ impl TestFactory {
             summaries: false,
             mode: ApprovalMode::Default,
             store: None,
+            real: None,
+        })
+    }
+
+    /// Sessions on `provider` (a real one, talking to a mock server).
+    pub fn real(provider: Arc<dyn Provider>) -> Arc<Self> {
+        Arc::new(Self {
+            provider: ScriptedProvider::new(Vec::new()),
+            summaries: false,
+            mode: ApprovalMode::Default,
+            store: None,
+            real: Some(provider),
         })
     }
 }
@@ -215,7 +229,10 @@ impl AgentFactory for TestFactory {
     }
 
     fn build(&self, spec: SessionSpec) -> Result<AgentConfig, FactoryError> {
-        let provider: Arc<dyn Provider> = self.provider.clone();
+        let provider: Arc<dyn Provider> = match &self.real {
+            Some(real) => Arc::clone(real),
+            None => self.provider.clone(),
+        };
         Ok(AgentConfig {
             session_id: spec.session_id,
             provider: provider.clone(),
