@@ -420,6 +420,21 @@ mod tests {
     }
 
     #[test]
+    fn the_reasoning_effort_setting_is_sent_as_reasoning_effort_and_only_when_set() {
+        let req = request(vec![Message::user_text("hi")]);
+        let with = build_body(
+            &req,
+            Delivery::Stream,
+            MaxTokensField::MaxCompletionTokens,
+            Some(ReasoningEffort::Low),
+        )
+        .unwrap();
+        let with: Value = serde_json::from_slice(&with).unwrap();
+        assert_eq!(with["reasoning_effort"], "low");
+        assert!(sent(&req).get("reasoning_effort").is_none());
+    }
+
+    #[test]
     fn a_text_only_user_message_keeps_the_string_content() {
         let body = sent(&request(vec![Message::user_text("hi")]));
         assert_eq!(body["messages"], json!([{"role": "user", "content": "hi"}]));
