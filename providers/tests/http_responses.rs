@@ -371,3 +371,76 @@ fn the_error_event_forms_are_classified_by_their_code() {
         Err(ErrorKind::StreamTruncated)
     );
 }
+
+/// A body of unnamed data events, one per JSON value.
+fn body_of(events: &[Value]) -> Vec<u8> {
+    events
+        .iter()
+        .map(|e| format!("data: {e}\n\n"))
+        .collect::<String>()
+        .into_bytes()
+}
+
+#[test]
+fn a_call_whose_identity_comes_only_with_its_finished_item_is_prepared_then_and_still_runs() {
+    let body = body_of(&[
+        json!({"type": "response.output_item.added", "output_index": 0,
+               "item": {"id": "fc_1", "type": "function_call", "arguments": ""}}),
+        json!({"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{\"a\":"}),
+        json!({"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "1}"}),
+        json!({"type": "response.output_item.done", "output_index": 0,
+               "item": {"id": "fc_1", "type": "function_call", "call_id": "call_late",
+                        "name": "read_file", "arguments": "{\"a\":1}"}}),
+        json!({"type": "response.completed", "response": {"status": "completed"}}),
+    ]);
+    let items: Vec<_> = decode_body(WireProtocol::OpenAiResponses, &body)
+        .into_iter()
+        .map(|e| (e.at, e.item))
+        .collect();
+    assert_eq!(
+        items,
+        vec![
+            (
+                Some(3),
+                Ok(StreamEvent::ToolPreparing {
+                    call_id: "call_late".into(),
+                    tool_name: "read_file".into()
+                })
+            ),
+            (
+                Some(4),
+                Ok(StreamEvent::ToolCall(ToolCall {
+                    call_id: "call_late".into(),
+                    name: "read_file".into(),
+                    args: json!({"a": 1}),
+                }))
+            ),
+            (
+                Some(4),
+                Ok(StreamEvent::Finished {
+                    reason: FinishReason::ToolCalls
+                })
+            ),
+        ]
+    );
+}
+
+#[test]
+fn unknown_events_are_ignored_and_arguments_that_are_not_an_object_are_kept_as_text() {
+    let body = body_of(&[
+        json!({"type": "response.web_search_call.searching", "sequence_number": 0}),
+        json!({"type": "response.output_item.added", "sequence_number": 1, "output_index": 0,
+               "item": {"id": "fc_1", "type": "function_call", "call_id": "c1", "name": "t"}}),
+        json!({"type": "response.function_call_arguments.delta", "sequence_number": 2,
+               "item_id": "fc_1", "delta": "not json"}),
+        json!({"type": "response.completed", "sequence_number": 3, "response": {}}),
+    ]);
+    let calls: Vec<_> = decode_body(WireProtocol::OpenAiResponses, &body)
+        .into_iter()
+        .filter_map(|e| match e.item {
+            Ok(StreamEvent::ToolCall(c)) => Some(c.args),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls, vec![json!("not json")]);
+}
