@@ -1,6 +1,7 @@
 //! OpenAI Responses API (`POST {baseUrl}/responses`): reasoning summaries, encrypted
 //! reasoning carried across turns, and the newest GPT/Codex models' full behaviour.
 
+mod events;
 mod parser;
 pub(crate) mod request;
 

@@ -6,138 +6,15 @@
 
 use std::collections::HashSet;
 
-use corvid_protocol::{ErrorInfo, ErrorKind, FinishReason, JsonText, StreamEvent, ToolCall, Usage};
-use serde::{Deserialize, Serialize};
+use corvid_protocol::{ErrorInfo, ErrorKind, FinishReason, StreamEvent, ToolCall};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::events::{Event, Item, Response, replayable_reasoning};
 use crate::error::{classify_stream_error, retry_delay_in_message};
 use crate::sse::{BodyEnd, SseEvent};
-use crate::wire::{Emitted, NonJsonLine, Str, WireParser, lenient_u64, parse_args, truncated};
-
-/// The fields of any stream event that corvid reads; the rest is skipped unparsed.
-#[derive(Deserialize, Default)]
-struct Event<'a> {
-    #[serde(borrow, rename = "type", default)]
-    kind: Option<Str<'a>>,
-    #[serde(default, deserialize_with = "lenient_u64")]
-    sequence_number: Option<u64>,
-    #[serde(borrow, default)]
-    item_id: Option<Str<'a>>,
-    #[serde(default, deserialize_with = "lenient_u64")]
-    output_index: Option<u64>,
-    #[serde(default, deserialize_with = "lenient_u64")]
-    summary_index: Option<u64>,
-    #[serde(borrow, default)]
-    delta: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    arguments: Option<Str<'a>>,
-    /// `output_item.added`/`.done`: kept raw, a reasoning item goes back verbatim.
-    #[serde(borrow, default)]
-    item: Option<&'a RawValue>,
-    /// Terminal events: the response object, read only at the end.
-    #[serde(borrow, default)]
-    response: Option<&'a RawValue>,
-    /// The `{"type":"error","error":{...}}` form some proxies send.
-    #[serde(borrow, default)]
-    error: Option<&'a RawValue>,
-    /// A top-level `error` event's own fields.
-    #[serde(borrow, default)]
-    code: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    message: Option<Str<'a>>,
-}
-
-/// An output item's identity.
-#[derive(Deserialize)]
-struct Item<'a> {
-    #[serde(borrow, rename = "type", default)]
-    kind: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    id: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    call_id: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    name: Option<Str<'a>>,
-    #[serde(borrow, default)]
-    arguments: Option<Str<'a>>,
-    /// A message item's content, for servers that send no text deltas.
-    #[serde(default)]
-    content: Option<Vec<ContentPart>>,
-}
-
-#[derive(Deserialize)]
-struct ContentPart {
-    #[serde(rename = "type", default)]
-    kind: String,
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    refusal: Option<String>,
-}
-
-/// The part of a terminal event's response object corvid reads.
-#[derive(Deserialize)]
-struct Response {
-    #[serde(default)]
-    usage: Option<RawUsage>,
-    #[serde(default)]
-    error: Option<Value>,
-    #[serde(default)]
-    incomplete_details: Option<IncompleteDetails>,
-}
-
-#[derive(Deserialize)]
-struct IncompleteDetails {
-    #[serde(default)]
-    reason: Option<String>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct RawUsage {
-    #[serde(default, deserialize_with = "lenient_u64")]
-    input_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "lenient_u64")]
-    output_tokens: Option<u64>,
-    #[serde(default, deserialize_with = "lenient_u64")]
-    total_tokens: Option<u64>,
-    #[serde(default)]
-    input_tokens_details: Option<InputDetails>,
-    #[serde(default)]
-    output_tokens_details: Option<OutputDetails>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct InputDetails {
-    #[serde(default, deserialize_with = "lenient_u64")]
-    cached_tokens: Option<u64>,
-}
-
-#[derive(Deserialize, Clone, Copy)]
-struct OutputDetails {
-    #[serde(default, deserialize_with = "lenient_u64")]
-    reasoning_tokens: Option<u64>,
-}
-
-impl RawUsage {
-    fn normalise(self) -> Usage {
-        let input = self.input_tokens.unwrap_or(0);
-        let output = self.output_tokens.unwrap_or(0);
-        Usage {
-            input_tokens: input,
-            output_tokens: output,
-            total_tokens: self.total_tokens.unwrap_or(input + output),
-            cached_input_tokens: self
-                .input_tokens_details
-                .and_then(|d| d.cached_tokens)
-                .unwrap_or(0),
-            reasoning_tokens: self
-                .output_tokens_details
-                .and_then(|d| d.reasoning_tokens)
-                .unwrap_or(0),
-        }
-    }
-}
+use crate::wire::{Emitted, NonJsonLine, Str, WireParser, parse_args, truncated};
 
 /// One function call being assembled, keyed by its item id.
 #[derive(Debug, Default)]
@@ -497,54 +374,6 @@ fn classify(error: &Value) -> ErrorInfo {
         info.retry_after_ms = retry_delay_in_message(&info.message);
     }
     info
-}
-
-/// A finished reasoning item as it must be sent back: verbatim (every other field's bytes and
-/// the field order kept), minus its `id` (items are not stored server-side with
-/// `store: false`, and an id would make the server look for one).
-fn replayable_reasoning(raw: &RawValue) -> Option<JsonText> {
-    let fields: Fields<'_> = serde_json::from_str(raw.get()).ok()?;
-    let kept = Fields(
-        fields
-            .0
-            .into_iter()
-            .filter(|(k, _)| k.as_str() != "id")
-            .collect(),
-    );
-    let text = serde_json::to_string(&kept).ok()?;
-    RawValue::from_string(text).ok().map(JsonText::from_raw)
-}
-
-/// An object's fields in order, their values untouched.
-struct Fields<'a>(Vec<(Str<'a>, &'a RawValue)>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Fields<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Fields<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Self::Value, A::Error> {
-                let mut fields = Vec::new();
-                while let Some(entry) = map.next_entry()? {
-                    fields.push(entry);
-                }
-                Ok(Fields(fields))
-            }
-        }
-        deserializer.deserialize_map(V)
-    }
-}
-
-impl Serialize for Fields<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.0.iter().map(|(k, v)| (k.as_str(), v)))
-    }
 }
 
 /// Converts a whole (non-streaming) response object through the same assembly as a stream:
