@@ -27,6 +27,7 @@ async fn session_list_shows_the_recorded_sessions_of_the_cwd_newest_first() {
         mode: ApprovalMode::Default,
         store: Some(SessionStore::new(home.path())),
         home: None,
+        real: None,
     });
     let client = TestClient::start(factory, fs_caps(false, false)).await;
     let init = client

@@ -27,6 +27,7 @@ async fn recording_client(provider: Arc<ScriptedProvider>, home: &Path) -> TestC
         mode: ApprovalMode::Default,
         store: Some(SessionStore::new(home)),
         home: Some(home.to_path_buf()),
+        real: None,
     });
     TestClient::start(factory, fs_caps(false, false)).await
 }

@@ -84,6 +84,7 @@ fn factory(provider: Arc<ScriptedProvider>, sandbox: SandboxLevel) -> Arc<Factor
         mode: ApprovalMode::Yolo,
         store: None,
         home: None,
+        real: None,
     });
     Arc::new(Factory { inner, sandbox })
 }

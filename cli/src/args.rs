@@ -32,6 +32,9 @@ pub struct Cli {
     /// Model provider.
     #[arg(long, value_enum)]
     pub provider: Option<ProviderArg>,
+    /// How hard a reasoning model thinks (`model.reasoningEffort`).
+    #[arg(long, value_enum)]
+    pub reasoning_effort: Option<ReasoningEffortArg>,
     /// What the agent may do without asking.
     #[arg(long, value_enum)]
     pub approval_mode: Option<ApprovalModeArg>,
@@ -79,8 +82,20 @@ pub enum OutputFormat {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProviderArg {
     Openai,
+    /// OpenAI's Responses API (same key and base URL as `openai`).
+    OpenaiResponses,
     Anthropic,
     Demo,
+}
+
+/// Values of `--reasoning-effort`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReasoningEffortArg {
+    Minimal,
+    Low,
+    Medium,
+    High,
+    Xhigh,
 }
 
 /// Approval modes selectable with `--approval-mode`.
@@ -180,4 +195,5 @@ pub struct ReplaySseArgs {
 pub enum WireProtocol {
     OpenaiChat,
     AnthropicMessages,
+    OpenaiResponses,
 }

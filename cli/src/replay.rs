@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use corvid_protocol::{ErrorInfo, StreamEvent, StreamItem};
+use corvid_protocol::{ErrorInfo, JsonText, StreamEvent, StreamItem};
 use corvid_providers::error::HeaderMap;
 use corvid_providers::{Emitted, WireProtocol, classify_http_error, decode_body};
 use serde::Serialize;
@@ -23,6 +23,7 @@ pub fn run(args: &ReplaySseArgs) -> ExitCode {
     let protocol = match args.protocol {
         WireArg::OpenaiChat => WireProtocol::OpenAiChat,
         WireArg::AnthropicMessages => WireProtocol::AnthropicMessages,
+        WireArg::OpenaiResponses => WireProtocol::OpenAiResponses,
     };
     let emitted = if args.status == 200 {
         decode_body(protocol, &body)
@@ -71,6 +72,9 @@ enum Body<'a> {
     ThoughtSignature {
         signature: &'a str,
     },
+    ThoughtData {
+        data: &'a JsonText,
+    },
     ToolPreparing {
         call_id: &'a str,
         tool_name: &'a str,
@@ -103,6 +107,7 @@ impl<'a> From<&'a StreamItem> for Body<'a> {
             Ok(StreamEvent::Text { text }) => Body::Text { text },
             Ok(StreamEvent::Thought { text }) => Body::Thought { text },
             Ok(StreamEvent::ThoughtSignature { signature }) => Body::ThoughtSignature { signature },
+            Ok(StreamEvent::ThoughtData { data }) => Body::ThoughtData { data },
             Ok(StreamEvent::ToolPreparing { call_id, tool_name }) => {
                 Body::ToolPreparing { call_id, tool_name }
             }

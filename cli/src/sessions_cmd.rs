@@ -492,6 +492,7 @@ older          2024-02-29 23:59  gpt-4.1            fix the flaky test
                     Part::Thought {
                         text: "The user wants two things.\nFirst I read the file, then I run cargo test in the workspace root.".into(),
                         signature: Some("sig".into()),
+                        provider_data: None,
                     },
                     Part::Text {
                         text: "Reading it first.".into(),

@@ -8,8 +8,9 @@ use corvid_core::settings::{
     self, Overrides, ProviderKind, Settings, SettingsFiles, TrustGrant, process_env,
 };
 use corvid_protocol::ApprovalMode;
+use corvid_providers::ReasoningEffort;
 
-use crate::args::{ApprovalModeArg, Cli, ProviderArg};
+use crate::args::{ApprovalModeArg, Cli, ProviderArg, ReasoningEffortArg};
 use crate::trust_prompt;
 
 /// A configuration problem: the binary exits with code 2 and this message.
@@ -82,6 +83,7 @@ pub fn overrides(cli: &Cli) -> Overrides {
     } else {
         cli.provider.map(|p| match p {
             ProviderArg::Openai => ProviderKind::Openai,
+            ProviderArg::OpenaiResponses => ProviderKind::OpenaiResponses,
             ProviderArg::Anthropic => ProviderKind::Anthropic,
             ProviderArg::Demo => ProviderKind::Demo,
         })
@@ -102,6 +104,13 @@ pub fn overrides(cli: &Cli) -> Overrides {
         fast_model: cli.fast_model.clone(),
         approval_mode,
         compact_mode: cli.compact.then_some(true),
+        reasoning_effort: cli.reasoning_effort.map(|e| match e {
+            ReasoningEffortArg::Minimal => ReasoningEffort::Minimal,
+            ReasoningEffortArg::Low => ReasoningEffort::Low,
+            ReasoningEffortArg::Medium => ReasoningEffort::Medium,
+            ReasoningEffortArg::High => ReasoningEffort::High,
+            ReasoningEffortArg::Xhigh => ReasoningEffort::Xhigh,
+        }),
     }
 }
 

@@ -117,3 +117,51 @@ fn an_unreadable_file_exits_2() {
     let out = replay(&["--protocol", "openai-chat", "/nonexistent/body.sse"]);
     assert_eq!((out.status.code(), out.stdout.is_empty()), (Some(2), true));
 }
+
+#[test]
+fn a_responses_stream_prepares_at_the_added_item_and_keeps_the_reasoning_item() {
+    let got = lines(&[
+        "--protocol",
+        "openai-responses",
+        &fixture("openai-responses/parallel_function_calls.sse"),
+    ]);
+    let types: Vec<(u64, &str)> = got
+        .iter()
+        .map(|l| (l["at"].as_u64().unwrap(), l["type"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        types,
+        vec![
+            (4, "thought"),
+            (7, "thought"),
+            (8, "thought"),
+            (11, "thought_data"),
+            (12, "tool_preparing"),
+            (17, "tool_preparing"),
+            (22, "usage"),
+            (22, "tool_call"),
+            (22, "tool_call"),
+            (22, "finished"),
+        ]
+    );
+    assert_eq!(got[3]["data"]["type"], "reasoning");
+    assert!(got[3]["data"].get("id").is_none());
+    assert_eq!(
+        got[8],
+        json!({"at": 22, "type": "tool_call", "call_id": "call_B2", "name": "grep",
+               "args": {"pattern": "fn main", "path": "src"}})
+    );
+}
+
+#[test]
+fn a_responses_rate_limit_failure_is_a_retryable_error_at_its_event() {
+    let got = lines(&[
+        "--protocol",
+        "openai-responses",
+        &fixture("openai-responses/failed_rate_limit.sse"),
+    ]);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0]["at"], 2);
+    assert_eq!(got[0]["kind"], "rate_limited");
+    assert_eq!(got[0]["retryable"], true);
+}

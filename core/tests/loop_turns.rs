@@ -614,7 +614,8 @@ async fn the_history_observer_sees_exactly_the_history_the_model_gets() {
         expected[1].parts[0],
         Part::Thought {
             text: "hmm".into(),
-            signature: Some("sig".into())
+            signature: Some("sig".into()),
+            provider_data: None,
         }
     );
 }

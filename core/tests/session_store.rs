@@ -44,6 +44,7 @@ fn tool_task() -> Vec<Record> {
                     Part::Thought {
                         text: "let me look".into(),
                         signature: Some("sig".into()),
+                        provider_data: None,
                     },
                     Part::Text {
                         text: "Reading.".into(),
@@ -107,7 +108,8 @@ fn a_recorded_session_loads_back_with_its_history_intact() {
         history[1].parts[0],
         Part::Thought {
             text: "let me look".into(),
-            signature: Some("sig".into())
+            signature: Some("sig".into()),
+            provider_data: None,
         }
     );
 }

@@ -359,7 +359,9 @@ fn an_unknown_provider_or_approval_mode_is_an_error_listing_the_choices() {
     fx.user(r#"{"model": {"provider": "gemini"}}"#);
     let msg = fx.load(&Overrides::default()).unwrap_err().to_string();
     assert!(
-        msg.contains("`model.provider` is `gemini`; expected `openai`, `anthropic` or `demo`"),
+        msg.contains(
+            "`model.provider` is `gemini`; expected `openai`, `openai-responses`, `anthropic` or `demo`"
+        ),
         "{msg}"
     );
 
@@ -464,4 +466,78 @@ fn the_context_window_and_compaction_settings_are_read_and_bad_values_named() {
         let err = fx.load(&Overrides::default()).unwrap_err().to_string();
         assert!(err.contains(expected), "{err}");
     }
+}
+
+#[test]
+fn model_api_responses_picks_the_responses_api_with_the_openai_key_url_and_reasoning() {
+    let mut fx = Fixture::new();
+    fx.user(
+        r#"{"model": {"provider": "openai", "api": "responses",
+            "reasoningEffort": "high", "reasoningSummary": "concise"}}"#,
+    );
+    fx.env("OPENAI_API_KEY", "sk-o")
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1");
+    let s = fx.settings();
+    assert_eq!(s.model.provider, Some(ProviderKind::OpenaiResponses));
+    assert_eq!(
+        s.model.reasoning_effort,
+        Some(corvid_providers::ReasoningEffort::High)
+    );
+    assert_eq!(
+        s.model.reasoning_summary,
+        Some(corvid_providers::ReasoningSummary::Concise)
+    );
+    let env = fx.env.clone();
+    let resolved = corvid_core::settings::resolve_provider(&s, |k| env.get(k).cloned()).unwrap();
+    assert_eq!(resolved.kind, ProviderKind::OpenaiResponses);
+    assert_eq!(resolved.base_url, "http://127.0.0.1:9/v1");
+    assert_eq!(resolved.model, "gpt-5.1-codex");
+}
+
+#[test]
+fn openai_api_in_the_environment_picks_the_api_and_the_flag_names_the_provider() {
+    let mut fx = Fixture::new();
+    fx.env("OPENAI_API_KEY", "sk-o")
+        .env("OPENAI_API", "responses");
+    assert_eq!(
+        fx.settings().model.provider,
+        Some(ProviderKind::OpenaiResponses)
+    );
+    fx.env("OPENAI_API", "chat");
+    assert_eq!(fx.settings().model.provider, Some(ProviderKind::Openai));
+    let flags = Overrides {
+        provider: Some(ProviderKind::OpenaiResponses),
+        reasoning_effort: Some(corvid_providers::ReasoningEffort::Minimal),
+        ..Overrides::default()
+    };
+    let s = fx.load(&flags).unwrap().settings;
+    assert_eq!(s.model.provider, Some(ProviderKind::OpenaiResponses));
+    assert_eq!(
+        s.model.reasoning_effort,
+        Some(corvid_providers::ReasoningEffort::Minimal)
+    );
+}
+
+#[test]
+fn an_unknown_model_api_or_reasoning_value_is_an_error_naming_the_field() {
+    let mut fx = Fixture::new();
+    fx.user(r#"{"model": {"api": "completions"}}"#);
+    let msg = fx.load(&Overrides::default()).unwrap_err().to_string();
+    assert!(
+        msg.contains("`model.api` is `completions`; expected `chat` or `responses`"),
+        "{msg}"
+    );
+    fx.user(r#"{"model": {"reasoningEffort": "max"}}"#);
+    let msg = fx.load(&Overrides::default()).unwrap_err().to_string();
+    assert!(msg.contains("`model.reasoningEffort` is `max`"), "{msg}");
+    fx.user(r#"{"model": {"reasoningSummary": "short"}}"#);
+    let msg = fx.load(&Overrides::default()).unwrap_err().to_string();
+    assert!(msg.contains("`model.reasoningSummary` is `short`"), "{msg}");
+    fx.user("{}");
+    fx.env("OPENAI_API", "assistants");
+    let msg = fx.load(&Overrides::default()).unwrap_err().to_string();
+    assert!(
+        msg.contains("`OPENAI_API` is `assistants`; expected `chat` or `responses`"),
+        "{msg}"
+    );
 }

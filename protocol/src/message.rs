@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::image::ImageData;
+use crate::stream::JsonText;
 
 /// Who authored a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +54,11 @@ pub enum Part {
         text: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
+        /// Opaque state the provider needs back with this reasoning (the Responses API's
+        /// reasoning item, encrypted content included). The core never reads it: only the
+        /// provider that produced it sends it back, byte for byte, and the others skip it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_data: Option<JsonText>,
     },
     /// A complete tool call requested by the assistant.
     ToolCall(ToolCall),
@@ -145,5 +151,41 @@ impl PartialEq<Messages> for Vec<Message> {
 impl Extend<Message> for Messages {
     fn extend<I: IntoIterator<Item = Message>>(&mut self, messages: I) {
         std::sync::Arc::make_mut(&mut self.0).extend(messages);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn a_thoughts_provider_data_survives_a_recording_so_a_resumed_session_sends_it_again() {
+        let item = json!({"type": "reasoning", "encrypted_content": "gAAAA==", "summary": []});
+        let part = Part::Thought {
+            text: "summary".into(),
+            signature: None,
+            provider_data: Some(JsonText::new(&item)),
+        };
+        let recorded = serde_json::to_string(&part).unwrap();
+        let back: Part = serde_json::from_str(&recorded).unwrap();
+        assert_eq!(back, part);
+        // Older recordings (and other providers' thoughts) have no such field.
+        let old: Part =
+            serde_json::from_str(r#"{"type":"thought","text":"t","signature":"s"}"#).unwrap();
+        assert_eq!(
+            old,
+            Part::Thought {
+                text: "t".into(),
+                signature: Some("s".into()),
+                provider_data: None,
+            }
+        );
+        assert!(
+            !serde_json::to_string(&old)
+                .unwrap()
+                .contains("provider_data")
+        );
     }
 }

@@ -21,6 +21,9 @@ pub enum StreamEvent {
     Thought { text: String },
     /// The signature closing a reasoning block (to be sent back with the history).
     ThoughtSignature { signature: String },
+    /// Opaque provider state closing a reasoning block (the Responses API's reasoning item),
+    /// kept on the history's thought part and sent back verbatim by that provider.
+    ThoughtData { data: JsonText },
     /// A tool call's id and name became known; its arguments are still streaming.
     ToolPreparing { call_id: String, tool_name: String },
     /// A complete tool call, released only once the response finished cleanly.
@@ -100,6 +103,11 @@ impl JsonText {
         // Writing a `Value` cannot fail: its map keys are strings, its numbers finite, and the
         // output is a `String`. The fallback only keeps this free of a panic path.
         let raw = serde_json::value::to_raw_value(value).unwrap_or_else(|_| null());
+        Self(raw)
+    }
+
+    /// Keeps JSON text exactly as it is (a provider's opaque item, sent back byte for byte).
+    pub fn from_raw(raw: Box<RawValue>) -> Self {
         Self(raw)
     }
 

@@ -13,7 +13,9 @@ use std::sync::Arc;
 use corvid_protocol::{
     JsonText, Message, ModelRequest, Part, Role, ToolCall, ToolResult, ToolSchema,
 };
-use corvid_providers::{AnthropicProvider, OpenAiChatProvider, ProviderConfig};
+use corvid_providers::{
+    AnthropicProvider, OpenAiChatProvider, OpenAiResponsesProvider, ProviderConfig,
+};
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 
@@ -163,12 +165,18 @@ fn request_body(c: &mut Criterion) {
     let request = request();
     let openai = OpenAiChatProvider::new(&config()).unwrap();
     let anthropic = AnthropicProvider::new(&config()).unwrap();
+    let responses = OpenAiResponsesProvider::new(&config())
+        .unwrap()
+        .with_cache_key("3f9c2a7e-5b1d-4c8e-9a2f-0d6b7e1c4a93");
     let mut group = c.benchmark_group("request_body");
     group.bench_function("openai_chat", |b| {
         b.iter(|| openai.request_body(black_box(&request)).unwrap())
     });
     group.bench_function("anthropic", |b| {
         b.iter(|| anthropic.request_body(black_box(&request)).unwrap())
+    });
+    group.bench_function("openai_responses", |b| {
+        b.iter(|| responses.request_body(black_box(&request)).unwrap())
     });
     group.finish();
 }

@@ -109,6 +109,60 @@ fn anthropic_body() -> Vec<u8> {
     body.into_bytes()
 }
 
+/// A Responses-API-shaped stream with the same content: named events, sequence numbers, item
+/// ids and the `obfuscation` padding the live API adds to every delta.
+fn responses_body() -> Vec<u8> {
+    let mut body = String::new();
+    let mut seq = 0;
+    let mut event = |name: &str, fields: &str| {
+        body.push_str(&format!(
+            "event: {name}\ndata: {{\"type\":\"{name}\",\"sequence_number\":{seq},{fields}}}\n\n"
+        ));
+        seq += 1;
+    };
+    event(
+        "response.created",
+        r#""response":{"id":"resp_0a1b2c3d4e5f","object":"response","created_at":1764880000,"status":"in_progress","model":"gpt-5.1-codex","output":[],"usage":null}"#,
+    );
+    event(
+        "response.output_item.added",
+        r#""output_index":0,"item":{"id":"msg_0a1b2c3d4e5f","type":"message","status":"in_progress","content":[],"role":"assistant"}"#,
+    );
+    for i in 0..TEXT_CHUNKS {
+        event(
+            "response.output_text.delta",
+            &format!(
+                r#""item_id":"msg_0a1b2c3d4e5f","output_index":0,"content_index":0,"delta":" word{i} and \"quoted\" text","logprobs":[],"obfuscation":"I4YePAoyJg""#
+            ),
+        );
+    }
+    event(
+        "response.output_item.added",
+        r#""output_index":1,"item":{"id":"fc_0a1b2c3d4e5f","type":"function_call","status":"in_progress","arguments":"","call_id":"call_7kE4IjtnwXcGbX6hDM7xFu8T","name":"write_file"}"#,
+    );
+    event(
+        "response.function_call_arguments.delta",
+        r#""item_id":"fc_0a1b2c3d4e5f","output_index":1,"delta":"{\"content\":\"","obfuscation":"Gk2""#,
+    );
+    for i in 0..FRAGMENTS {
+        event(
+            "response.function_call_arguments.delta",
+            &format!(
+                r#""item_id":"fc_0a1b2c3d4e5f","output_index":1,"delta":"line {i}\\n","obfuscation":"Gk2""#
+            ),
+        );
+    }
+    event(
+        "response.function_call_arguments.delta",
+        r#""item_id":"fc_0a1b2c3d4e5f","output_index":1,"delta":"\"}","obfuscation":"Gk2""#,
+    );
+    event(
+        "response.completed",
+        r#""response":{"id":"resp_0a1b2c3d4e5f","object":"response","status":"completed","model":"gpt-5.1-codex","usage":{"input_tokens":61,"input_tokens_details":{"cached_tokens":0},"output_tokens":20000,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":20061}}"#,
+    );
+    body.into_bytes()
+}
+
 fn decode(protocol: WireProtocol, body: &[u8], out: &mut Vec<Emitted>) {
     out.clear();
     let mut decoder = StreamDecoder::new(protocol);
@@ -126,6 +180,11 @@ fn run_group<M: Measurement>(c: &mut Criterion<M>, group_name: &str) {
             "anthropic",
             WireProtocol::AnthropicMessages,
             anthropic_body(),
+        ),
+        (
+            "openai_responses",
+            WireProtocol::OpenAiResponses,
+            responses_body(),
         ),
     ] {
         let mut out = Vec::with_capacity(FRAGMENTS + TEXT_CHUNKS + 16);

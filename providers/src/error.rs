@@ -299,3 +299,43 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
 }
+
+/// The wait an error message asks for in words: OpenAI's rate-limit messages say
+/// `Please try again in 1.898s` (or `in 20ms`) and send no header in a stream.
+pub(crate) fn retry_delay_in_message(message: &str) -> Option<u64> {
+    let lower = message.to_ascii_lowercase();
+    let rest = &lower[lower.find("try again in ")? + "try again in ".len()..];
+    let number_len = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(rest.len());
+    let value: f64 = rest[..number_len].parse().ok()?;
+    let unit = &rest[number_len..];
+    let ms = if unit.starts_with("ms") {
+        value
+    } else if unit.starts_with('s') {
+        value * 1000.0
+    } else if unit.starts_with('m') {
+        value * 60_000.0
+    } else {
+        return None;
+    };
+    (ms.is_finite() && ms >= 0.0).then(|| ms.round() as u64)
+}
+
+#[cfg(test)]
+mod retry_delay_tests {
+    use super::retry_delay_in_message;
+
+    #[test]
+    fn the_wait_in_an_openai_rate_limit_message_is_read_in_milliseconds() {
+        let said = |m: &str| retry_delay_in_message(m);
+        assert_eq!(
+            said("Rate limit reached for gpt-5. Please try again in 1.898s. Visit"),
+            Some(1898)
+        );
+        assert_eq!(said("Please try again in 20ms."), Some(20));
+        assert_eq!(said("try again in 2m"), Some(120_000));
+        assert_eq!(said("Please try again later."), None);
+        assert_eq!(said("no hint"), None);
+    }
+}

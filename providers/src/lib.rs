@@ -1,6 +1,6 @@
 //! Model providers: HTTP + SSE bytes turned into corvid's one [`StreamEvent`] enum.
 //!
-//! One wire parser per API (`openai_chat`, `anthropic`), one error classification, and the
+//! One wire parser per API (`openai_chat`, `openai_responses`, `anthropic`), one error classification, and the
 //! built-in scripted `demo` model. Parsers are push-based and I/O-free so that the live path
 //! and `corvid debug replay-sse` share the same code.
 
@@ -49,6 +49,8 @@ pub mod http;
 pub mod limits;
 pub mod models;
 pub mod openai_chat;
+pub mod openai_responses;
+pub mod reasoning;
 pub mod redact;
 pub mod sse;
 #[cfg(test)]
@@ -60,6 +62,8 @@ pub use error::{classify_http_error, classify_reqwest_error, classify_stream_err
 pub use http::{ApiKey, ConfigError, ProviderConfig};
 pub use limits::StreamLimits;
 pub use openai_chat::OpenAiChatProvider;
+pub use openai_responses::OpenAiResponsesProvider;
+pub use reasoning::{Reasoning, ReasoningEffort, ReasoningSummary};
 pub use redact::Redactor;
 pub use wire::{
     Emitted, StreamDecoder, WireProtocol, collect_completion, decode_body, decode_whole_response,

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::anthropic::AnthropicParser;
 use crate::limits::StreamLimits;
 use crate::openai_chat::OpenAiChatParser;
+use crate::openai_responses::OpenAiResponsesParser;
 use crate::sse::{BodyEnd, SseDecoder, SseEvent};
 
 /// A decoded item and the 0-based data event that produced it (`None`: the end of the body).
@@ -46,6 +47,8 @@ pub enum WireProtocol {
     OpenAiChat,
     /// Anthropic Messages.
     AnthropicMessages,
+    /// OpenAI Responses.
+    OpenAiResponses,
 }
 
 /// A wire parser: turns dispatched SSE events into stream items.
@@ -59,6 +62,7 @@ pub(crate) trait WireParser {
 enum Parser {
     OpenAi(OpenAiChatParser),
     Anthropic(AnthropicParser),
+    Responses(OpenAiResponsesParser),
 }
 
 /// SSE framing plus the protocol's parser: push body bytes in, get stream items out.
@@ -94,6 +98,7 @@ impl StreamDecoder {
         let parser = match protocol {
             WireProtocol::OpenAiChat => Parser::OpenAi(OpenAiChatParser::default()),
             WireProtocol::AnthropicMessages => Parser::Anthropic(AnthropicParser::default()),
+            WireProtocol::OpenAiResponses => Parser::Responses(OpenAiResponsesParser::default()),
         };
         Self {
             sse: SseDecoder::with_max_line(limits.max_line_bytes),
@@ -135,6 +140,7 @@ impl StreamDecoder {
             *done = match parser {
                 Parser::OpenAi(p) => p.on_event(&event, out),
                 Parser::Anthropic(p) => p.on_event(&event, out),
+                Parser::Responses(p) => p.on_event(&event, out),
             };
         });
         if !self.done && self.sse.overflowed() {
@@ -161,6 +167,7 @@ impl StreamDecoder {
         match &mut self.parser {
             Parser::OpenAi(p) => p.on_end(end, out),
             Parser::Anthropic(p) => p.on_end(end, out),
+            Parser::Responses(p) => p.on_end(end, out),
         }
     }
 }
@@ -180,6 +187,7 @@ pub fn decode_whole_response(protocol: WireProtocol, body: &[u8]) -> Vec<Emitted
     match protocol {
         WireProtocol::OpenAiChat => crate::openai_chat::decode_whole(body),
         WireProtocol::AnthropicMessages => crate::anthropic::decode_whole(body),
+        WireProtocol::OpenAiResponses => crate::openai_responses::decode_whole(body),
     }
 }
 
@@ -200,6 +208,7 @@ pub fn collect_completion(
             }
             StreamEvent::Thought { .. }
             | StreamEvent::ThoughtSignature { .. }
+            | StreamEvent::ThoughtData { .. }
             | StreamEvent::ToolPreparing { .. } => {}
         }
     }

@@ -146,10 +146,12 @@ async fn the_request_sends_signed_thinking_back_and_pairs_tool_results() {
                 Part::Thought {
                     text: "Need the tool.".into(),
                     signature: Some("sig-1".into()),
+                    provider_data: None,
                 },
                 Part::Thought {
                     text: "unsigned, dropped".into(),
                     signature: None,
+                    provider_data: None,
                 },
                 Part::Text {
                     text: "Checking.".into(),

@@ -198,6 +198,8 @@ pub struct TestFactory {
     pub store: Option<SessionStore>,
     /// `$CORVID_HOME` for caches (the model listings); `None` caches nothing.
     pub home: Option<std::path::PathBuf>,
+    /// A real provider (over loopback HTTP) used instead of the scripted one.
+    pub real: Option<Arc<dyn Provider>>,
 }
 
 impl TestFactory {
@@ -208,6 +210,19 @@ impl TestFactory {
             mode: ApprovalMode::Default,
             store: None,
             home: None,
+            real: None,
+        })
+    }
+
+    /// Sessions on `provider` (a real one, talking to a mock server).
+    pub fn real(provider: Arc<dyn Provider>) -> Arc<Self> {
+        Arc::new(Self {
+            provider: ScriptedProvider::new(Vec::new()),
+            summaries: false,
+            mode: ApprovalMode::Default,
+            store: None,
+            home: None,
+            real: Some(provider),
         })
     }
 }
@@ -218,7 +233,10 @@ impl AgentFactory for TestFactory {
     }
 
     fn build(&self, spec: SessionSpec) -> Result<AgentConfig, FactoryError> {
-        let provider: Arc<dyn Provider> = self.provider.clone();
+        let provider: Arc<dyn Provider> = match &self.real {
+            Some(real) => Arc::clone(real),
+            None => self.provider.clone(),
+        };
         Ok(AgentConfig {
             session_id: spec.session_id,
             provider: provider.clone(),

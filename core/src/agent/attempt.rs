@@ -4,8 +4,8 @@
 use std::collections::HashSet;
 
 use corvid_protocol::{
-    CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, ModelRequest, Part, Provenance,
-    StreamEvent, ToolCall, ToolKind, Usage,
+    CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, JsonText, ModelRequest, Part,
+    Provenance, StreamEvent, ToolCall, ToolKind, Usage,
 };
 use futures::StreamExt;
 
@@ -76,6 +76,7 @@ pub(super) async fn run_attempt(
                 ctx.events.emit(CoreEvent::ThoughtDelta { text });
             }
             StreamEvent::ThoughtSignature { signature } => set_signature(&mut out.parts, signature),
+            StreamEvent::ThoughtData { data } => set_data(&mut out.parts, data),
             StreamEvent::ToolPreparing { call_id, tool_name } => {
                 if call_id.is_empty() {
                     continue;
@@ -127,10 +128,12 @@ fn append_text(parts: &mut Vec<Part>, delta: &str, thought: bool) {
         Some(Part::Thought {
             text,
             signature: None,
+            provider_data: None,
         }) if thought => text.push_str(delta),
         _ if thought => parts.push(Part::Thought {
             text: delta.to_owned(),
             signature: None,
+            provider_data: None,
         }),
         _ => parts.push(Part::Text {
             text: delta.to_owned(),
@@ -149,7 +152,26 @@ fn set_signature(parts: &mut Vec<Part>, sig: String) {
         parts.push(Part::Thought {
             text: String::new(),
             signature: Some(sig),
+            provider_data: None,
         });
+    }
+}
+
+/// Closes the reasoning just streamed with the provider's opaque state: it belongs to the
+/// last part when that is an open thought, else it is a reasoning block without text (a
+/// Responses reasoning item whose summary was not asked for).
+fn set_data(parts: &mut Vec<Part>, data: JsonText) {
+    match parts.last_mut() {
+        Some(Part::Thought {
+            signature: None,
+            provider_data: slot @ None,
+            ..
+        }) => *slot = Some(data),
+        _ => parts.push(Part::Thought {
+            text: String::new(),
+            signature: None,
+            provider_data: Some(data),
+        }),
     }
 }
 
@@ -170,5 +192,44 @@ pub(super) fn discard_prepared(
             reason,
             provenance: super::exec::provenance_of(ctx, tool_name),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn thought(text: &str, data: Option<serde_json::Value>) -> Part {
+        Part::Thought {
+            text: text.into(),
+            signature: None,
+            provider_data: data.map(|d| JsonText::new(&d)),
+        }
+    }
+
+    #[test]
+    fn each_reasoning_item_closes_its_own_thought_and_one_without_a_summary_gets_an_empty_one() {
+        let mut parts = Vec::new();
+        append_text(&mut parts, "first ", true);
+        append_text(&mut parts, "thought", true);
+        set_data(&mut parts, JsonText::new(&json!({"n": 1})));
+        // A closed thought takes no more text: the next summary starts a new part.
+        append_text(&mut parts, "second", true);
+        set_data(&mut parts, JsonText::new(&json!({"n": 2})));
+        set_data(&mut parts, JsonText::new(&json!({"n": 3})));
+        append_text(&mut parts, "answer", false);
+        assert_eq!(
+            parts,
+            vec![
+                thought("first thought", Some(json!({"n": 1}))),
+                thought("second", Some(json!({"n": 2}))),
+                thought("", Some(json!({"n": 3}))),
+                Part::Text {
+                    text: "answer".into()
+                },
+            ]
+        );
     }
 }

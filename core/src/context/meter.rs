@@ -83,7 +83,15 @@ pub fn message_bytes(message: &Message) -> u64 {
         .iter()
         .map(|part| match part {
             Part::Text { text } => len(text),
-            Part::Thought { text, signature } => len(text) + signature.as_deref().map_or(0, len),
+            Part::Thought {
+                text,
+                signature,
+                provider_data,
+            } => {
+                len(text)
+                    + signature.as_deref().map_or(0, len)
+                    + provider_data.as_ref().map_or(0, |d| len(d.get()))
+            }
             Part::ToolCall(call) => len(&call.call_id) + len(&call.name) + json_len(&call.args),
             Part::ToolResult(result) => {
                 len(&result.call_id)

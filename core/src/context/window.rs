@@ -18,11 +18,16 @@ const KNOWN_WINDOWS: &[(&str, u64)] = &[
     ("gpt-4-turbo", 128_000),
     ("gpt-4", 8_192),
     ("gpt-3.5", 16_385),
+    // GPT-5.x and its Codex models (Responses API): 400k, except the chat snapshots.
+    ("gpt-5-chat", 128_000),
+    ("gpt-5.1-chat", 128_000),
+    ("gpt-5.2-chat", 128_000),
     ("gpt-5", 400_000),
     ("o1-mini", 128_000),
     ("o1", 200_000),
     ("o3", 200_000),
     ("o4", 200_000),
+    ("codex-mini", 200_000),
     ("codex", 400_000),
     ("qwen3-coder", 262_144),
     ("qwen3", 131_072),
@@ -112,6 +117,12 @@ mod tests {
         assert_eq!(known_window("gpt-4o-2024-08-06"), Some(128_000));
         assert_eq!(known_window("openai/gpt-5"), Some(400_000));
         assert_eq!(known_window("o3-mini"), Some(200_000));
+        assert_eq!(known_window("gpt-5.1-codex"), Some(400_000));
+        assert_eq!(known_window("gpt-5.1-codex-max"), Some(400_000));
+        assert_eq!(known_window("gpt-5.2"), Some(400_000));
+        assert_eq!(known_window("gpt-5-codex-mini"), Some(400_000));
+        assert_eq!(known_window("gpt-5.1-chat-latest"), Some(128_000));
+        assert_eq!(known_window("codex-mini-latest"), Some(200_000));
         assert_eq!(
             known_window("Qwen3-Coder-480B-A35B-Instruct"),
             Some(262_144)

@@ -25,6 +25,9 @@ pub(super) struct Partial {
     pub context_window: Option<u64>,
     pub compact_threshold: Option<f64>,
     pub auto_compact: Option<bool>,
+    pub api: Option<super::OpenAiApi>,
+    pub reasoning_effort: Option<corvid_providers::ReasoningEffort>,
+    pub reasoning_summary: Option<corvid_providers::ReasoningSummary>,
     pub fast_model: Option<FastModelSetting>,
     pub compact_mode: Option<bool>,
     pub emit_tool_use_summaries: Option<bool>,
@@ -74,6 +77,9 @@ impl Partial {
         over(&mut self.context_window, higher.context_window);
         over(&mut self.compact_threshold, higher.compact_threshold);
         over(&mut self.auto_compact, higher.auto_compact);
+        over(&mut self.api, higher.api);
+        over(&mut self.reasoning_effort, higher.reasoning_effort);
+        over(&mut self.reasoning_summary, higher.reasoning_summary);
         over(&mut self.fast_model, higher.fast_model);
         over(&mut self.compact_mode, higher.compact_mode);
         over(
@@ -114,6 +120,9 @@ impl Partial {
         s.model.context_window = self.context_window;
         s.model.compact_threshold = self.compact_threshold;
         s.model.auto_compact = self.auto_compact;
+        s.model.api = self.api;
+        s.model.reasoning_effort = self.reasoning_effort;
+        s.model.reasoning_summary = self.reasoning_summary;
         s.fast_model = self.fast_model;
         if let Some(v) = self.compact_mode {
             s.ui.compact_mode = v;
@@ -303,6 +312,37 @@ impl Validator<'_> {
                 "maxOutputTokens" => self.out.max_output_tokens = self.number(&key, v)?,
                 "supportsImages" => self.out.supports_images = self.boolean(&key, v)?,
                 "autoCompact" => self.out.auto_compact = self.boolean(&key, v)?,
+                "api" => {
+                    self.out.api = match self.string(&key, v)? {
+                        None => None,
+                        Some(s) => Some(
+                            super::OpenAiApi::parse(&s)
+                                .ok_or_else(|| self.invalid(&key, &s, "`chat` or `responses`"))?,
+                        ),
+                    };
+                }
+                "reasoningEffort" => {
+                    self.out.reasoning_effort = match self.string(&key, v)? {
+                        None => None,
+                        Some(s) => {
+                            Some(corvid_providers::ReasoningEffort::parse(&s).ok_or_else(|| {
+                                self.invalid(
+                                    &key,
+                                    &s,
+                                    "`minimal`, `low`, `medium`, `high` or `xhigh`",
+                                )
+                            })?)
+                        }
+                    };
+                }
+                "reasoningSummary" => {
+                    self.out.reasoning_summary = match self.string(&key, v)? {
+                        None => None,
+                        Some(s) => Some(corvid_providers::ReasoningSummary::parse(&s).ok_or_else(
+                            || self.invalid(&key, &s, "`auto`, `concise`, `detailed` or `off`"),
+                        )?),
+                    };
+                }
                 "contextWindow" => {
                     let tokens = self.number(&key, v)?;
                     if tokens.is_some_and(|t: u64| t < MIN_CONTEXT_WINDOW) {
@@ -593,9 +633,13 @@ impl Validator<'_> {
     fn provider(&self, key: &str, value: &Value) -> Result<Option<ProviderKind>, SettingsError> {
         match self.string(key, value)? {
             None => Ok(None),
-            Some(s) => ProviderKind::parse(&s)
-                .map(Some)
-                .ok_or_else(|| self.invalid(key, &s, "`openai`, `anthropic` or `demo`")),
+            Some(s) => ProviderKind::parse(&s).map(Some).ok_or_else(|| {
+                self.invalid(
+                    key,
+                    &s,
+                    "`openai`, `openai-responses`, `anthropic` or `demo`",
+                )
+            }),
         }
     }
 

@@ -39,6 +39,8 @@ pub const CORVID_HOME_ENV: &str = "CORVID_HOME";
 pub enum ProviderKind {
     /// OpenAI Chat Completions (and compatible servers).
     Openai,
+    /// The OpenAI Responses API (`model.api: "responses"`).
+    OpenaiResponses,
     /// Anthropic Messages.
     Anthropic,
     /// The built-in offline scripted model.
@@ -50,6 +52,7 @@ impl ProviderKind {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Openai => "openai",
+            Self::OpenaiResponses => "openai-responses",
             Self::Anthropic => "anthropic",
             Self::Demo => "demo",
         }
@@ -59,6 +62,7 @@ impl ProviderKind {
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "openai" => Some(Self::Openai),
+            "openai-responses" => Some(Self::OpenaiResponses),
             "anthropic" => Some(Self::Anthropic),
             "demo" => Some(Self::Demo),
             _ => None,
@@ -108,6 +112,34 @@ pub struct ModelSettings {
     pub compact_threshold: Option<f64>,
     /// `model.autoCompact`: whether corvid compacts on its own (default true).
     pub auto_compact: Option<bool>,
+    /// `model.api` (or `OPENAI_API`): which OpenAI API the `openai` provider speaks; already
+    /// applied to `provider` (`responses` makes it [`ProviderKind::OpenaiResponses`]).
+    pub api: Option<OpenAiApi>,
+    /// `model.reasoningEffort` (also `--reasoning-effort`): sent to reasoning models.
+    pub reasoning_effort: Option<corvid_providers::ReasoningEffort>,
+    /// `model.reasoningSummary`: the Responses API's reasoning summary (default `auto` on
+    /// reasoning models).
+    pub reasoning_summary: Option<corvid_providers::ReasoningSummary>,
+}
+
+/// `model.api`: the two OpenAI APIs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenAiApi {
+    /// Chat Completions (the default, and what compatible servers speak).
+    Chat,
+    /// The Responses API.
+    Responses,
+}
+
+impl OpenAiApi {
+    /// Parses a settings or `OPENAI_API` value.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "chat" => Some(Self::Chat),
+            "responses" => Some(Self::Responses),
+            _ => None,
+        }
+    }
 }
 
 /// `fastModel`: the model writing tool-use summaries.
@@ -251,6 +283,8 @@ pub struct Overrides {
     pub fast_model: Option<String>,
     pub approval_mode: Option<ApprovalMode>,
     pub compact_mode: Option<bool>,
+    /// `--reasoning-effort`.
+    pub reasoning_effort: Option<corvid_providers::ReasoningEffort>,
 }
 
 /// The user's home directory (`$HOME`, else the system's idea of it), canonical when it exists.
@@ -421,16 +455,23 @@ pub fn load_with(
         .or(layer.provider)
         .or_else(|| infer_provider(&env));
     layer.merge(env_layer(provider, &env));
+    layer.merge(openai_api_env(&env)?);
     layer.merge(file::Partial {
         provider: overrides.provider,
         name: overrides.model.clone(),
         fast_model: overrides.fast_model.clone().map(FastModelSetting::Name),
         approval_mode: overrides.approval_mode,
         compact_mode: overrides.compact_mode,
+        reasoning_effort: overrides.reasoning_effort,
         ..file::Partial::default()
     });
     let mut settings = layer.into_settings();
-    settings.model.provider = provider;
+    settings.model.provider = match (provider, settings.model.api) {
+        (Some(ProviderKind::Openai), Some(OpenAiApi::Responses)) => {
+            Some(ProviderKind::OpenaiResponses)
+        }
+        _ => provider,
+    };
     settings.project = project.clone();
     Ok(Loaded {
         settings,
@@ -450,13 +491,34 @@ fn infer_provider(env: impl Fn(&str) -> Option<String>) -> Option<ProviderKind> 
     }
 }
 
+/// `OPENAI_API`: `responses` or `chat`, like `model.api`; any other value is an error naming it.
+fn openai_api_env(env: impl Fn(&str) -> Option<String>) -> Result<file::Partial, SettingsError> {
+    let Some(value) = env(OPENAI_API_ENV) else {
+        return Ok(file::Partial::default());
+    };
+    let api = OpenAiApi::parse(value.trim()).ok_or_else(|| SettingsError::InvalidValue {
+        origin: "environment".to_owned(),
+        key: OPENAI_API_ENV.to_owned(),
+        message: format!("is `{value}`; expected `chat` or `responses`"),
+    })?;
+    Ok(file::Partial {
+        api: Some(api),
+        ..file::Partial::default()
+    })
+}
+
+/// Env var choosing the OpenAI API (`chat` or `responses`), like `model.api`.
+pub const OPENAI_API_ENV: &str = "OPENAI_API";
+
 /// `OPENAI_MODEL`/`OPENAI_BASE_URL` or the Anthropic pair, for the provider in use only.
 fn env_layer(
     provider: Option<ProviderKind>,
     env: impl Fn(&str) -> Option<String>,
 ) -> file::Partial {
     let (model_var, url_var) = match provider {
-        Some(ProviderKind::Openai) => ("OPENAI_MODEL", provider::OPENAI_URL),
+        Some(ProviderKind::Openai | ProviderKind::OpenaiResponses) => {
+            ("OPENAI_MODEL", provider::OPENAI_URL)
+        }
         Some(ProviderKind::Anthropic) => ("ANTHROPIC_MODEL", provider::ANTHROPIC_URL),
         Some(ProviderKind::Demo) | None => return file::Partial::default(),
     };

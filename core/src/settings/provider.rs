@@ -143,6 +143,7 @@ fn connect(
             return Ok(ResolvedModel::demo(model.as_deref().unwrap_or(DEMO_MODEL)));
         }
         ProviderKind::Openai => ("gpt-4.1", "https://api.openai.com/v1", OPENAI_KEY),
+        ProviderKind::OpenaiResponses => ("gpt-5.1-codex", "https://api.openai.com/v1", OPENAI_KEY),
         ProviderKind::Anthropic => (
             "claude-sonnet-4-5",
             "https://api.anthropic.com",
@@ -177,7 +178,7 @@ fn connect(
 /// The env var overriding a provider's base URL.
 fn url_var(kind: ProviderKind) -> Option<&'static str> {
     match kind {
-        ProviderKind::Openai => Some(OPENAI_URL),
+        ProviderKind::Openai | ProviderKind::OpenaiResponses => Some(OPENAI_URL),
         ProviderKind::Anthropic => Some(ANTHROPIC_URL),
         ProviderKind::Demo => None,
     }

@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use corvid_providers::demo::{DEFAULT_PACING, DemoProvider};
 use corvid_providers::limits::DEFAULT_IDLE_TIMEOUT;
-use corvid_providers::{AnthropicProvider, ApiKey, OpenAiChatProvider, Provider, ProviderConfig};
+use corvid_providers::{
+    AnthropicProvider, ApiKey, OpenAiChatProvider, OpenAiResponsesProvider, Provider,
+    ProviderConfig, Reasoning,
+};
 use corvid_tools::shell::{EnvFilter, ShellPolicy};
 
 use super::{
@@ -50,6 +53,11 @@ pub fn agent_config(
             .iter()
             .filter_map(|m| m.api_key.as_ref().map(|k| ApiKey::new(k.expose())))
             .collect(),
+        session_id: session_id.to_owned(),
+        reasoning: Reasoning {
+            effort: settings.model.reasoning_effort,
+            summary: settings.model.reasoning_summary,
+        },
     };
     let provider = build_provider(&main, cwd, pacing, &endpoint)?;
     let instructions = project_instructions(settings, &env, cwd);
@@ -65,6 +73,11 @@ pub fn agent_config(
             let fast_provider = if same_endpoint(&fast, &main) {
                 Arc::clone(&provider)
             } else {
+                // The reasoning settings are the main model's; a fast model keeps its defaults.
+                let endpoint = Endpoint {
+                    reasoning: Reasoning::default(),
+                    ..endpoint.clone()
+                };
                 build_provider(&fast, cwd, pacing, &endpoint)?
             };
             Some(SummaryConfig {
@@ -216,11 +229,15 @@ pub(crate) fn shell_policy(settings: &Settings) -> Result<ShellPolicy, String> {
     })
 }
 
-/// What every provider of a session shares: how long a response may be silent, and the
-/// secrets none of them may show.
+/// What every provider of a session shares: how long a response may be silent, the
+/// secrets none of them may show, the session (the Responses API's cache key) and the
+/// reasoning settings.
+#[derive(Clone)]
 struct Endpoint {
     idle_timeout: Duration,
     other_secrets: Vec<ApiKey>,
+    session_id: String,
+    reasoning: Reasoning,
 }
 
 /// A provider for one resolved endpoint.
@@ -245,7 +262,14 @@ fn build_provider(
     };
     let provider: Arc<dyn Provider> = match model.kind {
         ProviderKind::Demo => Arc::new(DemoProvider::new(cwd).with_pacing(demo_pacing)),
-        ProviderKind::Openai => Arc::new(OpenAiChatProvider::new(&config())?),
+        ProviderKind::Openai => Arc::new(
+            OpenAiChatProvider::new(&config())?.with_reasoning_effort(endpoint.reasoning.effort),
+        ),
+        ProviderKind::OpenaiResponses => Arc::new(
+            OpenAiResponsesProvider::new(&config())?
+                .with_cache_key(endpoint.session_id.clone())
+                .with_reasoning(endpoint.reasoning),
+        ),
         ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(&config())?),
     };
     Ok(provider)

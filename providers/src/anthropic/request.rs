@@ -213,6 +213,7 @@ fn blocks<'a>(turn: &'a Turn<'_>) -> Vec<Block<'a>> {
             Part::Thought {
                 text,
                 signature: Some(signature),
+                ..
             } if turn.role == Role::Assistant => Some(Block::Thinking {
                 thinking: text,
                 signature,
@@ -372,6 +373,7 @@ mod tests {
                         Part::Thought {
                             text: "hm".into(),
                             signature: Some("sig".into()),
+                            provider_data: None,
                         },
                     ],
                 },

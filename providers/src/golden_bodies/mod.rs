@@ -95,6 +95,7 @@ fn rich() -> ModelRequest {
                 Part::Thought {
                     text: "Let me look.".into(),
                     signature: Some("sig-1==".into()),
+                    provider_data: None,
                 },
                 text("I will read it."),
                 call(
@@ -129,6 +130,7 @@ fn rich() -> ModelRequest {
             vec![Part::Thought {
                 text: "unsigned musing".into(),
                 signature: None,
+                provider_data: None,
             }],
         ),
         message(Role::Assistant, vec![call("call_c", "shot", json!({}))]),
@@ -165,6 +167,7 @@ fn rich() -> ModelRequest {
                 Part::Thought {
                     text: "last thought".into(),
                     signature: Some("sig-2".into()),
+                    provider_data: None,
                 },
             ],
         ),
@@ -228,6 +231,7 @@ fn error_last() -> ModelRequest {
                 vec![Part::Thought {
                     text: "thinking only".into(),
                     signature: Some("s".into()),
+                    provider_data: None,
                 }],
             ),
             message(Role::User, vec![text("well?")]),
@@ -265,7 +269,7 @@ fn bodies() -> Vec<(String, Vec<u8>)> {
                 (MaxTokensField::MaxTokens, "max_tokens"),
                 (MaxTokensField::MaxCompletionTokens, "max_completion_tokens"),
             ] {
-                let body = openai::build_body(&request, delivery, field).unwrap();
+                let body = openai::build_body(&request, delivery, field, None).unwrap();
                 out.push((format!("openai_{name}_{d}_{f}.json"), body));
             }
         }
@@ -347,8 +351,11 @@ fn any_id() -> impl Strategy<Value = String> {
 fn any_part() -> impl Strategy<Value = Part> {
     prop_oneof![
         any_text().prop_map(|t| Part::Text { text: t }),
-        (any_text(), prop::option::of(any_text()))
-            .prop_map(|(text, signature)| Part::Thought { text, signature }),
+        (any_text(), prop::option::of(any_text())).prop_map(|(text, signature)| Part::Thought {
+            text,
+            signature,
+            provider_data: None,
+        }),
         (any_id(), any_args()).prop_map(|(id, args)| call(&id, "tool", args)),
         (
             any_id(),
@@ -406,7 +413,7 @@ proptest! {
             for field in [MaxTokensField::MaxTokens, MaxTokensField::MaxCompletionTokens] {
                 let old = serde_json::to_vec(&reference::openai_body(&request, delivery, field))
                     .unwrap();
-                let new = openai::build_body(&request, delivery, field).unwrap();
+                let new = openai::build_body(&request, delivery, field, None).unwrap();
                 prop_assert_eq!(String::from_utf8(new).unwrap(), String::from_utf8(old).unwrap());
             }
         }

@@ -279,7 +279,7 @@ fn blocks(message: &Message) -> Vec<Value> {
             Part::Text { text } if text.is_empty() => None,
             Part::Text { text } => Some(json!({"type": "text", "text": text})),
             // Only signed thinking can be sent back; an unsigned one would be rejected.
-            Part::Thought { text, signature: Some(signature) } if message.role == Role::Assistant => {
+            Part::Thought { text, signature: Some(signature), .. } if message.role == Role::Assistant => {
                 Some(json!({"type": "thinking", "thinking": text, "signature": signature}))
             }
             Part::Thought { .. } => None,

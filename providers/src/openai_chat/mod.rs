@@ -14,6 +14,7 @@ pub(crate) use parser::decode_whole;
 pub use request::MaxTokensField;
 
 use crate::http::{ConfigError, Endpoint, ProviderConfig};
+use crate::reasoning::ReasoningEffort;
 use crate::wire::WireProtocol;
 use crate::{EventStream, Provider};
 use request::{Delivery, build_body};
@@ -23,6 +24,7 @@ use request::{Delivery, build_body};
 pub struct OpenAiChatProvider {
     endpoint: Arc<Endpoint>,
     max_tokens_field: MaxTokensField,
+    reasoning_effort: Option<ReasoningEffort>,
 }
 
 impl OpenAiChatProvider {
@@ -45,12 +47,24 @@ impl OpenAiChatProvider {
         Ok(Self {
             endpoint: Arc::new(endpoint),
             max_tokens_field,
+            reasoning_effort: None,
         })
     }
 
     /// The body of a streaming request for `request`, as sent (benchmarks and debugging).
     pub fn request_body(&self, request: &ModelRequest) -> serde_json::Result<Vec<u8>> {
-        build_body(request, Delivery::Stream, self.max_tokens_field)
+        build_body(
+            request,
+            Delivery::Stream,
+            self.max_tokens_field,
+            self.reasoning_effort,
+        )
+    }
+
+    /// Sends `reasoning_effort` (`model.reasoningEffort`) with every request.
+    pub fn with_reasoning_effort(mut self, effort: Option<ReasoningEffort>) -> Self {
+        self.reasoning_effort = effort;
+        self
     }
 
     /// Overrides which field carries `max_output_tokens`.
@@ -66,12 +80,22 @@ impl Provider for OpenAiChatProvider {
     }
 
     fn stream(&self, request: ModelRequest) -> EventStream {
-        let body = build_body(&request, Delivery::Stream, self.max_tokens_field);
+        let body = build_body(
+            &request,
+            Delivery::Stream,
+            self.max_tokens_field,
+            self.reasoning_effort,
+        );
         Endpoint::clone(&self.endpoint).stream(body, WireProtocol::OpenAiChat)
     }
 
     fn complete(&self, request: ModelRequest) -> BoxFuture<'static, Result<Completion, ErrorInfo>> {
-        let body = build_body(&request, Delivery::Whole, self.max_tokens_field);
+        let body = build_body(
+            &request,
+            Delivery::Whole,
+            self.max_tokens_field,
+            self.reasoning_effort,
+        );
         let endpoint = Endpoint::clone(&self.endpoint);
         Box::pin(endpoint.complete(body, WireProtocol::OpenAiChat))
     }

@@ -13,6 +13,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::history::{Turn, paired};
+use crate::reasoning::ReasoningEffort;
 
 /// Which field carries the output-token limit: OpenAI's reasoning models reject `max_tokens`,
 /// while many compatible servers only know `max_tokens`.
@@ -42,6 +43,9 @@ pub(crate) struct Body<'a> {
     max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
+    /// `model.reasoningEffort`, for the reasoning models that take it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
@@ -138,9 +142,10 @@ pub(crate) fn build_body(
     request: &ModelRequest,
     delivery: Delivery,
     max_field: MaxTokensField,
+    effort: Option<ReasoningEffort>,
 ) -> serde_json::Result<Vec<u8>> {
     let turns = paired(&request.messages);
-    serde_json::to_vec(&body(request, &turns, delivery, max_field))
+    serde_json::to_vec(&body(request, &turns, delivery, max_field, effort))
 }
 
 fn body<'a>(
@@ -148,6 +153,7 @@ fn body<'a>(
     turns: &'a [Turn<'_>],
     delivery: Delivery,
     max_field: MaxTokensField,
+    effort: Option<ReasoningEffort>,
 ) -> Body<'a> {
     let mut messages = Vec::with_capacity(turns.len() + 1);
     if !request.system.is_empty() {
@@ -171,6 +177,7 @@ fn body<'a>(
         max_tokens: limit(MaxTokensField::MaxTokens),
         max_completion_tokens: limit(MaxTokensField::MaxCompletionTokens),
         temperature: request.temperature,
+        reasoning_effort: effort.map(ReasoningEffort::as_str),
         stream,
         stream_options: stream.then_some(StreamOptions {
             include_usage: true,
@@ -257,7 +264,7 @@ fn push_message<'a>(turn: &'a Turn<'_>, out: &mut Vec<OutMessage<'a>>) {
 }
 
 /// A tool message's text; when the result has images, it says where they went.
-fn tool_text(result: &ToolResult) -> Cow<'_, str> {
+pub(crate) fn tool_text(result: &ToolResult) -> Cow<'_, str> {
     match result.images.len() {
         0 => Cow::Borrowed(&result.output),
         n => {
@@ -301,7 +308,7 @@ impl Serialize for Joined<'_> {
 }
 
 /// An image as a `data:` URL, written without copying the base64 first.
-struct DataUrl<'a>(&'a ImageData);
+pub(crate) struct DataUrl<'a>(pub(crate) &'a ImageData);
 
 impl Display for DataUrl<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -321,7 +328,7 @@ impl Serialize for DataUrl<'_> {
 
 /// Arguments go back exactly as the model wrote them: objects re-serialised, and text that
 /// did not parse (kept as a JSON string, see `parse_args`) verbatim.
-struct Arguments<'a>(&'a Value);
+pub(crate) struct Arguments<'a>(pub(crate) &'a Value);
 
 impl Serialize for Arguments<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -343,7 +350,7 @@ mod tests {
 
     /// The body sent for `request`, parsed back.
     fn sent(request: &ModelRequest) -> Value {
-        let bytes = build_body(request, Delivery::Whole, MaxTokensField::MaxTokens).unwrap();
+        let bytes = build_body(request, Delivery::Whole, MaxTokensField::MaxTokens, None).unwrap();
         serde_json::from_slice(&bytes).unwrap()
     }
 
@@ -410,6 +417,21 @@ mod tests {
                 ]}),
             ]
         );
+    }
+
+    #[test]
+    fn the_reasoning_effort_setting_is_sent_as_reasoning_effort_and_only_when_set() {
+        let req = request(vec![Message::user_text("hi")]);
+        let with = build_body(
+            &req,
+            Delivery::Stream,
+            MaxTokensField::MaxCompletionTokens,
+            Some(ReasoningEffort::Low),
+        )
+        .unwrap();
+        let with: Value = serde_json::from_slice(&with).unwrap();
+        assert_eq!(with["reasoning_effort"], "low");
+        assert!(sent(&req).get("reasoning_effort").is_none());
     }
 
     #[test]

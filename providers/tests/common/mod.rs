@@ -72,6 +72,7 @@ impl Fixture {
         match self.expected["protocol"].as_str() {
             Some("openai-chat") => Some(WireProtocol::OpenAiChat),
             Some("anthropic-messages") => Some(WireProtocol::AnthropicMessages),
+            Some("openai-responses") => Some(WireProtocol::OpenAiResponses),
             _ => None,
         }
     }
