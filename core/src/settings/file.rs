@@ -48,6 +48,8 @@ pub(super) struct Partial {
     /// `mcpServers`: a later file's server replaces an earlier one of the same name.
     pub mcp_servers: Vec<corvid_mcp::ServerConfig>,
     pub mcp_startup_ms: Option<u64>,
+    pub mcp_max_tools_per_server: Option<usize>,
+    pub mcp_max_tools: Option<usize>,
     pub max_result_tokens: Option<u32>,
     pub context_file_names: Option<Vec<String>>,
 }
@@ -96,6 +98,11 @@ impl Partial {
         over(&mut self.subagent_timeout_ms, higher.subagent_timeout_ms);
         self.mcp_servers.extend(higher.mcp_servers);
         over(&mut self.mcp_startup_ms, higher.mcp_startup_ms);
+        over(
+            &mut self.mcp_max_tools_per_server,
+            higher.mcp_max_tools_per_server,
+        );
+        over(&mut self.mcp_max_tools, higher.mcp_max_tools);
         over(&mut self.max_result_tokens, higher.max_result_tokens);
         over(&mut self.context_file_names, higher.context_file_names);
     }
@@ -160,6 +167,12 @@ impl Partial {
         s.mcp.add_servers(self.mcp_servers);
         if let Some(ms) = self.mcp_startup_ms {
             s.mcp.startup_wait = std::time::Duration::from_millis(ms);
+        }
+        if let Some(n) = self.mcp_max_tools_per_server {
+            s.mcp.tool_limits.per_server = n;
+        }
+        if let Some(n) = self.mcp_max_tools {
+            s.mcp.tool_limits.total = n;
         }
         if let Some(v) = self.max_result_tokens {
             s.tools.max_result_tokens = v;
@@ -273,6 +286,13 @@ impl Validator<'_> {
                         match k.as_str() {
                             "startupTimeoutMs" => {
                                 self.out.mcp_startup_ms = self.number("mcp.startupTimeoutMs", v)?
+                            }
+                            "maxToolsPerServer" => {
+                                self.out.mcp_max_tools_per_server =
+                                    self.number("mcp.maxToolsPerServer", v)?
+                            }
+                            "maxTools" => {
+                                self.out.mcp_max_tools = self.number("mcp.maxTools", v)?
                             }
                             _ => self.unknown(&format!("mcp.{k}")),
                         }
