@@ -417,3 +417,42 @@ async fn a_started_call_is_recorded_before_it_finishes() {
     assert_eq!(started.len(), 1);
     assert!(started[0] < result_at);
 }
+
+#[test]
+fn a_path_shaped_session_id_is_refused_before_the_disk_is_touched() {
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let cwd = home.path().join("project");
+    // A file outside the store, shaped like a session file with a secret inside.
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.jsonl");
+    std::fs::write(&secret, "{\"password\": \"hunter2-secret\"}\n").unwrap();
+    let from_store = format!("../../../..{}", outside.path().join("secret").display());
+    let absolute = outside.path().join("secret").display().to_string();
+    for id in [
+        from_store.as_str(),
+        absolute.as_str(),
+        "..",
+        "a/b",
+        "a.b",
+        "",
+    ] {
+        let err = store.load(&cwd, id).unwrap_err();
+        assert!(
+            matches!(err, SessionError::InvalidId { .. }),
+            "{id}: {err:?}"
+        );
+        let message = err.to_string();
+        assert!(
+            !message.contains("hunter2") && message.contains("is not a session id"),
+            "{message}"
+        );
+    }
+    // corvid's own ids and their prefixes still load (here: are merely not found).
+    for id in ["0b5c3a9e-1f2d-4c6b-9a8e-7d6f5e4c3b2a", "0b5c", "s1"] {
+        assert!(
+            matches!(store.load(&cwd, id), Err(SessionError::NotFound { .. })),
+            "{id}"
+        );
+    }
+}

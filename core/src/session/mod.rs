@@ -18,5 +18,5 @@ pub use load::{INTERRUPTED_CALL, LoadedSession, UNSTARTED_CALL};
 pub use record::{RECORD_VERSION, Record, RecordHeader};
 pub use recorder::SessionRecorder;
 pub use replay::replay_events;
-pub use store::{SessionError, SessionHealth, SessionStore, SessionSummary};
+pub use store::{SessionError, SessionHealth, SessionStore, SessionSummary, is_session_id};
 pub use time::utc_minutes;
