@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use common::fake_tools::{ExecLog, FakeTool};
 use common::scripted::*;
-use common::{collect_task, prompt, test_config};
+use common::{collect_task, prompt, run_task, test_config};
 use corvid_core::agent::spawn_agent_observed;
 use corvid_core::session::{
-    INTERRUPTED_CALL, Record, SessionError, SessionHealth, SessionStore, UNSTARTED_CALL,
-    spawn_resumed,
+    INTERRUPTED_CALL, Record, RecordedSecrets, SessionError, SessionHealth, SessionStore,
+    UNSTARTED_CALL, spawn_recorded, spawn_resumed,
 };
 use corvid_protocol::{CoreEvent, FinishReason, Message, Part, Role, ToolCall, ToolResult};
 use pretty_assertions::assert_eq;
@@ -455,4 +455,42 @@ fn a_path_shaped_session_id_is_refused_before_the_disk_is_touched() {
             "{id}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_configured_key_in_a_prompt_or_tool_output_is_not_recorded() {
+    const KEY: &str = "sk-proj-Zx81kQ-secret-value";
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let log = ExecLog::default();
+    let model = ScriptedProvider::new(vec![
+        vec![
+            call("c1", "read", json!({ "tag": KEY })),
+            finish(FinishReason::ToolCalls),
+        ],
+        answer(&format!("Your key {KEY} works.")),
+    ]);
+    let mut config = test_config(Arc::new(model), vec![FakeTool::reader("read", 1, &log)]);
+    let cwd = tempfile::tempdir().unwrap();
+    config.cwd = cwd.path().to_owned();
+    config.session_id = "0b5c3a9e-key".into();
+    config.policy.recorded_secrets =
+        RecordedSecrets::from_env(["OPENAI_API_KEY", "ANTHROPIC_API_KEY"], |name| {
+            (name == "OPENAI_API_KEY").then(|| KEY.to_owned())
+        });
+    let recorded = spawn_recorded(config, &store);
+    assert!(recorded.not_recorded.is_none());
+    let mut handle = recorded.handle;
+    run_task(&mut handle, &format!("here is my key: {KEY}")).await;
+    common::shut_down(handle).await;
+
+    let listed = store.list(cwd.path()).unwrap();
+    assert_eq!(
+        listed[0].first_prompt,
+        "here is my key: [REDACTED:OPENAI_API_KEY]"
+    );
+    let raw = std::fs::read_to_string(&listed[0].path).unwrap();
+    assert!(!raw.contains(KEY), "{raw}");
+    // The prompt, the call's arguments, its output and the model's answer.
+    assert_eq!(raw.matches("[REDACTED:OPENAI_API_KEY]").count(), 4, "{raw}");
 }

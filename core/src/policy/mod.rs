@@ -29,6 +29,9 @@ pub struct SessionPolicy {
     pub result_budget: crate::context::result_budget::ResultBudget,
     /// `agent.subagents`, `agent.subagentMaxTurns`: the `task` tool and its children's limit.
     pub subagents: Subagents,
+    /// The model keys' values (by the variables the settings name), never written to the
+    /// session's recording.
+    pub recorded_secrets: crate::session::RecordedSecrets,
 }
 
 /// Whether the model may hand self-contained jobs to child agents with the `task` tool.
