@@ -45,6 +45,8 @@ pub(super) struct Partial {
     pub subagents: Option<bool>,
     pub subagent_max_turns: Option<u32>,
     pub subagent_timeout_ms: Option<u64>,
+    pub max_concurrent_subagents: Option<usize>,
+    pub max_subagents_per_turn: Option<u32>,
     /// `mcpServers`: a later file's server replaces an earlier one of the same name.
     pub mcp_servers: Vec<corvid_mcp::ServerConfig>,
     pub mcp_startup_ms: Option<u64>,
@@ -96,6 +98,14 @@ impl Partial {
         over(&mut self.subagents, higher.subagents);
         over(&mut self.subagent_max_turns, higher.subagent_max_turns);
         over(&mut self.subagent_timeout_ms, higher.subagent_timeout_ms);
+        over(
+            &mut self.max_concurrent_subagents,
+            higher.max_concurrent_subagents,
+        );
+        over(
+            &mut self.max_subagents_per_turn,
+            higher.max_subagents_per_turn,
+        );
         self.mcp_servers.extend(higher.mcp_servers);
         over(&mut self.mcp_startup_ms, higher.mcp_startup_ms);
         over(
@@ -163,6 +173,12 @@ impl Partial {
         }
         if let Some(v) = self.subagent_timeout_ms {
             s.agent.subagent_timeout_ms = v;
+        }
+        if let Some(v) = self.max_concurrent_subagents {
+            s.agent.subagent_caps.concurrent = v;
+        }
+        if let Some(v) = self.max_subagents_per_turn {
+            s.agent.subagent_caps.per_turn = v;
         }
         s.mcp.add_servers(self.mcp_servers);
         if let Some(ms) = self.mcp_startup_ms {
@@ -493,6 +509,18 @@ impl Validator<'_> {
                 }
                 "subagentTimeoutMs" => {
                     self.out.subagent_timeout_ms = match self.number::<u64>(&key, v)? {
+                        Some(0) => return Err(self.invalid(&key, "0", "at least 1")),
+                        n => n,
+                    }
+                }
+                "maxConcurrentSubagents" => {
+                    self.out.max_concurrent_subagents = match self.number::<usize>(&key, v)? {
+                        Some(0) => return Err(self.invalid(&key, "0", "at least 1")),
+                        n => n,
+                    }
+                }
+                "maxSubagentsPerTurn" => {
+                    self.out.max_subagents_per_turn = match self.number::<u32>(&key, v)? {
                         Some(0) => return Err(self.invalid(&key, "0", "at least 1")),
                         n => n,
                     }

@@ -178,6 +178,7 @@ fn approval_policy(
         },
         // Set by `agent_config`, which knows the project and the keys.
         subagents: crate::policy::Subagents::Off,
+        subagent_caps: settings.agent.subagent_caps,
         recorded_secrets: RecordedSecrets::default(),
     })
 }
