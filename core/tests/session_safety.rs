@@ -494,3 +494,35 @@ async fn a_configured_key_in_a_prompt_or_tool_output_is_not_recorded() {
     // The prompt, the call's arguments, its output and the model's answer.
     assert_eq!(raw.matches("[REDACTED:OPENAI_API_KEY]").count(), 4, "{raw}");
 }
+
+#[tokio::test]
+async fn the_keys_a_sessions_settings_name_are_redacted_from_its_recording() {
+    const CONFIGURED: &str = "llm-credential-0123456789";
+    const DEFAULT: &str = "sk-default-0123456789";
+    let mut settings = corvid_core::settings::Settings::default();
+    settings.model.provider = Some(corvid_core::settings::ProviderKind::Demo);
+    settings.model.api_key_env = Some("LLM_CREDENTIAL".into());
+    let env = |name: &str| match name {
+        "LLM_CREDENTIAL" => Some(CONFIGURED.to_owned()),
+        "OPENAI_API_KEY" => Some(DEFAULT.to_owned()),
+        corvid_core::settings::DEMO_PACING_ENV => Some("0".to_owned()),
+        _ => None,
+    };
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let mut config =
+        corvid_core::settings::agent_config(&settings, env, cwd.path(), "0b5c3a9e-wired").unwrap();
+    // The demo model would explore with tools (and ask); the prompt is what matters here.
+    config.tools = corvid_tools::ToolRegistry::new(Vec::new());
+    let mut handle = spawn_recorded(config, &store).handle;
+    run_task(&mut handle, &format!("keys: {CONFIGURED} and {DEFAULT}")).await;
+    common::shut_down(handle).await;
+    let listed = store.list(cwd.path()).unwrap();
+    assert_eq!(
+        listed[0].first_prompt,
+        "keys: [REDACTED:LLM_CREDENTIAL] and [REDACTED:OPENAI_API_KEY]"
+    );
+    let raw = std::fs::read_to_string(&listed[0].path).unwrap();
+    assert!(!raw.contains(CONFIGURED) && !raw.contains(DEFAULT), "{raw}");
+}

@@ -149,10 +149,10 @@ fn child(
 /// dropped, so a server writing one endless line cannot grow corvid's memory.
 pub const MAX_STDERR_LINE: usize = 8 * 1024;
 
-/// Reads `reader` line by line and hands each line to `log`, cut at `max` bytes (at a
-/// character boundary) with a note saying how much was dropped. Memory stays at the reader's
-/// buffer plus `max`, however long a line is.
-pub async fn log_lines<R>(reader: R, max: usize, mut log: impl FnMut(&str)) -> std::io::Result<()>
+/// Reads `reader` line by line and hands each line to `log`, cut at `max` bytes (a character
+/// cut in two shows as U+FFFD) with a note saying how much was dropped. Memory stays at the
+/// reader's buffer plus `max`, however long a line is.
+async fn log_lines<R>(reader: R, max: usize, mut log: impl FnMut(&str)) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
 {
@@ -167,7 +167,7 @@ where
             }
             return Ok(());
         }
-        let (part, end) = match memchr(chunk) {
+        let (part, end) = match newline(chunk) {
             Some(at) => (&chunk[..at], Some(at + 1)),
             None => (chunk, None),
         };
@@ -184,7 +184,7 @@ where
     }
 }
 
-fn memchr(bytes: &[u8]) -> Option<usize> {
+fn newline(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|b| *b == b'\n')
 }
 
