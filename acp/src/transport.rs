@@ -2,7 +2,9 @@
 //!
 //! The crate's own stdio transport decodes lines as UTF-8 and ends the connection (and so
 //! every session) on the first line that is not; here such a line becomes one malformed
-//! message, which the crate answers with -32700 like any other line that is not JSON.
+//! message, which the crate answers with -32700 like any other line that is not JSON. A line
+//! longer than [`MAX_LINE_BYTES`] is not kept: the rest of it is read and dropped, and it is
+//! answered with -32700 too, so a client that never sends a newline cannot grow corvid's memory.
 //! Outgoing lines go through [`crate::output`], which the sessions also write to directly.
 
 use std::path::Path;
@@ -10,13 +12,21 @@ use std::pin::Pin;
 
 use agent_client_protocol::Lines;
 use futures::Stream;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, BufReader};
 
 use crate::direct_pipe::DirectPipe;
 use crate::output::{LineSink, Output};
 
 /// What replaces a line that is not UTF-8: not JSON, so it is answered as a parse error.
 const NOT_UTF8: &str = "(a line that is not valid UTF-8)";
+
+/// The longest incoming line (one JSON-RPC message) kept: a prompt with several images at
+/// their 5 MiB limit fits, as does anything an editor sends; four times the 16 MiB an MCP
+/// server's line may have, since images arrive base64-encoded and several to a prompt.
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// What replaces a line over [`MAX_LINE_BYTES`]: not JSON, so it is answered as a parse error.
+const TOO_LONG: &str = "(a line longer than the 64 MiB a message may have)";
 
 type Incoming = Pin<Box<dyn Stream<Item = std::io::Result<String>> + Send>>;
 
@@ -69,17 +79,73 @@ where
     R: AsyncRead + Unpin + Send + 'static,
 {
     Box::pin(futures::stream::unfold(
-        BufReader::new(reader).split(b'\n'),
-        async |mut lines| match lines.next_segment().await {
-            Ok(Some(line)) => {
+        BufReader::new(reader),
+        async |mut reader| match next_line(&mut reader, MAX_LINE_BYTES).await {
+            Ok(Some(Line::Whole(line))) => {
                 let line = decode(line);
                 crate::ignored_fields::log_ignored(&line);
-                Some((Ok(line), lines))
+                Some((Ok(line), reader))
+            }
+            Ok(Some(Line::TooLong(len))) => {
+                tracing::warn!(
+                    bytes = len,
+                    max = MAX_LINE_BYTES,
+                    "received a line longer than a message may be; dropped it and answering it \
+                     as a parse error"
+                );
+                Some((Ok(TOO_LONG.to_owned()), reader))
             }
             Ok(None) => None,
-            Err(e) => Some((Err(e), lines)),
+            Err(e) => Some((Err(e), reader)),
         },
     ))
+}
+
+/// One line read by [`next_line`].
+enum Line {
+    /// The line, without its `\n`.
+    Whole(Vec<u8>),
+    /// A line over the limit, dropped; its length.
+    TooLong(u64),
+}
+
+/// The next line of `reader`, holding at most `max` bytes of it: the rest of a longer line
+/// is read and dropped. `None` at the end of input (a last line without `\n` still counts).
+async fn next_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    max: usize,
+) -> std::io::Result<Option<Line>> {
+    let mut line = Vec::new();
+    let mut dropped: u64 = 0;
+    let mut read_any = false;
+    loop {
+        let chunk = reader.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok(match (read_any, dropped) {
+                (false, _) => None,
+                (true, 0) => Some(Line::Whole(line)),
+                (true, _) => Some(Line::TooLong(dropped)),
+            });
+        }
+        read_any = true;
+        let (part, used, ended) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(at) => (&chunk[..at], at + 1, true),
+            None => (chunk, chunk.len(), false),
+        };
+        if dropped == 0 && line.len() + part.len() <= max {
+            line.extend_from_slice(part);
+        } else {
+            dropped += (line.len() + part.len()) as u64;
+            line = Vec::new();
+        }
+        reader.consume(used);
+        if ended {
+            return Ok(Some(match dropped {
+                0 => Line::Whole(line),
+                _ => Line::TooLong(dropped),
+            }));
+        }
+    }
 }
 
 /// The line as text, without its `\r` (as `BufRead::lines` does).

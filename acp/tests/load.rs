@@ -176,6 +176,39 @@ async fn loading_an_unknown_session_is_an_error_naming_it() {
 }
 
 #[tokio::test]
+async fn a_path_shaped_session_id_is_refused_without_opening_the_file() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = project();
+    // A file outside the store, named like a session file, with a secret on its first line.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(
+        outside.path().join("secret.jsonl"),
+        "{\"record\": \"hunter2-secret-line\"}\n",
+    )
+    .unwrap();
+    let client = recording_client(ScriptedProvider::new(vec![]), home.path()).await;
+    let absolute = outside.path().join("secret").display().to_string();
+    let relative = format!("../../..{absolute}");
+    for id in [absolute.as_str(), relative.as_str()] {
+        let error = client.load_session(id, dir.path()).await.unwrap_err();
+        assert_eq!(
+            error.code,
+            ErrorCode::INVALID_PARAMS,
+            "{id}: {}",
+            error.message
+        );
+        assert!(
+            error.message.starts_with("cannot load session: ")
+                && error.message.contains("is not a session id")
+                && !error.message.contains("hunter2")
+                && !error.message.contains("corrupt"),
+            "{}",
+            error.message
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_recording_torn_mid_line_loads_replays_and_resumes() {
     let home = tempfile::tempdir().unwrap();
     let dir = project();

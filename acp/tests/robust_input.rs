@@ -126,3 +126,38 @@ async fn a_second_prompt_while_one_runs_is_refused_and_the_first_goes_on() {
     // The refused prompt never reached the model.
     assert_eq!(provider.requests().len(), 1);
 }
+
+#[tokio::test]
+async fn a_line_over_the_cap_is_dropped_and_answered_as_a_parse_error() {
+    let dir = project();
+    let mut client = RawClient::start(1 << 16, ScriptedProvider::new(vec![answer("Still here.")]));
+    client.initialize().await;
+    let sid = client.new_session(1, dir.path()).await;
+
+    // A valid prompt, but longer than a message may be: sent in pieces, as a client that
+    // never ends its line would, then ended.
+    let text = "a".repeat(corvid_acp::MAX_LINE_BYTES);
+    let line = json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}})
+    .to_string();
+    drop(text);
+    client.send_bytes(line.as_bytes()).await;
+    drop(line);
+    let error = client.answer().await;
+    assert_eq!(
+        (error["id"].clone(), error["error"]["code"].clone()),
+        (Value::Null, json!(-32700))
+    );
+
+    // The connection and the session survive.
+    client
+        .send(
+            json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}}),
+        )
+        .await;
+    assert_eq!(
+        client.response(3).await["result"]["stopReason"],
+        json!("end_turn")
+    );
+}

@@ -40,7 +40,9 @@ async fn an_editors_stdio_mcp_server_gives_the_session_a_callable_tool_and_stops
     )
     .unwrap();
     let marker_value = format!("acp-{}", std::process::id());
+    // `trustHints`: the editor's user believes its read-only hints, so `echo` runs unasked.
     let entry = json!({"name": "everything", "command": "node", "args": [everything_js()],
+                       "trustHints": true,
                        "env": [{"name": "CORVID_MCP_ACP_E2E", "value": marker_value}]});
     let server = MockServer::start().await;
     server.push(echo_and_image_calls());

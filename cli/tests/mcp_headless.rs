@@ -79,8 +79,9 @@ async fn the_model_calls_server_everything_tools_and_gets_their_results() {
     let sb = Sandbox::new();
     settings_with(
         &sb,
+        // `trustHints`: the user believes its read-only hints, so `echo` runs unasked.
         json!({"everything": {"command": "node", "args": [everything_js(), "stdio"],
-                              "env": {"CORVID_MCP_E2E": marker_value}}}),
+                              "env": {"CORVID_MCP_E2E": marker_value}, "trustHints": true}}),
     );
     let server = MockServer::start().await;
     server.push(calls_turn(&[
@@ -260,7 +261,7 @@ async fn the_model_calls_server_everything_over_streamable_http() {
     settings_with(
         &sb,
         json!({"web": {"httpUrl": format!("http://127.0.0.1:{port}/mcp"),
-                       "headers": {"X-Corvid-Test": "yes"}}}),
+                       "headers": {"X-Corvid-Test": "yes"}, "trustHints": true}}),
     );
     let server = MockServer::start().await;
     server.push(calls_turn(&[(
@@ -286,7 +287,8 @@ async fn the_model_calls_server_everything_over_streamable_http() {
 async fn an_mcp_image_reaches_the_model_after_the_tool_messages_and_again_on_resume() {
     let sb = Sandbox::new();
     let settings = json!({
-        "mcpServers": {"everything": {"command": "node", "args": [everything_js()]}},
+        "mcpServers": {"everything": {"command": "node", "args": [everything_js()],
+                                      "trustHints": true}},
         "mcp": {"startupTimeoutMs": 120_000},
         "model": {"supportsImages": true},
     });

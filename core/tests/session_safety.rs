@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use common::fake_tools::{ExecLog, FakeTool};
 use common::scripted::*;
-use common::{collect_task, prompt, test_config};
+use common::{collect_task, prompt, run_task, test_config};
 use corvid_core::agent::spawn_agent_observed;
 use corvid_core::session::{
-    INTERRUPTED_CALL, Record, SessionError, SessionHealth, SessionStore, UNSTARTED_CALL,
-    spawn_resumed,
+    INTERRUPTED_CALL, Record, RecordedSecrets, SessionError, SessionHealth, SessionStore,
+    UNSTARTED_CALL, spawn_recorded, spawn_resumed,
 };
 use corvid_protocol::{CoreEvent, FinishReason, Message, Part, Role, ToolCall, ToolResult};
 use pretty_assertions::assert_eq;
@@ -416,4 +416,113 @@ async fn a_started_call_is_recorded_before_it_finishes() {
         .unwrap();
     assert_eq!(started.len(), 1);
     assert!(started[0] < result_at);
+}
+
+#[test]
+fn a_path_shaped_session_id_is_refused_before_the_disk_is_touched() {
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let cwd = home.path().join("project");
+    // A file outside the store, shaped like a session file with a secret inside.
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.jsonl");
+    std::fs::write(&secret, "{\"password\": \"hunter2-secret\"}\n").unwrap();
+    let from_store = format!("../../../..{}", outside.path().join("secret").display());
+    let absolute = outside.path().join("secret").display().to_string();
+    for id in [
+        from_store.as_str(),
+        absolute.as_str(),
+        "..",
+        "a/b",
+        "a.b",
+        "",
+    ] {
+        let err = store.load(&cwd, id).unwrap_err();
+        assert!(
+            matches!(err, SessionError::InvalidId { .. }),
+            "{id}: {err:?}"
+        );
+        let message = err.to_string();
+        assert!(
+            !message.contains("hunter2") && message.contains("is not a session id"),
+            "{message}"
+        );
+    }
+    // corvid's own ids and their prefixes still load (here: are merely not found).
+    for id in ["0b5c3a9e-1f2d-4c6b-9a8e-7d6f5e4c3b2a", "0b5c", "s1"] {
+        assert!(
+            matches!(store.load(&cwd, id), Err(SessionError::NotFound { .. })),
+            "{id}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_configured_key_in_a_prompt_or_tool_output_is_not_recorded() {
+    const KEY: &str = "sk-proj-Zx81kQ-secret-value";
+    let home = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let log = ExecLog::default();
+    let model = ScriptedProvider::new(vec![
+        vec![
+            call("c1", "read", json!({ "tag": KEY })),
+            finish(FinishReason::ToolCalls),
+        ],
+        answer(&format!("Your key {KEY} works.")),
+    ]);
+    let mut config = test_config(Arc::new(model), vec![FakeTool::reader("read", 1, &log)]);
+    let cwd = tempfile::tempdir().unwrap();
+    config.cwd = cwd.path().to_owned();
+    config.session_id = "0b5c3a9e-key".into();
+    config.policy.recorded_secrets =
+        RecordedSecrets::from_env(["OPENAI_API_KEY", "ANTHROPIC_API_KEY"], |name| {
+            (name == "OPENAI_API_KEY").then(|| KEY.to_owned())
+        });
+    let recorded = spawn_recorded(config, &store);
+    assert!(recorded.not_recorded.is_none());
+    let mut handle = recorded.handle;
+    run_task(&mut handle, &format!("here is my key: {KEY}")).await;
+    common::shut_down(handle).await;
+
+    let listed = store.list(cwd.path()).unwrap();
+    assert_eq!(
+        listed[0].first_prompt,
+        "here is my key: [REDACTED:OPENAI_API_KEY]"
+    );
+    let raw = std::fs::read_to_string(&listed[0].path).unwrap();
+    assert!(!raw.contains(KEY), "{raw}");
+    // The prompt, the call's arguments, its output and the model's answer.
+    assert_eq!(raw.matches("[REDACTED:OPENAI_API_KEY]").count(), 4, "{raw}");
+}
+
+#[tokio::test]
+async fn the_keys_a_sessions_settings_name_are_redacted_from_its_recording() {
+    const CONFIGURED: &str = "llm-credential-0123456789";
+    const DEFAULT: &str = "sk-default-0123456789";
+    let mut settings = corvid_core::settings::Settings::default();
+    settings.model.provider = Some(corvid_core::settings::ProviderKind::Demo);
+    settings.model.api_key_env = Some("LLM_CREDENTIAL".into());
+    let env = |name: &str| match name {
+        "LLM_CREDENTIAL" => Some(CONFIGURED.to_owned()),
+        "OPENAI_API_KEY" => Some(DEFAULT.to_owned()),
+        corvid_core::settings::DEMO_PACING_ENV => Some("0".to_owned()),
+        _ => None,
+    };
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let mut config =
+        corvid_core::settings::agent_config(&settings, env, cwd.path(), "0b5c3a9e-wired").unwrap();
+    // The demo model would explore with tools (and ask); the prompt is what matters here.
+    config.tools = corvid_tools::ToolRegistry::new(Vec::new());
+    let mut handle = spawn_recorded(config, &store).handle;
+    run_task(&mut handle, &format!("keys: {CONFIGURED} and {DEFAULT}")).await;
+    common::shut_down(handle).await;
+    let listed = store.list(cwd.path()).unwrap();
+    assert_eq!(
+        listed[0].first_prompt,
+        "keys: [REDACTED:LLM_CREDENTIAL] and [REDACTED:OPENAI_API_KEY]"
+    );
+    let raw = std::fs::read_to_string(&listed[0].path).unwrap();
+    assert!(!raw.contains(CONFIGURED) && !raw.contains(DEFAULT), "{raw}");
 }

@@ -212,7 +212,8 @@ fn every_documented_key_is_read_from_a_file_with_comments() {
           "tools": { "approvalMode": "yolo", "shellTimeoutMs": 5000 },
           "retry": { "maxAttempts": 2, "initialDelayMs": 10, "maxDelayMs": 20 },
           "agent": { "maxTurns": 50, "subagents": false, "subagentMaxTurns": 12,
-                     "subagentTimeoutMs": 9000 }
+                     "subagentTimeoutMs": 9000, "maxConcurrentSubagents": 2,
+                     "maxSubagentsPerTurn": 5 }
         }"#,
     );
     let loaded = fx.load(&Overrides::default()).unwrap();
@@ -226,6 +227,13 @@ fn every_documented_key_is_read_from_a_file_with_comments() {
             s.agent.subagent_timeout_ms
         ),
         (50, false, 12, 9000)
+    );
+    assert_eq!(
+        s.agent.subagent_caps,
+        corvid_core::policy::SubagentCaps {
+            concurrent: 2,
+            per_turn: 5
+        }
     );
     assert_eq!(s.model.provider, Some(ProviderKind::Anthropic));
     assert_eq!(s.model.name.as_deref(), Some("claude-x"));

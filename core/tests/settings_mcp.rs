@@ -112,3 +112,51 @@ fn a_bad_server_entry_names_its_file_and_key() {
         "<tmp>/home/settings.json: settings key `mcpServers.x.command` must be a string, found a number"
     );
 }
+
+#[test]
+fn a_project_file_may_not_make_corvid_believe_its_servers_hints() {
+    let loaded = load(
+        r#"{"mcpServers": {"mine": {"command": "srv", "trustHints": true}}}"#,
+        r#"{"mcpServers": {"p": {"command": "srv", "trustHints": true}}}"#,
+    )
+    .unwrap();
+    let hints: Vec<(&str, bool)> = loaded
+        .settings
+        .mcp
+        .servers
+        .iter()
+        .map(|s| (s.name.as_str(), s.trust_hints))
+        .collect();
+    assert_eq!(hints, [("mine", true), ("p", false)]);
+    assert_eq!(
+        loaded.warnings,
+        [
+            "<tmp>/project/.corvid/settings.json: settings key `mcpServers.*.trustHints` can only \
+             be set in your user settings, not in a project file (ignored)"
+        ]
+    );
+}
+
+#[test]
+fn mcp_tool_caps_default_to_100_per_server_and_300_in_all_and_can_be_set() {
+    let loaded = load("{}", "{}").unwrap();
+    assert_eq!(
+        loaded.settings.mcp.tool_limits,
+        corvid_mcp::ToolLimits {
+            per_server: 100,
+            total: 300
+        }
+    );
+    let loaded = load(
+        r#"{"mcp": {"maxToolsPerServer": 20, "maxTools": 50}}"#,
+        "{}",
+    )
+    .unwrap();
+    assert_eq!(
+        loaded.settings.mcp.tool_limits,
+        corvid_mcp::ToolLimits {
+            per_server: 20,
+            total: 50
+        }
+    );
+}

@@ -13,7 +13,7 @@ use common::scripted::*;
 use common::{cancel_when, collect_task, read_until, run_task, test_config};
 use corvid_core::agent::{AgentConfig, AgentHandle, spawn_agent};
 use corvid_core::agents::AgentTypes;
-use corvid_core::policy::{MaxTurns, Subagents};
+use corvid_core::policy::{MaxTurns, SubagentCaps, Subagents};
 use corvid_core::summary::SummaryConfig;
 use corvid_protocol::{
     CoreEvent, FinishReason, Message, ModelRequest, Part, Role, SUBAGENT_PROMPT_ID, StopReason,
@@ -525,4 +525,139 @@ async fn a_childs_approval_is_answered_under_the_task_and_call_ids() {
         .await
         .expect("the child's approval was answered");
     assert_eq!(log.tags(), vec!["src/a.rs"]);
+}
+
+/// The session of `config` with these subagent caps.
+fn capped(provider: &ScriptedProvider, log: &ExecLog, caps: SubagentCaps) -> AgentHandle {
+    let mut config = config(provider, log, 5);
+    config.policy.subagent_caps = caps;
+    spawn_agent(config)
+}
+
+#[test]
+fn subagents_are_capped_at_four_at_once_and_sixteen_per_turn_by_default() {
+    assert_eq!(
+        SubagentCaps::default(),
+        SubagentCaps {
+            concurrent: 4,
+            per_turn: 16
+        }
+    );
+}
+
+#[tokio::test]
+async fn one_model_turn_cannot_start_more_subagents_than_the_per_turn_cap() {
+    let log = ExecLog::default();
+    let provider = ScriptedProvider::new(vec![
+        vec![
+            task_call("t1", "look 1", "explore"),
+            task_call("t2", "look 2", "explore"),
+            task_call("t3", "look 3", "explore"),
+            finish(FinishReason::ToolCalls),
+        ],
+        answer("found"),
+        answer("found"),
+        // The next turn counts afresh.
+        vec![
+            task_call("t4", "look 4", "explore"),
+            finish(FinishReason::ToolCalls),
+        ],
+        answer("found again"),
+        answer("done"),
+    ]);
+    let mut handle = capped(
+        &provider,
+        &log,
+        SubagentCaps {
+            concurrent: 4,
+            per_turn: 2,
+        },
+    );
+    let events = run_task(&mut handle, "look three times").await;
+    check_invariants(&events, &[]).unwrap();
+
+    let requests = provider.requests();
+    assert_eq!(
+        requests.len(),
+        6,
+        "two children, not three, ran in turn one"
+    );
+    let mut first: Vec<(String, bool)> = last_results(&requests[3])
+        .into_iter()
+        .map(|r| (r.output, r.is_error))
+        .collect();
+    first.sort();
+    assert_eq!(
+        first,
+        vec![
+            ("found".to_owned(), false),
+            ("found".to_owned(), false),
+            (
+                "refused: one model turn may start at most 2 subagents \
+                 (agent.maxSubagentsPerTurn); do this one yourself or ask for it in a later turn"
+                    .to_owned(),
+                true
+            ),
+        ]
+    );
+    let second: Vec<(String, bool)> = last_results(&requests[5])
+        .into_iter()
+        .map(|r| (r.output, r.is_error))
+        .collect();
+    assert_eq!(second, vec![("found again".to_owned(), false)]);
+}
+
+/// Paused time: a sleep returns only once every task that can run has run, so the count seen
+/// after it is the count the session settles at, not a guess about timing.
+#[tokio::test(start_paused = true)]
+async fn no_more_subagents_run_at_once_than_the_concurrency_cap() {
+    let log = ExecLog::default();
+    let gates: Vec<Arc<Notify>> = (0..3).map(|_| Arc::new(Notify::new())).collect();
+    let child = |gate: &Arc<Notify>| {
+        vec![
+            Step::Wait(gate.clone()),
+            text("found"),
+            finish(FinishReason::Stop),
+        ]
+    };
+    let provider = ScriptedProvider::new(vec![
+        vec![
+            task_call("t1", "look 1", "explore"),
+            task_call("t2", "look 2", "explore"),
+            task_call("t3", "look 3", "explore"),
+            finish(FinishReason::ToolCalls),
+        ],
+        child(&gates[0]),
+        child(&gates[1]),
+        child(&gates[2]),
+        answer("done"),
+    ]);
+    let mut handle = capped(
+        &provider,
+        &log,
+        SubagentCaps {
+            concurrent: 2,
+            per_turn: 16,
+        },
+    );
+    common::prompt(&handle, "look three times");
+    requests_reach(&provider, 3).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        provider.requests().len(),
+        3,
+        "a third child started while two were running"
+    );
+    for gate in &gates {
+        gate.notify_one();
+    }
+    let events = collect_task(&mut handle).await;
+    check_invariants(&events, &[]).unwrap();
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 5);
+    let results: Vec<(String, bool)> = last_results(&requests[4])
+        .into_iter()
+        .map(|r| (r.output, r.is_error))
+        .collect();
+    assert_eq!(results, vec![("found".to_owned(), false); 3]);
 }

@@ -20,8 +20,13 @@ pub struct ServerConfig {
     pub timeout: Duration,
     /// `enabled: false` (or `disabled: true`) keeps it configured but never started.
     pub enabled: bool,
-    /// `trust: true`: its calls never ask for approval.
+    /// `trust: true`: its calls never ask for approval (and its tools' hints are believed).
     pub trust: bool,
+    /// `trustHints: true`: its tools' annotations are believed, so a tool claiming
+    /// `readOnlyHint` runs like a read (unasked, in plan mode, in read-only subagents).
+    /// Without it (or `trust`) a hint is a claim, and the tool is treated as one that acts.
+    /// Only the user's settings and an editor may set it.
+    pub trust_hints: bool,
     /// `includeTools`: only these tools (by the server's own names), when set.
     pub include_tools: Option<Vec<String>>,
     /// `excludeTools`: never these tools; wins over `includeTools`.
@@ -134,6 +139,7 @@ fn parse_server(
         timeout: DEFAULT_CALL_TIMEOUT,
         enabled: true,
         trust: false,
+        trust_hints: false,
         include_tools: None,
         exclude_tools: Vec::new(),
     };
@@ -159,6 +165,7 @@ fn parse_server(
             "enabled" => config.enabled = boolean(&key, v)?,
             "disabled" => config.enabled = !boolean(&key, v)?,
             "trust" => config.trust = boolean(&key, v)?,
+            "trustHints" => config.trust_hints = boolean(&key, v)?,
             "includeTools" => config.include_tools = Some(strings(&key, v)?),
             "excludeTools" => config.exclude_tools = strings(&key, v)?,
             // Descriptions and editor hints configure nothing here.

@@ -15,7 +15,7 @@ use rmcp::service::{MaybeSendFuture, NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 
 use crate::config::{Redacted, ServerConfig, Transport};
 use crate::expand::expand;
@@ -134,13 +134,69 @@ fn child(
     if let Some(stderr) = stderr {
         let server = config.name.clone();
         tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
+            let log = |line: &str| {
                 tracing::info!(target: "corvid_mcp::server_stderr", server = %server, "{line}");
+            };
+            if let Err(e) = log_lines(stderr, MAX_STDERR_LINE, log).await {
+                tracing::debug!("stopped reading an MCP server's stderr: {e}");
             }
         });
     }
     Ok(process)
+}
+
+/// The most of one stderr line corvid keeps for the log; the rest of the line is read and
+/// dropped, so a server writing one endless line cannot grow corvid's memory.
+pub const MAX_STDERR_LINE: usize = 8 * 1024;
+
+/// Reads `reader` line by line and hands each line to `log`, cut at `max` bytes (a character
+/// cut in two shows as U+FFFD) with a note saying how much was dropped. Memory stays at the
+/// reader's buffer plus `max`, however long a line is.
+async fn log_lines<R>(reader: R, max: usize, mut log: impl FnMut(&str)) -> std::io::Result<()>
+where
+    R: AsyncRead + Unpin,
+{
+    let mut reader = BufReader::new(reader);
+    let mut kept: Vec<u8> = Vec::new();
+    let mut dropped: u64 = 0;
+    loop {
+        let chunk = reader.fill_buf().await?;
+        if chunk.is_empty() {
+            if !kept.is_empty() || dropped > 0 {
+                log(&line_text(&kept, dropped));
+            }
+            return Ok(());
+        }
+        let (part, end) = match newline(chunk) {
+            Some(at) => (&chunk[..at], Some(at + 1)),
+            None => (chunk, None),
+        };
+        let room = max.saturating_sub(kept.len()).min(part.len());
+        kept.extend_from_slice(&part[..room]);
+        dropped += (part.len() - room) as u64;
+        let used = end.unwrap_or(part.len());
+        reader.consume(used);
+        if end.is_some() {
+            log(&line_text(&kept, dropped));
+            kept.clear();
+            dropped = 0;
+        }
+    }
+}
+
+fn newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|b| *b == b'\n')
+}
+
+/// The kept part of a line as text (without a trailing `\r`), with the dropped length noted.
+fn line_text(kept: &[u8], dropped: u64) -> String {
+    let kept = kept.strip_suffix(b"\r").unwrap_or(kept);
+    let text = String::from_utf8_lossy(kept);
+    if dropped == 0 {
+        text.into_owned()
+    } else {
+        format!("{text}… [{dropped} more bytes of this line dropped]")
+    }
 }
 
 /// The streamable HTTP client, with the configured headers on every request.

@@ -16,6 +16,6 @@ mod servers;
 mod tool;
 
 pub use config::{ConfigError, ServerConfig, Transport, parse_acp_servers, parse_servers};
-pub use connect::{EnvLookup, Launch};
+pub use connect::{EnvLookup, Launch, MAX_STDERR_LINE};
 pub use server::Status;
-pub use servers::{DEFAULT_STARTUP_WAIT, McpServers, ServerReport, describe};
+pub use servers::{DEFAULT_STARTUP_WAIT, McpServers, ServerReport, ToolLimits, describe};

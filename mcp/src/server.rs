@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::ServerConfig;
 use crate::connect::{Connection, Launch, connect};
 use crate::names::tool_names;
+use crate::servers::left_out_notice;
 use crate::tool::McpTool;
 
 /// The longest wait between restarts of a server that keeps crashing.
@@ -41,6 +42,8 @@ pub struct Server {
     /// The unique, sanitized id in its tools' names.
     pub id: String,
     launch: Launch,
+    /// The most tools of this server offered to the model (`mcp.maxToolsPerServer`).
+    max_tools: usize,
     state: Mutex<State>,
     /// `true` once the first start finished, either way.
     started: watch::Sender<bool>,
@@ -55,6 +58,8 @@ struct State {
     tools: Vec<Arc<dyn Tool>>,
     /// A start failure not yet shown to the user.
     unreported: Option<String>,
+    /// Tools left out by the per-server cap, not yet told to the user.
+    cut: Option<String>,
     /// Consecutive failed starts, and when the next start may be tried.
     failures: u32,
     retry_at: Option<Instant>,
@@ -65,7 +70,12 @@ fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
 }
 
 impl Server {
-    pub(crate) fn new(config: ServerConfig, id: String, launch: Launch) -> Arc<Self> {
+    pub(crate) fn new(
+        config: ServerConfig,
+        id: String,
+        launch: Launch,
+        max_tools: usize,
+    ) -> Arc<Self> {
         let status = if config.enabled {
             Status::Starting
         } else {
@@ -76,11 +86,13 @@ impl Server {
             config,
             id,
             launch,
+            max_tools,
             state: Mutex::new(State {
                 status,
                 connection: None,
                 tools: Vec::new(),
                 unreported: None,
+                cut: None,
                 failures: 0,
                 retry_at: None,
             }),
@@ -100,9 +112,15 @@ impl Server {
         lock(&self.state).tools.clone()
     }
 
-    /// The start failure the user has not been told about, once.
-    pub(crate) fn take_unreported(&self) -> Option<String> {
-        lock(&self.state).unreported.take()
+    /// What the user has not been told about yet (a start failure, tools left out), once.
+    pub(crate) fn take_notices(&self) -> Vec<String> {
+        let mut state = lock(&self.state);
+        state
+            .unreported
+            .take()
+            .into_iter()
+            .chain(state.cut.take())
+            .collect()
     }
 
     /// Resolves once the first start has finished, either way.
@@ -183,6 +201,26 @@ impl Server {
                     && !self.config.exclude_tools.iter().any(|e| e == name)
             })
             .collect();
+        let mut wanted = wanted;
+        if wanted.len() > self.max_tools {
+            let left_out: Vec<String> = wanted
+                .split_off(self.max_tools)
+                .iter()
+                .map(|t| t.name.to_string())
+                .collect();
+            let notice = left_out_notice(
+                &format!(
+                    "MCP server `{}` lists {} tools; corvid offers its first {} \
+                     (`mcp.maxToolsPerServer`; its `includeTools` picks which)",
+                    self.config.name,
+                    self.max_tools + left_out.len(),
+                    self.max_tools
+                ),
+                &left_out,
+            );
+            tracing::warn!(left_out = %left_out.join(", "), "{notice}");
+            lock(&self.state).cut = Some(notice);
+        }
         let names = tool_names(&self.id, wanted.iter().map(|t| t.name.as_ref()));
         Ok(wanted
             .into_iter()

@@ -1,7 +1,7 @@
 //! The MCP servers of one session: all started at once in the background, their tools offered
 //! to the core as a [`ToolSource`], all stopped when the session lets go of them.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use corvid_tools::{Tool, ToolSource};
@@ -18,6 +18,46 @@ use crate::server::{Server, Status};
 /// How long the first model request waits for tool lists when `mcp.startupTimeoutMs` is unset.
 pub const DEFAULT_STARTUP_WAIT: Duration = Duration::from_secs(3);
 
+/// How many MCP tools go out with a request: every tool's name, description and schema ride
+/// in every request, so one server listing thousands would crowd out the conversation (and
+/// steer the model with their descriptions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolLimits {
+    /// `mcp.maxToolsPerServer`: the most tools of one server (its first ones, as listed).
+    pub per_server: usize,
+    /// `mcp.maxTools`: the most tools of all servers together (servers in order).
+    pub total: usize,
+}
+
+impl Default for ToolLimits {
+    fn default() -> Self {
+        Self {
+            per_server: 100,
+            total: 300,
+        }
+    }
+}
+
+/// How many left-out tools a notice names; the log names them all.
+const NAMED_IN_NOTICE: usize = 20;
+
+/// `what`, then the left-out tools by name (the first few; the rest counted).
+pub(crate) fn left_out_notice(what: &str, left_out: &[String]) -> String {
+    let named = left_out
+        .iter()
+        .take(NAMED_IN_NOTICE)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let more = left_out.len().saturating_sub(NAMED_IN_NOTICE);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    format!("{what}; left out: {named}{more}")
+}
+
 /// A session's servers. Dropping the last clone stops them all (child processes are killed).
 #[derive(Clone)]
 pub struct McpServers {
@@ -29,6 +69,10 @@ struct Inner {
     /// Model requests stop waiting for servers still starting at this moment.
     startup_deadline: Instant,
     starts: Vec<JoinHandle<()>>,
+    /// `mcp.maxTools`.
+    max_tools: usize,
+    /// The tools the total cap left out when last told, and a notice not yet shown.
+    cut: Mutex<(Vec<String>, Option<String>)>,
 }
 
 impl Drop for Inner {
@@ -51,13 +95,19 @@ pub struct ServerReport {
 
 impl McpServers {
     /// Starts every enabled server in the background (on the current tokio runtime) and
-    /// returns at once; `startup_wait` bounds how long model requests wait for their tools.
-    pub fn start(configs: Vec<ServerConfig>, launch: Launch, startup_wait: Duration) -> Self {
+    /// returns at once; `startup_wait` bounds how long model requests wait for their tools,
+    /// and `limits` how many of them are offered.
+    pub fn start(
+        configs: Vec<ServerConfig>,
+        launch: Launch,
+        startup_wait: Duration,
+        limits: ToolLimits,
+    ) -> Self {
         let ids = server_ids(configs.iter().map(|c| c.name.as_str()));
         let servers: Vec<Arc<Server>> = configs
             .into_iter()
             .zip(ids)
-            .map(|(config, id)| Server::new(config, id, launch.clone()))
+            .map(|(config, id)| Server::new(config, id, launch.clone(), limits.per_server))
             .collect();
         let starts = servers
             .iter()
@@ -72,6 +122,8 @@ impl McpServers {
                 servers,
                 startup_deadline: Instant::now() + startup_wait,
                 starts,
+                max_tools: limits.total,
+                cut: Mutex::default(),
             }),
         }
     }
@@ -118,8 +170,42 @@ fn target(config: &ServerConfig) -> String {
 }
 
 impl ToolSource for McpServers {
+    /// Every server's tools, in server order, up to `mcp.maxTools`; the ones left out are
+    /// told to the user once (again whenever the set left out changes).
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.inner.servers.iter().flat_map(|s| s.tools()).collect()
+        let mut tools: Vec<Arc<dyn Tool>> =
+            self.inner.servers.iter().flat_map(|s| s.tools()).collect();
+        let left_out: Vec<String> = if tools.len() > self.inner.max_tools {
+            tools
+                .split_off(self.inner.max_tools)
+                .iter()
+                .map(|t| t.name().to_owned())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut cut = self
+            .inner
+            .cut
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if cut.0 != left_out {
+            if !left_out.is_empty() {
+                let notice = left_out_notice(
+                    &format!(
+                        "the MCP servers list {} tools together; corvid offers the first {} \
+                         (`mcp.maxTools`)",
+                        self.inner.max_tools + left_out.len(),
+                        self.inner.max_tools
+                    ),
+                    &left_out,
+                );
+                tracing::warn!(left_out = %left_out.join(", "), "{notice}");
+                cut.1 = Some(notice);
+            }
+            cut.0 = left_out;
+        }
+        tools
     }
 
     fn settled(&self) -> BoxFuture<'static, ()> {
@@ -140,11 +226,21 @@ impl ToolSource for McpServers {
     }
 
     fn take_notices(&self) -> Vec<String> {
-        self.inner
+        let mut notices: Vec<String> = self
+            .inner
             .servers
             .iter()
-            .filter_map(|s| s.take_unreported())
-            .collect()
+            .flat_map(|s| s.take_notices())
+            .collect();
+        let cut = self
+            .inner
+            .cut
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .1
+            .take();
+        notices.extend(cut);
+        notices
     }
 
     fn status_report(&self) -> String {

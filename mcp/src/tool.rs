@@ -1,5 +1,7 @@
-//! One MCP tool as a corvid [`Tool`]: its schema passed through, title and kind from the
-//! server's annotations, approvals by its read-only hint and the server's `trust`.
+//! One MCP tool as a corvid [`Tool`]: its schema passed through, its title from the server's
+//! annotations, approvals by the server's `trust`. The annotations' hints are the server's
+//! claims: a `readOnlyHint` makes the tool a read only when the user believes the server
+//! (`trust` or `trustHints` in their settings); otherwise the tool is one that acts.
 
 use std::sync::{Arc, Weak};
 
@@ -39,7 +41,8 @@ impl McpTool {
             .or_else(|| annotations.and_then(|a| a.title.clone()))
             .filter(|t| !t.trim().is_empty())
             .unwrap_or_else(|| tool.name.to_string());
-        let read_only = annotations.and_then(|a| a.read_only_hint) == Some(true);
+        let believed = server.config.trust || server.config.trust_hints;
+        let read_only = believed && annotations.and_then(|a| a.read_only_hint) == Some(true);
         let kind = match annotations {
             _ if read_only => ToolKind::Read,
             Some(a) if a.destructive_hint == Some(true) => ToolKind::Edit,
@@ -120,8 +123,8 @@ impl Tool for McpTool {
         }
     }
 
-    /// Read-only tools run like reads; the others ask (auto-approved only in `yolo`) unless
-    /// their server is trusted.
+    /// Read-only tools (by a hint the user believes) run like reads; the others ask
+    /// (auto-approved only in `yolo`) unless their server is trusted.
     fn approval(&self, args: &Value, _ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
         let need = if self.read_only || self.trusted {
             ApprovalNeed::None

@@ -52,6 +52,7 @@ fn a_gemini_style_block_parses_stdio_and_http_servers_with_their_options() {
             timeout: Duration::from_millis(30_000),
             enabled: true,
             trust: true,
+            trust_hints: false,
             include_tools: Some(vec!["read".into()]),
             exclude_tools: vec!["write".into()],
         }

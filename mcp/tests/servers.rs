@@ -49,7 +49,12 @@ fn launch() -> Launch {
 }
 
 fn started(value: Value) -> McpServers {
-    McpServers::start(configs(value), launch(), Duration::from_secs(60))
+    McpServers::start(
+        configs(value),
+        launch(),
+        Duration::from_secs(60),
+        Default::default(),
+    )
 }
 
 fn tool_ctx() -> ToolContext {
@@ -95,17 +100,18 @@ async fn server_everything_over_stdio_lists_its_tools_and_answers_calls() {
         }
     );
     assert_eq!(echo.display_name(), "Echo Tool (everything)");
-    assert_eq!(echo.kind(), ToolKind::Read);
+    // Its `readOnlyHint` is a claim the user has not said to believe (`trustHints`).
+    assert_eq!(echo.kind(), ToolKind::Other);
     assert_eq!(
         echo.parameters()["properties"]["message"]["type"],
         json!("string")
     );
     assert_eq!(echo.parameters()["required"], json!(["message"]));
     let ctx = tool_ctx();
-    assert_eq!(
+    assert!(matches!(
         echo.approval(&json!({"message": "hi"}), &ctx).await,
-        ApprovalNeed::None
-    );
+        ApprovalNeed::Execute(_)
+    ));
     let out = echo
         .execute(json!({"message": "hi"}), ctx.clone())
         .await
@@ -324,6 +330,7 @@ async fn server_everything_over_streamable_http_lists_its_tools_and_answers_call
         })),
         launch(),
         Duration::from_secs(60),
+        Default::default(),
     );
     servers.settled().await;
     assert_eq!(

@@ -28,8 +28,9 @@ const CREDENTIAL_PARAMS: [&str; 7] = [
 /// Replaces configured secret values, `user:pass@` in URLs and credential query values.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Redactor {
-    /// Longest first, so a secret containing another is replaced whole.
-    secrets: Vec<String>,
+    /// Each secret with what replaces it; longest first, so a secret containing another is
+    /// replaced whole.
+    secrets: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for Redactor {
@@ -41,14 +42,55 @@ impl std::fmt::Debug for Redactor {
 impl Redactor {
     /// A redactor for these secret values; empty and very short values are ignored.
     pub fn new<S: AsRef<str>>(secrets: impl IntoIterator<Item = S>) -> Self {
-        let mut secrets: Vec<String> = secrets
+        Self::with_replacements(
+            secrets
+                .into_iter()
+                .map(|s| (s.as_ref().to_owned(), REDACTED.to_owned())),
+        )
+    }
+
+    /// A redactor for named secret values, each replaced by `[REDACTED:<name>]` (so a reader
+    /// sees which secret stood there: `[REDACTED:OPENAI_API_KEY]`); empty and very short
+    /// values are ignored.
+    pub fn labelled<N: AsRef<str>, S: AsRef<str>>(
+        secrets: impl IntoIterator<Item = (N, S)>,
+    ) -> Self {
+        Self::with_replacements(secrets.into_iter().map(|(name, value)| {
+            let name: String = name
+                .as_ref()
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            (value.as_ref().to_owned(), format!("[REDACTED:{name}]"))
+        }))
+    }
+
+    fn with_replacements(secrets: impl IntoIterator<Item = (String, String)>) -> Self {
+        let mut secrets: Vec<(String, String)> = secrets
             .into_iter()
-            .map(|s| s.as_ref().trim().to_owned())
-            .filter(|s| s.len() >= MIN_SECRET_LEN)
+            .map(|(s, with)| (s.trim().to_owned(), with))
+            .filter(|(s, _)| s.len() >= MIN_SECRET_LEN)
             .collect();
-        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        secrets.dedup();
+        secrets.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.cmp(b)));
+        secrets.dedup_by(|a, b| a.0 == b.0);
         Self { secrets }
+    }
+
+    /// Whether it has no secret values to replace (URL credentials are still redacted).
+    pub fn is_empty(&self) -> bool {
+        self.secrets.is_empty()
+    }
+
+    /// `text` with only the configured secret values replaced: for text that must otherwise
+    /// stay as it was (a recorded transcript, where a URL in code is not rewritten).
+    pub fn replace_secrets<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for (secret, with) in &self.secrets {
+            if out.contains(secret.as_str()) {
+                out = Cow::Owned(out.replace(secret.as_str(), with));
+            }
+        }
+        out
     }
 
     /// The credentials a base URL carries (`user`, `pass`, credential query values), which a
@@ -71,12 +113,7 @@ impl Redactor {
 
     /// `text` with every secret, URL user info and credential query value replaced.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let mut out = Cow::Borrowed(text);
-        for secret in &self.secrets {
-            if out.contains(secret.as_str()) {
-                out = Cow::Owned(out.replace(secret.as_str(), REDACTED));
-            }
-        }
+        let out = self.replace_secrets(text);
         match redact_url_credentials(&out) {
             Some(cleaned) => Cow::Owned(cleaned),
             None => out,
@@ -186,6 +223,19 @@ mod tests {
         assert_eq!(
             redactor.redact("bad key sk-main-123456-fast, and sk-main-123456; abc stays"),
             "bad key <redacted>, and <redacted>; abc stays"
+        );
+    }
+
+    #[test]
+    fn labelled_secrets_are_replaced_by_their_names_and_urls_are_left_alone() {
+        let redactor = Redactor::labelled([
+            ("OPENAI_API_KEY", "sk-live-abcdef"),
+            ("FAST\"KEY", "fast-key-123456"),
+            ("SHORT", "abc"),
+        ]);
+        assert_eq!(
+            redactor.replace_secrets("k=sk-live-abcdef f=fast-key-123456 abc https://u:p@h/"),
+            "k=[REDACTED:OPENAI_API_KEY] f=[REDACTED:FASTKEY] abc https://u:p@h/"
         );
     }
 

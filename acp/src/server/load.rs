@@ -4,7 +4,7 @@
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{LoadSessionRequest, LoadSessionResponse};
 use agent_client_protocol::{Client, Error, ErrorCode};
-use corvid_core::session::{SessionError, replay_events, spawn_resumed};
+use corvid_core::session::{SessionError, is_session_id, replay_events, spawn_resumed};
 use corvid_core::usage::UsageStats;
 use corvid_protocol::CoreEvent;
 use corvid_tools::ToolContext;
@@ -38,6 +38,13 @@ pub(super) async fn load_session(
 ) -> Result<LoadSessionResponse, Error> {
     require_absolute(&req.cwd)?;
     let id = req.session_id.0.to_string();
+    if !is_session_id(&id) {
+        // A path-shaped id is refused before anything on disk is touched.
+        return Err(Error::new(
+            ErrorCode::INVALID_PARAMS,
+            format!("cannot load session: {}", SessionError::InvalidId { id }),
+        ));
+    }
     let store = server.factory.session_store().ok_or_else(|| {
         Error::new(
             ErrorCode::INTERNAL_ERROR,
@@ -136,7 +143,9 @@ async fn replay(mapper: &Mapper, transcript: &[CoreEvent], output: &Output) -> R
 fn load_error(id: &str, error: SessionError) -> Error {
     let code = match &error {
         SessionError::NotFound { .. } => ErrorCode::RESOURCE_NOT_FOUND,
-        SessionError::Ambiguous { .. } => ErrorCode::INVALID_PARAMS,
+        SessionError::Ambiguous { .. } | SessionError::InvalidId { .. } => {
+            ErrorCode::INVALID_PARAMS
+        }
         SessionError::InUse { .. } => ErrorCode::INVALID_REQUEST,
         SessionError::Io { .. }
         | SessionError::Corrupt { .. }

@@ -70,6 +70,9 @@ pub(super) async fn run_batch(
     calls: Vec<ToolCall>,
     prepared: &HashSet<String>,
 ) -> BatchOutcome {
+    ctx.shared
+        .batches_started
+        .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     let planned: Vec<Planned> = calls
         .into_iter()
         .map(|call| Planned {

@@ -60,6 +60,9 @@ pub(super) struct Shared {
     pub latest_batch: Mutex<u64>,
     /// Reads whose results are in the history (repeats become short notes).
     pub reads: Mutex<crate::context::read_cache::ReadCache>,
+    /// Batches of calls started so far: the `task` tool counts its children per batch (one
+    /// model turn's calls).
+    pub batches_started: std::sync::atomic::AtomicU64,
     /// The `task` call a subagent runs for: its approvals wait under
     /// [`subagent_call_id`], the id front ends answer a child's request with.
     approval_scope: Option<String>,
@@ -81,6 +84,7 @@ impl Shared {
             remembered: Arc::default(),
             latest_batch: Mutex::new(0),
             reads: Mutex::default(),
+            batches_started: Default::default(),
             approval_scope: None,
         }
     }
@@ -95,6 +99,7 @@ impl Shared {
             remembered: self.remembered.clone(),
             latest_batch: Mutex::new(0),
             reads: Mutex::default(),
+            batches_started: Default::default(),
             approval_scope: Some(parent_call_id.to_owned()),
         }
     }
@@ -427,6 +432,7 @@ pub(super) async fn run_session(
         let limits = super::subagent::Limits {
             turns: *max_turns,
             time: *time_limit,
+            caps: stat.policy.subagent_caps,
         };
         let types = types.types.clone();
         stat.tools = super::subagent::with_task_tool(&stat, &shared, &events, limits, types);

@@ -29,6 +29,12 @@ pub struct SessionPolicy {
     pub result_budget: crate::context::result_budget::ResultBudget,
     /// `agent.subagents`, `agent.subagentMaxTurns`: the `task` tool and its children's limit.
     pub subagents: Subagents,
+    /// `agent.maxConcurrentSubagents`, `agent.maxSubagentsPerTurn`: how many `task` children
+    /// run at once, and how many one model turn may start.
+    pub subagent_caps: SubagentCaps,
+    /// The model keys' values (by the variables the settings name), never written to the
+    /// session's recording.
+    pub recorded_secrets: crate::session::RecordedSecrets,
 }
 
 /// Whether the model may hand self-contained jobs to child agents with the `task` tool.
@@ -44,6 +50,29 @@ pub enum Subagents {
         time_limit: std::time::Duration,
         types: crate::agents::AgentTypes,
     },
+}
+
+/// How many subagents a session runs: a model turn asking for more than `per_turn` children
+/// gets the rest refused (as tool errors naming the cap), and at most `concurrent` run at once
+/// (the others wait for a free slot). Each child is a full agent with its own model requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubagentCaps {
+    pub concurrent: usize,
+    pub per_turn: u32,
+}
+
+impl SubagentCaps {
+    /// The default caps: 4 at once, 16 per model turn.
+    pub const DEFAULT: Self = Self {
+        concurrent: 4,
+        per_turn: 16,
+    };
+}
+
+impl Default for SubagentCaps {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
 }
 
 /// The most model turns one task may take (`agent.maxTurns`): a model that keeps calling tools

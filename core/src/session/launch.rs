@@ -20,12 +20,16 @@ pub struct Recorded {
     pub not_recorded: Option<SessionError>,
 }
 
-/// Spawns the agent of a new session, recorded under `store` as `config.session_id`.
+/// Spawns the agent of a new session, recorded under `store` as `config.session_id`, with
+/// the configured secrets (`config.policy.recorded_secrets`) replaced in the recording.
 /// Recording is best effort: a session never fails because its file cannot be written.
 pub fn spawn_recorded(config: AgentConfig, store: &SessionStore) -> Recorded {
     match store.create(&config.cwd, &config.session_id, &config.model) {
         Ok(recorder) => Recorded {
-            handle: spawn_agent_observed(config, Arc::new(recorder)),
+            handle: {
+                let recorder = recorder.redacting(&config.policy.recorded_secrets);
+                spawn_agent_observed(config, Arc::new(recorder))
+            },
             not_recorded: None,
         },
         Err(e) => Recorded {
@@ -69,7 +73,9 @@ pub fn spawn_resumed(
         live_output: None,
     };
     let transcript = replay_events(loaded, &config.tools, &ctx);
-    let recorder = store.reopen(loaded)?;
+    let recorder = store
+        .reopen(loaded)?
+        .redacting(&config.policy.recorded_secrets);
     config.session_id = loaded.header.session_id.clone();
     config.history = loaded.history();
     if let Some(model) = loaded.recorded_model() {

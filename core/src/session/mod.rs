@@ -10,6 +10,7 @@ mod observe;
 mod record;
 mod recorder;
 mod replay;
+mod secrets;
 mod store;
 mod time;
 
@@ -18,5 +19,6 @@ pub use load::{INTERRUPTED_CALL, LoadedSession, UNSTARTED_CALL};
 pub use record::{RECORD_VERSION, Record, RecordHeader};
 pub use recorder::SessionRecorder;
 pub use replay::replay_events;
-pub use store::{SessionError, SessionHealth, SessionStore, SessionSummary};
+pub use secrets::RecordedSecrets;
+pub use store::{SessionError, SessionHealth, SessionStore, SessionSummary, is_session_id};
 pub use time::{utc_iso8601, utc_minutes};

@@ -6,7 +6,10 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use corvid_providers::Redactor;
+
 use super::record::Record;
+use super::secrets::RecordedSecrets;
 use super::store::SessionError;
 
 /// Appends records to one session file, one line each, written through at once. Holds the
@@ -15,6 +18,8 @@ use super::store::SessionError;
 pub struct SessionRecorder {
     path: PathBuf,
     writer: Mutex<Writer>,
+    /// The configured secrets, replaced in every line before it is written.
+    redactor: Redactor,
 }
 
 #[derive(Debug)]
@@ -32,14 +37,25 @@ impl SessionRecorder {
         &self.path
     }
 
-    /// Appends one record as a line. When the write fails (disk full, I/O error) the file is
+    /// The recorder with `secrets` replaced in every record it writes from now on.
+    pub fn redacting(mut self, secrets: &RecordedSecrets) -> Self {
+        self.redactor = secrets.redactor();
+        self
+    }
+
+    /// Appends one record as a line (configured secrets replaced). When the write fails (disk full, I/O error) the file is
     /// cut back to its last complete record and recording stops: every later append fails with
     /// [`SessionError::RecordingStopped`], so the file stays resumable.
     pub fn append(&self, record: &Record) -> Result<(), SessionError> {
-        let mut line = serde_json::to_vec(record).map_err(|e| SessionError::Io {
+        let line = serde_json::to_string(record).map_err(|e| SessionError::Io {
             path: self.path.clone(),
             source: io::Error::other(e),
         })?;
+        let mut line = self
+            .redactor
+            .replace_secrets(&line)
+            .into_owned()
+            .into_bytes();
         line.push(b'\n');
         let mut writer = self
             .writer
@@ -116,6 +132,7 @@ impl SessionRecorder {
                 complete_len,
                 stopped: None,
             }),
+            redactor: Redactor::default(),
         }
     }
 }

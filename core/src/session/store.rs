@@ -22,6 +22,12 @@ pub enum SessionError {
         line: usize,
         reason: String,
     },
+    #[error(
+        "{shown} is not a session id: corvid's ids are letters, digits and `-` (as `corvid \
+         sessions list` shows them)",
+        shown = shown_id(id)
+    )]
+    InvalidId { id: String },
     #[error("no session {id} for {cwd}; `corvid sessions list` shows the recorded ones")]
     NotFound { id: String, cwd: PathBuf },
     #[error("session id {id} is ambiguous: it matches {matches}")]
@@ -180,8 +186,12 @@ impl SessionStore {
         Ok(sessions)
     }
 
-    /// Loads a session of this project by id or unique id prefix.
+    /// Loads a session of this project by id or unique id prefix. An id that is not corvid's
+    /// shape (a path, `..`) is refused before anything on disk is touched.
     pub fn load(&self, cwd: &Path, id: &str) -> Result<LoadedSession, SessionError> {
+        if !is_session_id(id) {
+            return Err(SessionError::InvalidId { id: id.to_owned() });
+        }
         let exact = self.project_dir(cwd).join(format!("{id}.jsonl"));
         if exact.is_file() {
             return load_file(&exact);
@@ -220,6 +230,26 @@ impl SessionStore {
             None => Ok(None),
         }
     }
+}
+
+/// The longest id (or id prefix) taken: corvid's UUIDs have 36 characters.
+const MAX_ID_LEN: usize = 64;
+
+/// Whether `id` has the shape of a session id or a prefix of one: corvid's are UUIDs, so
+/// letters, digits, `-` and `_` only; nothing that could name a path (`/`, `.`, `\`).
+pub fn is_session_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_ID_LEN
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+}
+
+/// An id as an error shows it: escaped, and cut when long (it came from outside).
+fn shown_id(id: &str) -> String {
+    let cut: String = id.chars().take(MAX_ID_LEN).collect();
+    let more = if cut.len() < id.len() { "…" } else { "" };
+    format!("{cut:?}{more}")
 }
 
 fn summarize(session: &LoadedSession) -> SessionSummary {

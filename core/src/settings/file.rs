@@ -48,9 +48,13 @@ pub(super) struct Partial {
     pub subagents: Option<bool>,
     pub subagent_max_turns: Option<u32>,
     pub subagent_timeout_ms: Option<u64>,
+    pub max_concurrent_subagents: Option<usize>,
+    pub max_subagents_per_turn: Option<u32>,
     /// `mcpServers`: a later file's server replaces an earlier one of the same name.
     pub mcp_servers: Vec<corvid_mcp::ServerConfig>,
     pub mcp_startup_ms: Option<u64>,
+    pub mcp_max_tools_per_server: Option<usize>,
+    pub mcp_max_tools: Option<usize>,
     pub max_result_tokens: Option<u32>,
     pub context_file_names: Option<Vec<String>>,
 }
@@ -100,8 +104,21 @@ impl Partial {
         over(&mut self.subagents, higher.subagents);
         over(&mut self.subagent_max_turns, higher.subagent_max_turns);
         over(&mut self.subagent_timeout_ms, higher.subagent_timeout_ms);
+        over(
+            &mut self.max_concurrent_subagents,
+            higher.max_concurrent_subagents,
+        );
+        over(
+            &mut self.max_subagents_per_turn,
+            higher.max_subagents_per_turn,
+        );
         self.mcp_servers.extend(higher.mcp_servers);
         over(&mut self.mcp_startup_ms, higher.mcp_startup_ms);
+        over(
+            &mut self.mcp_max_tools_per_server,
+            higher.mcp_max_tools_per_server,
+        );
+        over(&mut self.mcp_max_tools, higher.mcp_max_tools);
         over(&mut self.max_result_tokens, higher.max_result_tokens);
         over(&mut self.context_file_names, higher.context_file_names);
     }
@@ -166,9 +183,21 @@ impl Partial {
         if let Some(v) = self.subagent_timeout_ms {
             s.agent.subagent_timeout_ms = v;
         }
+        if let Some(v) = self.max_concurrent_subagents {
+            s.agent.subagent_caps.concurrent = v;
+        }
+        if let Some(v) = self.max_subagents_per_turn {
+            s.agent.subagent_caps.per_turn = v;
+        }
         s.mcp.add_servers(self.mcp_servers);
         if let Some(ms) = self.mcp_startup_ms {
             s.mcp.startup_wait = std::time::Duration::from_millis(ms);
+        }
+        if let Some(n) = self.mcp_max_tools_per_server {
+            s.mcp.tool_limits.per_server = n;
+        }
+        if let Some(n) = self.mcp_max_tools {
+            s.mcp.tool_limits.total = n;
         }
         if let Some(v) = self.max_result_tokens {
             s.tools.max_result_tokens = v;
@@ -284,6 +313,13 @@ impl Validator<'_> {
                         match k.as_str() {
                             "startupTimeoutMs" => {
                                 self.out.mcp_startup_ms = self.number("mcp.startupTimeoutMs", v)?
+                            }
+                            "maxToolsPerServer" => {
+                                self.out.mcp_max_tools_per_server =
+                                    self.number("mcp.maxToolsPerServer", v)?
+                            }
+                            "maxTools" => {
+                                self.out.mcp_max_tools = self.number("mcp.maxTools", v)?
                             }
                             _ => self.unknown(&format!("mcp.{k}")),
                         }
@@ -517,6 +553,18 @@ impl Validator<'_> {
                 }
                 "subagentTimeoutMs" => {
                     self.out.subagent_timeout_ms = match self.number::<u64>(&key, v)? {
+                        Some(0) => return Err(self.invalid(&key, "0", "at least 1")),
+                        n => n,
+                    }
+                }
+                "maxConcurrentSubagents" => {
+                    self.out.max_concurrent_subagents = match self.number::<usize>(&key, v)? {
+                        Some(0) => return Err(self.invalid(&key, "0", "at least 1")),
+                        n => n,
+                    }
+                }
+                "maxSubagentsPerTurn" => {
+                    self.out.max_subagents_per_turn = match self.number::<u32>(&key, v)? {
                         Some(0) => return Err(self.invalid(&key, "0", "at least 1")),
                         n => n,
                     }

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use corvid_mcp::{Launch, McpServers, ServerConfig};
+use corvid_mcp::{Launch, McpServers, ServerConfig, ToolLimits};
 use corvid_tools::shell::EnvFilter;
 use serde_json::Value;
 
@@ -18,6 +18,8 @@ pub struct McpSettings {
     pub servers: Vec<ServerConfig>,
     /// `mcp.startupTimeoutMs`: the most a model request waits for servers still starting.
     pub startup_wait: Duration,
+    /// `mcp.maxToolsPerServer` and `mcp.maxTools`: how many MCP tools go out with a request.
+    pub tool_limits: ToolLimits,
 }
 
 impl Default for McpSettings {
@@ -25,6 +27,7 @@ impl Default for McpSettings {
         Self {
             servers: Vec::new(),
             startup_wait: corvid_mcp::DEFAULT_STARTUP_WAIT,
+            tool_limits: ToolLimits::default(),
         }
     }
 }
@@ -90,5 +93,6 @@ pub(super) fn start(
         mcp.servers.clone(),
         launch,
         mcp.startup_wait,
+        mcp.tool_limits,
     )))
 }

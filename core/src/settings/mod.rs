@@ -214,6 +214,8 @@ pub struct AgentSettings {
     pub subagent_max_turns: u32,
     /// `agent.subagentTimeoutMs`: how long a `task` call's child may work.
     pub subagent_timeout_ms: u64,
+    /// `agent.maxConcurrentSubagents` (default 4) and `agent.maxSubagentsPerTurn` (default 16).
+    pub subagent_caps: crate::policy::SubagentCaps,
 }
 
 /// `context.*`: what goes into the model's context besides the conversation.
@@ -266,6 +268,7 @@ impl Default for Settings {
                     crate::policy::SUBAGENT_DEFAULT_TIME_LIMIT.as_millis(),
                 )
                 .unwrap_or(u64::MAX),
+                subagent_caps: crate::policy::SubagentCaps::DEFAULT,
             },
             mcp: McpSettings::default(),
             context: ContextSettings::default(),

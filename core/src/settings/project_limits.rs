@@ -110,6 +110,17 @@ const LIMITED_KEYS: &[LimitedKey] = &[
         }),
     },
     LimitedKey {
+        // A server whose hints are believed runs its "read-only" tools unasked.
+        key: "mcpServers.*.trustHints",
+        limit: Limit::UserLevel(|p| {
+            let mut any = false;
+            for server in &mut p.mcp_servers {
+                any |= std::mem::take(&mut server.trust_hints);
+            }
+            any
+        }),
+    },
+    LimitedKey {
         // The model keys are withheld from every server's environment; a project's server
         // must not be handed them by naming them either.
         key: "mcpServers.* naming OPENAI_API_KEY or ANTHROPIC_API_KEY",

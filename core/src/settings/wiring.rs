@@ -23,6 +23,7 @@ use crate::policy::SessionPolicy;
 use crate::policy::protected::ProtectedPaths;
 use crate::policy::rules::PermissionRules;
 use crate::retry::RetryPolicy;
+use crate::session::RecordedSecrets;
 use crate::summary::{SummaryConfig, summaries_enabled};
 
 /// Hidden knob: milliseconds between the demo model's streamed pieces (tests set 0).
@@ -89,6 +90,8 @@ pub fn agent_config(
     };
 
     let mut policy = approval_policy(settings, &env)?;
+    policy.recorded_secrets =
+        RecordedSecrets::from_env(key_vars(settings).iter().map(String::as_str), &env);
     if settings.agent.subagents {
         policy.subagents = crate::policy::Subagents::On {
             max_turns: crate::policy::MaxTurns(settings.agent.subagent_max_turns),
@@ -200,25 +203,42 @@ fn approval_policy(
         result_budget: crate::context::result_budget::ResultBudget {
             max_tokens: settings.tools.max_result_tokens,
         },
-        // Set by `agent_config`, which knows the project.
+        // Set by `agent_config`, which knows the project and the keys.
         subagents: crate::policy::Subagents::Off,
+        subagent_caps: settings.agent.subagent_caps,
+        recorded_secrets: RecordedSecrets::default(),
     })
 }
 
-/// The shell's sandbox level and environment filter; the variables the settings name for the
-/// model keys are dropped from commands along with the default provider keys.
-pub(crate) fn shell_policy(settings: &Settings) -> Result<ShellPolicy, String> {
+/// The variables the settings name for the model keys (`model.apiKeyEnv`,
+/// `fastModel.apiKeyEnv`).
+fn configured_key_vars(settings: &Settings) -> Vec<String> {
     let fast_key_env = match &settings.fast_model {
         Some(FastModelSetting::Model(spec)) => spec.api_key_env.clone(),
         _ => None,
     };
-    let key_vars: Vec<String> = settings
+    settings
         .model
         .api_key_env
         .iter()
         .cloned()
         .chain(fast_key_env)
-        .collect();
+        .collect()
+}
+
+/// Every variable a model key may come from: the configured ones and the default provider
+/// keys.
+fn key_vars(settings: &Settings) -> Vec<String> {
+    configured_key_vars(settings)
+        .into_iter()
+        .chain(corvid_tools::shell::PROVIDER_KEYS.map(str::to_owned))
+        .collect()
+}
+
+/// The shell's sandbox level and environment filter; the variables the settings name for the
+/// model keys are dropped from commands along with the default provider keys.
+pub(crate) fn shell_policy(settings: &Settings) -> Result<ShellPolicy, String> {
+    let key_vars = configured_key_vars(settings);
     let env = &settings.tools.shell_env;
     Ok(ShellPolicy {
         sandbox: settings.tools.sandbox,

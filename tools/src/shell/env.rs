@@ -1,6 +1,7 @@
 //! Which environment variables a shell command inherits. Commands print their environment
 //! readily (`env`, a crash dump, a test log) and the model stores what it reads, so corvid's
-//! provider keys and anything named like a secret stay out by default (`tools.shellEnv`).
+//! provider keys, anything named like a secret, the well-known credential variables and any
+//! value holding a URL with credentials stay out by default (`tools.shellEnv`).
 
 use std::ffi::{OsStr, OsString};
 use std::sync::Arc;
@@ -10,15 +11,40 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 /// Name patterns dropped unless `tools.shellEnv.include` keeps them (case-insensitive).
 pub const SECRET_PATTERNS: [&str; 4] = ["*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*"];
 
+/// Well-known credential variables whose names do not say so: personal access tokens
+/// (`GH_PAT`, `GITHUB_PAT`), npm's `_auth` settings, Sentry-style DSNs (`SENTRY_DSN`: the key is
+/// the DSN's user), every `AWS_*` variable (the credential chain reads many: `AWS_ACCESS_KEY_ID`,
+/// `AWS_CONTAINER_CREDENTIALS_FULL_URI`, ...), passwords spelled short (`*_PASS`, `*_PWD`,
+/// `*PASSWD*`, `*PASSPHRASE*`), credentials, `*_AUTH` values, connection strings, JWTs,
+/// cookies, webhook URLs (the URL is the secret) and Docker's auth config. Matched like
+/// [`SECRET_PATTERNS`] (case-insensitive); `tools.shellEnv.include` keeps any of them.
+pub const WELL_KNOWN_SECRETS: [&str; 15] = [
+    "*_PAT",
+    "NPM_CONFIG__AUTH*",
+    "*_DSN",
+    "AWS_*",
+    "*_PASS",
+    "*_PWD",
+    "*PASSWD*",
+    "*PASSPHRASE*",
+    "*CREDENTIAL*",
+    "*_AUTH",
+    "*CONNECTION_STRING*",
+    "*_JWT",
+    "*_COOKIE",
+    "*WEBHOOK*",
+    "DOCKER_AUTH_CONFIG",
+];
+
 /// The provider key variables corvid itself reads by default.
 pub const PROVIDER_KEYS: [&str; 2] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
 
-/// Decides, by name, which variables a command sees. Cheap to clone: every tool call's
+/// Decides, by name and value, which variables a command sees. Cheap to clone: every tool call's
 /// context carries one, and copying the compiled sets cost a tenth of a small call's CPU.
 #[derive(Debug, Clone)]
 pub struct EnvFilter {
     /// Always dropped unless included by name or glob: the provider keys, the secret patterns,
-    /// and `tools.shellEnv.exclude`.
+    /// the well-known secret names and `tools.shellEnv.exclude`.
     dropped: Arc<GlobSet>,
     /// `tools.shellEnv.include`: kept even when `dropped` matches.
     kept: Arc<GlobSet>,
@@ -36,7 +62,8 @@ impl Default for EnvFilter {
 
 impl EnvFilter {
     /// A filter dropping the default provider keys, `key_vars` (the variables the settings
-    /// name for the model keys), the secret patterns and `exclude`, keeping `include`.
+    /// name for the model keys), the secret patterns, the well-known secret names and
+    /// `exclude`, keeping `include`; values holding a URL with credentials are dropped too.
     /// Patterns are names or globs (`*`, `?`, `[...]`), matched case-insensitively.
     pub fn new(
         key_vars: &[String],
@@ -47,6 +74,7 @@ impl EnvFilter {
             .iter()
             .copied()
             .chain(SECRET_PATTERNS)
+            .chain(WELL_KNOWN_SECRETS)
             .chain(key_vars.iter().map(String::as_str))
             .chain(exclude.iter().map(String::as_str));
         Ok(Self {
@@ -55,10 +83,20 @@ impl EnvFilter {
         })
     }
 
-    /// Whether a variable named `name` reaches the command.
+    /// Whether a variable named `name` reaches the command, judged by its name alone.
     pub fn keeps(&self, name: &OsStr) -> bool {
         let name = name.to_string_lossy();
         self.kept.is_match(name.as_ref()) || !self.dropped.is_match(name.as_ref())
+    }
+
+    /// Whether the variable `name=value` reaches the command: by name, then by value (a
+    /// URL with credentials stays out whatever its name: `DATABASE_URL`, `OPENAI_BASE_URL`).
+    /// `tools.shellEnv.include` keeps a variable either way.
+    pub fn keeps_var(&self, name: &OsStr, value: &OsStr) -> bool {
+        let name = name.to_string_lossy();
+        self.kept.is_match(name.as_ref())
+            || (!self.dropped.is_match(name.as_ref())
+                && !has_url_credentials(&value.to_string_lossy()))
     }
 
     /// The variables of `env` that reach the command.
@@ -67,9 +105,40 @@ impl EnvFilter {
         env: impl IntoIterator<Item = (OsString, OsString)>,
     ) -> Vec<(OsString, OsString)> {
         env.into_iter()
-            .filter(|(name, _)| self.keeps(name))
+            .filter(|(name, value)| self.keeps_var(name, value))
             .collect()
     }
+}
+
+/// Whether `value` holds a URL carrying credentials anywhere in it: a password in its user
+/// info (`postgres://app:pw@db`, `redis://:pw@cache`), or any user info on `http(s)` (a token
+/// riding as the user name: `https://ghp_…@github.com`, a Sentry DSN). A bare `ssh://git@host`
+/// user is not a secret and stays.
+fn has_url_credentials(value: &str) -> bool {
+    let mut rest = value;
+    while let Some(pos) = rest.find("://") {
+        let scheme: String = rest[..pos]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let tail = &rest[pos + 3..];
+        let authority_len = tail
+            .find(|c: char| c.is_whitespace() || matches!(c, '/' | '?' | '#' | '"' | '\''))
+            .unwrap_or(tail.len());
+        if let Some(at) = tail[..authority_len].rfind('@') {
+            let user_info = &tail[..at];
+            let web = scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https");
+            if user_info.contains(':') || (web && !user_info.is_empty()) {
+                return true;
+            }
+        }
+        rest = &tail[authority_len..];
+    }
+    false
 }
 
 fn glob_set<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Result<GlobSet, String> {
@@ -130,6 +199,89 @@ mod tests {
             kept(&filter, &names),
             vec!["KEYBOARD_LAYOUT", "SSH_AUTH_SOCK"]
         );
+    }
+
+    #[test]
+    fn secrets_not_named_like_secrets_are_dropped_by_their_well_known_names() {
+        let filter = EnvFilter::default();
+        let names = [
+            "GH_PAT",
+            "GITHUB_PAT",
+            "NPM_CONFIG__AUTH",
+            "npm_config__authToken",
+            "NPM_TOKEN",
+            "SENTRY_DSN",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_PROFILE",
+            "DB_PASS",
+            "MYSQL_PWD",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "AZURE_STORAGE_CONNECTION_STRING",
+            "SLACK_WEBHOOK_URL",
+            "PATH",
+            "PWD",
+            "OLDPWD",
+            "SSH_AUTH_SOCK",
+            "GIT_ASKPASS",
+            "DATABASE_URL",
+        ];
+        assert_eq!(
+            kept(&filter, &names),
+            vec![
+                "PATH",
+                "PWD",
+                "OLDPWD",
+                "SSH_AUTH_SOCK",
+                "GIT_ASKPASS",
+                "DATABASE_URL"
+            ]
+        );
+    }
+
+    fn applied(filter: &EnvFilter, vars: &[(&str, &str)]) -> Vec<String> {
+        filter
+            .apply(
+                vars.iter()
+                    .map(|(n, v)| (OsString::from(n), OsString::from(v))),
+            )
+            .into_iter()
+            .map(|(n, _)| n.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_value_holding_a_url_with_credentials_is_dropped_whatever_its_name() {
+        let filter = EnvFilter::default();
+        let vars = [
+            ("DATABASE_URL", "postgres://app:s3cret@db.internal:5432/app"),
+            ("OPENAI_BASE_URL", "https://user:pw@proxy.corp/v1"),
+            ("REDIS_URL", "redis://:pw@cache:6379"),
+            ("GIT_REMOTE", "https://ghp_abcdef123456@github.com/o/r.git"),
+            (
+                "PIP_EXTRA_INDEX_URL",
+                "https://pypi.org/simple https://u:p@corp/simple",
+            ),
+            ("PLAIN_DB_URL", "postgres://db.internal/app"),
+            ("GIT_URL", "ssh://git@github.com/o/r.git"),
+            ("HOMEPAGE", "https://example.com/a@b"),
+            ("EMAIL", "me@example.com"),
+        ];
+        assert_eq!(
+            applied(&filter, &vars),
+            vec!["PLAIN_DB_URL", "GIT_URL", "HOMEPAGE", "EMAIL"]
+        );
+    }
+
+    #[test]
+    fn include_still_keeps_a_well_known_secret_and_a_url_with_credentials() {
+        let filter =
+            EnvFilter::new(&[], &["DATABASE_URL".to_owned(), "AWS_*".to_owned()], &[]).unwrap();
+        let vars = [
+            ("DATABASE_URL", "postgres://app:s3cret@db/app"),
+            ("AWS_REGION", "eu-west-1"),
+            ("OTHER_URL", "postgres://app:s3cret@db/app"),
+        ];
+        assert_eq!(applied(&filter, &vars), vec!["DATABASE_URL", "AWS_REGION"]);
     }
 
     #[test]

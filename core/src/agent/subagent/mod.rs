@@ -5,7 +5,8 @@
 
 mod run;
 
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use corvid_protocol::{ToolDisplay, ToolKind, ToolOutput};
@@ -13,18 +14,19 @@ use corvid_tools::{ApprovalNeed, Tool, ToolContext, ToolError, ToolRegistry};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::session::{Emitter, Shared, Static};
+use super::session::{Emitter, Shared, Static, lock};
 use crate::agents::{AgentType, DEFAULT_TYPE, child_system_prompt};
-use crate::policy::MaxTurns;
+use crate::policy::{MaxTurns, SubagentCaps};
 
 /// The name the model calls.
 pub const TASK_TOOL: &str = "task";
 
-/// When a child stops unfinished.
+/// When a child stops unfinished, and how many run.
 #[derive(Clone, Copy)]
 pub(super) struct Limits {
     pub turns: MaxTurns,
     pub time: Duration,
+    pub caps: SubagentCaps,
 }
 
 /// The session's `tools` plus the `task` tool, whose children get `stat`'s settings (without
@@ -47,6 +49,9 @@ pub(super) fn with_task_tool(
             events: events.clone(),
             time_limit: limits.time,
             types,
+            caps: limits.caps,
+            slots: Arc::new(tokio::sync::Semaphore::new(limits.caps.concurrent.max(1))),
+            this_turn: Mutex::new((0, 0)),
         }),
     };
     stat.tools.clone().with_tool(Arc::new(tool))
@@ -63,9 +68,32 @@ struct ChildEnv {
     /// How long a child may work.
     time_limit: Duration,
     types: Vec<AgentType>,
+    caps: SubagentCaps,
+    /// One permit per child running at once.
+    slots: Arc<tokio::sync::Semaphore>,
+    /// The parent's batch being counted, and how many children it started.
+    this_turn: Mutex<(u64, u32)>,
 }
 
 impl ChildEnv {
+    /// Counts a child of the parent's current batch, or refuses it past the per-turn cap.
+    fn count_child(&self) -> Result<(), ToolError> {
+        let batch = self.shared.batches_started.load(Ordering::Acquire);
+        let mut this_turn = lock(&self.this_turn);
+        if this_turn.0 != batch {
+            *this_turn = (batch, 0);
+        }
+        if this_turn.1 >= self.caps.per_turn {
+            return Err(ToolError::new(format!(
+                "refused: one model turn may start at most {} subagents \
+                 (agent.maxSubagentsPerTurn); do this one yourself or ask for it in a later turn",
+                self.caps.per_turn
+            )));
+        }
+        this_turn.1 += 1;
+        Ok(())
+    }
+
     fn agent_type(&self, name: &str) -> Result<&AgentType, ToolError> {
         self.types.iter().find(|t| t.name == name).ok_or_else(|| {
             let known: Vec<&str> = self.types.iter().map(|t| t.name.as_str()).collect();
@@ -226,6 +254,16 @@ impl Tool for TaskTool {
             let args = parse(&args)?;
             let name = args.subagent_type.as_deref().unwrap_or(DEFAULT_TYPE);
             let agent = env.agent_type(name)?.clone();
+            env.count_child()?;
+            // At most `caps.concurrent` children at once; the others wait for a slot.
+            let _slot = tokio::select! {
+                slot = env.slots.clone().acquire_owned() => slot.map_err(|_| {
+                    ToolError::new("the session is shutting down; no subagent was started")
+                })?,
+                () = ctx.cancel.cancelled() => {
+                    return Err(ToolError::new("cancelled before the subagent started"));
+                }
+            };
             run::run_child(&env, &agent, &args.description, args.prompt, ctx).await
         })
     }
