@@ -276,6 +276,44 @@ async fn shell_env_has_no_provider_keys() {
     }
 }
 
+/// An allow rule judges the line it sees: an exported function, `BASH_ENV` or `SHELLOPTS`
+/// from corvid's environment must not change what that line runs.
+#[tokio::test]
+async fn inherited_shell_start_up_hooks_cannot_change_what_a_command_runs() {
+    let ws = Workspace::new();
+    let mut ctx = ws.ctx();
+    let planted = ws.path("planted.sh");
+    std::fs::write(&planted, "touch bash_env_ran\n").unwrap();
+    let vars = [
+        ("BASH_FUNC_echo%%", "() { touch function_ran; }".to_owned()),
+        ("BASH_ENV", planted.display().to_string()),
+        ("ENV", planted.display().to_string()),
+        ("SHELLOPTS", "xtrace".to_owned()),
+        ("PS4", "$(touch ps4_ran)".to_owned()),
+        ("PATH", "/usr/local/bin:/usr/bin:/bin".to_owned()),
+    ];
+    ctx.shell = ShellPolicy {
+        base_env: Some(Arc::new(
+            vars.iter()
+                .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+                .collect(),
+        )),
+        ..ShellPolicy::default()
+    };
+
+    let out = RunShellCommand
+        .execute(json!({"command": "echo hello; ls"}), ctx)
+        .await
+        .unwrap();
+
+    assert_eq!(
+        out.raw["stdout"],
+        json!("hello\nplanted.sh\n"),
+        "{}",
+        out.text
+    );
+}
+
 #[tokio::test]
 async fn a_timeout_longer_than_the_user_limit_is_capped() {
     let ws = Workspace::new();

@@ -1,7 +1,8 @@
 //! Which environment variables a shell command inherits. Commands print their environment
 //! readily (`env`, a crash dump, a test log) and the model stores what it reads, so corvid's
 //! provider keys, anything named like a secret, the well-known credential variables and any
-//! value holding a URL with credentials stay out by default (`tools.shellEnv`).
+//! value holding a URL with credentials stay out by default (`tools.shellEnv`), and so do the
+//! variables through which bash would run code of its own around the command.
 
 use std::ffi::{OsStr, OsString};
 use std::sync::Arc;
@@ -34,6 +35,21 @@ pub const WELL_KNOWN_SECRETS: [&str; 15] = [
     "*_COOKIE",
     "*WEBHOOK*",
     "DOCKER_AUTH_CONFIG",
+];
+
+/// Variables that make bash run code of their own before or around the command: `BASH_ENV`
+/// (a file sourced by every non-interactive bash), `ENV` (the same for `sh`), exported
+/// functions (`BASH_FUNC_git%%=() { ...; }` replaces `git` inside an allowed `git status`),
+/// `SHELLOPTS`/`BASHOPTS` (switch on `xtrace`, `extdebug`, ...) and `PS4` (expanded, command
+/// substitutions included, under `xtrace`). An allow rule judges the command line it sees, so
+/// none of these may change what that line runs; `tools.shellEnv.include` keeps one.
+pub const SHELL_START_UP_HOOKS: [&str; 6] = [
+    "BASH_ENV",
+    "ENV",
+    "BASH_FUNC_*",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "PS4",
 ];
 
 /// The provider key variables corvid itself reads by default.
@@ -75,6 +91,7 @@ impl EnvFilter {
             .copied()
             .chain(SECRET_PATTERNS)
             .chain(WELL_KNOWN_SECRETS)
+            .chain(SHELL_START_UP_HOOKS)
             .chain(key_vars.iter().map(String::as_str))
             .chain(exclude.iter().map(String::as_str));
         Ok(Self {
