@@ -60,13 +60,28 @@ pub(crate) fn apply(
     let mut staged = Vec::new();
     let mut deferred = Vec::new();
     for (rel, entry) in &writes {
-        match stage(root, objects, rel, entry) {
+        match stage(root, objects, rel, entry, false) {
             Ok(s) => staged.push(s),
             Err(StageError::Blocked) => deferred.push((rel, *entry)),
             Err(StageError::Failed(e)) => {
                 discard(root, &staged);
                 return Err(e);
             }
+        }
+    }
+
+    // One flush for all the new versions (instead of one per file) before any rename, so a
+    // crash of the machine cannot leave a renamed but empty file either.
+    if !staged.is_empty() {
+        let flushed = rustix::fs::open(
+            root,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .and_then(rustix::fs::syncfs);
+        if let Err(e) = flushed {
+            discard(root, &staged);
+            return Err(io::Error::from(e)).at(root);
         }
     }
 
@@ -85,7 +100,7 @@ pub(crate) fn apply(
         commit(root, s).at(&root.join(OsStr::from_bytes(&s.rel)))?;
     }
     for (rel, entry) in deferred {
-        let s = stage(root, objects, rel, entry).map_err(|e| match e {
+        let s = stage(root, objects, rel, entry, true).map_err(|e| match e {
             StageError::Failed(e) => e,
             StageError::Blocked => Error::Io {
                 path: root.join(OsStr::from_bytes(rel)),
@@ -120,6 +135,7 @@ fn stage(
     objects: &Objects,
     rel: &[u8],
     entry: &Entry,
+    flush: bool,
 ) -> std::result::Result<Staged, StageError> {
     let full = root.join(OsStr::from_bytes(rel));
     let (dirs, _) = split(rel).map_err(|e| {
@@ -143,7 +159,7 @@ fn stage(
     let written = match entry {
         Entry::File { mode, hash } => objects
             .get(hash)
-            .and_then(|content| write_temp(&dir, &temp, *mode, &content).at(&full)),
+            .and_then(|content| write_temp(&dir, &temp, *mode, &content, flush).at(&full)),
         Entry::Symlink { target } => symlinkat(OsStr::from_bytes(target), &dir, &temp)
             .map_err(io::Error::from)
             .at(&full),
@@ -170,7 +186,15 @@ fn is_blocked(e: &io::Error) -> bool {
     code == Some(Errno::NOTDIR.raw_os_error()) || code == Some(Errno::LOOP.raw_os_error())
 }
 
-fn write_temp(dir: &OwnedFd, temp: &OsStr, mode: u32, content: &[u8]) -> io::Result<()> {
+/// Writes a temporary file with the snapshot's mode; flushed to disk now only when asked
+/// (the first phase flushes all its files at once).
+fn write_temp(
+    dir: &OwnedFd,
+    temp: &OsStr,
+    mode: u32,
+    content: &[u8],
+    flush: bool,
+) -> io::Result<()> {
     let fd = openat(
         dir,
         temp,
@@ -181,7 +205,10 @@ fn write_temp(dir: &OwnedFd, temp: &OsStr, mode: u32, content: &[u8]) -> io::Res
     file.write_all(content)?;
     // The umask narrowed the mode at creation; the snapshot's bits are put back exactly.
     fchmod(&file, Mode::from_raw_mode(mode))?;
-    file.sync_all()
+    if flush {
+        file.sync_all()?;
+    }
+    Ok(())
 }
 
 /// Renames a staged temporary file over its target (replacing a file or a link, not

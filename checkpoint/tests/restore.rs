@@ -27,7 +27,10 @@ fn sed_in_place_rewrite_is_undone() {
     f.sh("sed -i 's/world/there/' src/a.txt");
     let after = f.snapshot();
     let plan = f.undo(before, after);
-    assert_eq!(plan.changes, vec![change("src/a.txt", Action::Modify, false)]);
+    assert_eq!(
+        plan.changes,
+        vec![change("src/a.txt", Action::Modify, false)]
+    );
     assert_eq!(f.read("src/a.txt"), b"hello world\n");
     assert_eq!(f.read("b.txt"), b"untouched\n");
 }
@@ -40,9 +43,15 @@ fn file_created_by_a_heredoc_is_removed_by_undo() {
     f.sh("mkdir -p gen && cat > gen/new.txt <<'EOF'\ncreated\nEOF");
     let after = f.snapshot();
     let plan = f.undo(before, after);
-    assert_eq!(plan.changes, vec![change("gen/new.txt", Action::Delete, false)]);
+    assert_eq!(
+        plan.changes,
+        vec![change("gen/new.txt", Action::Delete, false)]
+    );
     assert!(!f.exists("gen/new.txt"));
-    assert!(!f.exists("gen"), "the folder the turn created and emptied is removed");
+    assert!(
+        !f.exists("gen"),
+        "the folder the turn created and emptied is removed"
+    );
     assert_eq!(f.read("keep.txt"), b"k");
 }
 
@@ -126,8 +135,17 @@ fn symlinks_are_restored_as_links_and_outside_targets_are_never_read() {
     f.sh("ln -sfn b.txt link && rm out && ln -s a.txt new-link");
     let after = f.snapshot();
     f.undo(before, after);
-    assert_eq!(std::fs::read_link(f.path("link")).unwrap(), Path::new("a.txt"));
-    assert!(f.path("out").symlink_metadata().unwrap().file_type().is_symlink());
+    assert_eq!(
+        std::fs::read_link(f.path("link")).unwrap(),
+        Path::new("a.txt")
+    );
+    assert!(
+        f.path("out")
+            .symlink_metadata()
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     assert_eq!(std::fs::read_link(f.path("out")).unwrap(), secret);
     assert!(!f.exists("new-link"));
     assert_eq!(
@@ -170,7 +188,10 @@ fn works_in_a_folder_that_is_not_a_git_repository_and_honours_gitignore() {
     f.write("debug.log", "more log");
     let after = f.snapshot();
     let plan = f.undo(before, after);
-    assert_eq!(plan.changes, vec![change("src/lib.rs", Action::Modify, false)]);
+    assert_eq!(
+        plan.changes,
+        vec![change("src/lib.rs", Action::Modify, false)]
+    );
     assert_eq!(f.read("src/lib.rs"), b"pub fn a() {}");
     assert_eq!(f.read("build/out.bin"), b"rebuilt");
     assert_eq!(f.read("build/new.bin"), b"new output");
@@ -192,7 +213,10 @@ fn git_folder_is_never_stored_nor_touched_by_a_restore() {
     f.write(".git/objects/ef/01", "new object");
     let after = f.snapshot();
     let plan = f.undo(before, after);
-    assert_eq!(plan.changes, vec![change("tracked.txt", Action::Modify, false)]);
+    assert_eq!(
+        plan.changes,
+        vec![change("tracked.txt", Action::Modify, false)]
+    );
     assert_eq!(f.read("tracked.txt"), b"v1");
     assert_eq!(f.read(".git/config"), b"changed by a commit");
     assert_eq!(f.read(".git/objects/ef/01"), b"new object");
@@ -244,7 +268,10 @@ fn file_over_the_size_limit_is_named_in_the_preview_and_not_stored() {
     f.sh("rm big.bin small.txt");
     let after = f.snapshot();
     let plan = f.preview(before, after);
-    assert_eq!(plan.changes, vec![change("small.txt", Action::Recreate, false)]);
+    assert_eq!(
+        plan.changes,
+        vec![change("small.txt", Action::Recreate, false)]
+    );
     assert_eq!(plan.unrestorable.len(), 1);
     assert_eq!(plan.unrestorable[0].path, PathBuf::from("big.bin"));
     assert_eq!(
@@ -303,8 +330,16 @@ fn a_workspace_changed_after_the_preview_is_not_restored() {
 #[test]
 fn the_store_is_private_and_project_keys_cannot_escape_it() {
     let f = Fixture::new();
-    for dir in [f.home.path().join("checkpoints"), f.store.dir().to_path_buf()] {
-        assert_eq!(dir.metadata().unwrap().mode() & 0o777, 0o700, "{}", dir.display());
+    for dir in [
+        f.home.path().join("checkpoints"),
+        f.store.dir().to_path_buf(),
+    ] {
+        assert_eq!(
+            dir.metadata().unwrap().mode() & 0o777,
+            0o700,
+            "{}",
+            dir.display()
+        );
     }
     for key in ["../evil", "a/b", "", ".", ".."] {
         let err = Store::open(f.home.path(), key).unwrap_err();
@@ -342,7 +377,10 @@ fn a_same_size_rewrite_with_the_old_mtime_is_still_seen_through_the_stat_cache()
     f.write("a.txt", "new content");
     f.sh("touch -d '2020-01-01 00:00:00' a.txt");
     let after = f.snapshot();
-    assert_ne!(after, before, "a rewrite hidden from size and mtime was missed");
+    assert_ne!(
+        after, before,
+        "a rewrite hidden from size and mtime was missed"
+    );
     f.undo(before, after);
     assert_eq!(f.read("a.txt"), b"old content");
 }
