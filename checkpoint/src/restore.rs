@@ -260,10 +260,10 @@ fn remove_emptied_dirs(root: &Path, deleted: &[Vec<u8>]) {
 /// Removes the temporary files of a restore that failed before any rename.
 fn discard(root: &Path, staged: &[Staged]) {
     for s in staged {
-        if let Ok((dirs, _)) = split(&s.rel) {
-            if let Ok(dir) = open_dir(root, &dirs, false) {
-                let _ = unlinkat(&dir, &s.temp, AtFlags::empty());
-            }
+        if let Ok((dirs, _)) = split(&s.rel)
+            && let Ok(dir) = open_dir(root, &dirs, false)
+        {
+            let _ = unlinkat(&dir, &s.temp, AtFlags::empty());
         }
     }
 }

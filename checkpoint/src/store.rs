@@ -141,7 +141,7 @@ impl Store {
         Ok(self.snapshot_locked(workspace)?.0)
     }
 
-    fn snapshot_locked(&mut self, workspace: &Path) -> Result<(SnapshotId, Flat, scan::Scan)> {
+    fn snapshot_locked(&mut self, workspace: &Path) -> Result<(SnapshotId, scan::Scan)> {
         let generation = read_generation(&self.dir.join("generation"))?;
         if generation != self.cache.generation {
             self.cache.reset(generation);
@@ -156,11 +156,10 @@ impl Store {
         let root = tree::write_tree(&self.objects, &scanned.flat)?;
         self.cache.save()?;
         let records = self.records()?;
-        if let Some(latest) = records.last() {
-            if latest.root == root.to_string() {
-                let flat = scanned.flat.clone();
-                return Ok((latest.id, flat, scanned));
-            }
+        if let Some(latest) = records.last()
+            && latest.root == root.to_string()
+        {
+            return Ok((latest.id, scanned));
         }
         let id = SnapshotId(records.last().map_or(1, |r| r.id.0 + 1));
         let record = Record {
@@ -171,8 +170,7 @@ impl Store {
         let json = serde_json::to_vec(&record).map_err(|e| Error::Corrupt(e.to_string()))?;
         write_atomically(&self.record_path(id), &json)?;
         tracing::debug!(%id, %root, "checkpoint taken");
-        let flat = scanned.flat.clone();
-        Ok((id, flat, scanned))
+        Ok((id, scanned))
     }
 
     /// Compares the workspace now with snapshot `target`. `expected_current` is the state the
@@ -188,11 +186,11 @@ impl Store {
         let _lock = self.lock()?;
         let target_flat = self.flat(target)?;
         let expected_flat = self.flat(expected_current)?;
-        let (current, current_flat, _) = self.snapshot_locked(workspace)?;
+        let (current, scanned) = self.snapshot_locked(workspace)?;
         let (changes, unrestorable, target_entries) = plan::compare(
             &target_flat,
             &expected_flat,
-            &current_flat,
+            &scanned.flat,
             self.options.max_file_bytes,
         );
         Ok(RestorePlan {
@@ -213,7 +211,7 @@ impl Store {
     /// by restoring `plan.current`).
     pub fn restore(&mut self, plan: &RestorePlan, overwrite_conflicts: bool) -> Result<SnapshotId> {
         let _lock = self.lock()?;
-        let (now, _, scanned) = self.snapshot_locked(&plan.workspace)?;
+        let (now, scanned) = self.snapshot_locked(&plan.workspace)?;
         if self.root_of(now)? != self.root_of(plan.current)? {
             return Err(Error::WorkspaceChanged);
         }
