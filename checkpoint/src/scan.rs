@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rustix::fs::{Mode, OFlags};
 
-use crate::error::Result;
+use crate::error::{IoContext, Result};
 use crate::objects::Objects;
 use crate::stat_cache::{Fingerprint, StatCache};
 use crate::tree::{Entry, Flat};
@@ -39,7 +39,9 @@ pub(crate) fn scan(
     max_file_bytes: u64,
 ) -> Result<Scan> {
     let started_ns = now_ns();
-    let store_dir = store_dir.to_path_buf();
+    // The walk does not follow links, so a workspace named through one is resolved first.
+    let workspace = &std::fs::canonicalize(workspace).at(workspace)?;
+    let store_dir = std::fs::canonicalize(store_dir).at(store_dir)?;
     let mut walker = ignore::WalkBuilder::new(workspace);
     walker
         .hidden(false)

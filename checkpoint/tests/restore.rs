@@ -384,3 +384,19 @@ fn a_same_size_rewrite_with_the_old_mtime_is_still_seen_through_the_stat_cache()
     f.undo(before, after);
     assert_eq!(f.read("a.txt"), b"old content");
 }
+
+#[test]
+fn a_workspace_named_through_a_symlink_is_captured() {
+    let mut f = Fixture::new();
+    f.write("a.txt", "one");
+    let alias_dir = tempfile::tempdir().unwrap();
+    let alias = alias_dir.path().join("ws");
+    std::os::unix::fs::symlink(f.ws.path(), &alias).unwrap();
+    let before = f.store.snapshot(&alias).unwrap();
+    f.write("a.txt", "two");
+    let after = f.store.snapshot(&alias).unwrap();
+    let plan = f.store.preview(&alias, before, after).unwrap();
+    assert_eq!(plan.changes, vec![change("a.txt", Action::Modify, false)]);
+    f.store.restore(&plan, false).unwrap();
+    assert_eq!(f.read("a.txt"), b"one");
+}
