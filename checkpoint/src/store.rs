@@ -154,6 +154,7 @@ impl Store {
             self.options.max_file_bytes,
         )?;
         let root = tree::write_tree(&self.objects, &scanned.flat)?;
+        self.objects.flush()?;
         self.cache.save()?;
         let records = self.records()?;
         if let Some(latest) = records.last()
