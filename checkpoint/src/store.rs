@@ -156,13 +156,13 @@ impl Store {
         let root = tree::write_tree(&self.objects, &scanned.flat)?;
         self.objects.flush()?;
         self.cache.save()?;
-        let records = self.records()?;
-        if let Some(latest) = records.last()
+        let latest = self.latest_record()?;
+        if let Some(latest) = &latest
             && latest.root == root.to_string()
         {
             return Ok((latest.id, scanned));
         }
-        let id = SnapshotId(records.last().map_or(1, |r| r.id.0 + 1));
+        let id = SnapshotId(latest.map_or(1, |r| r.id.0 + 1));
         let record = Record {
             id,
             root: root.to_string(),
@@ -350,6 +350,21 @@ impl Store {
         }
         out.sort_by_key(|r| r.id);
         Ok(out)
+    }
+
+    /// The newest record, found by name (ids are zero-padded) so only one file is read.
+    fn latest_record(&self) -> Result<Option<Record>> {
+        let dir = self.dir.join("snapshots");
+        let mut newest: Option<u64> = None;
+        for entry in fs::read_dir(&dir).at(&dir)? {
+            let name = entry.at(&dir)?.file_name();
+            let id = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(".json"))
+                .and_then(|n| n.parse::<u64>().ok());
+            newest = newest.max(id);
+        }
+        newest.map(|id| self.record(SnapshotId(id))).transpose()
     }
 
     fn record(&self, id: SnapshotId) -> Result<Record> {
