@@ -38,7 +38,26 @@ pub(crate) fn scan(
     cache: &mut StatCache,
     max_file_bytes: u64,
 ) -> Result<Scan> {
-    let started_ns = now_ns();
+    scan_with(
+        workspace,
+        store_dir,
+        objects,
+        cache,
+        max_file_bytes,
+        RACY_WINDOW_NS,
+    )
+}
+
+/// [`scan`] with the racy-clean window as a parameter (tests use 0 to exercise the cache).
+fn scan_with(
+    workspace: &Path,
+    store_dir: &Path,
+    objects: &Objects,
+    cache: &mut StatCache,
+    max_file_bytes: u64,
+    racy_window_ns: i64,
+) -> Result<Scan> {
+    let settled_ns = now_ns() - racy_window_ns;
     // The walk does not follow links, so a workspace named through one is resolved first.
     let workspace = &std::fs::canonicalize(workspace).at(workspace)?;
     let store_dir = std::fs::canonicalize(store_dir).at(store_dir)?;
@@ -99,7 +118,7 @@ pub(crate) fn scan(
                 objects,
                 cache,
                 max_file_bytes,
-                started_ns,
+                settled_ns,
             )? {
                 Ok(Some(e)) => {
                     out.flat.insert(rel, e);
@@ -130,7 +149,7 @@ fn read_file(
     objects: &Objects,
     cache: &mut StatCache,
     max_file_bytes: u64,
-    started_ns: i64,
+    settled_ns: i64,
 ) -> Result<io::Result<Option<Entry>>> {
     let (content, fp) = match read_content(path, rel, cache, max_file_bytes) {
         Ok(Probe::Done(entry)) => return Ok(Ok(entry)),
@@ -138,8 +157,7 @@ fn read_file(
         Err(e) => return Ok(Err(e)),
     };
     let hash = objects.put(&content)?;
-    let settled = started_ns - RACY_WINDOW_NS;
-    if fp.mtime_ns < settled && fp.ctime_ns < settled {
+    if fp.mtime_ns < settled_ns && fp.ctime_ns < settled_ns {
         cache.insert(rel.to_vec(), fp, hash);
     } else {
         cache.remove(rel);
@@ -204,4 +222,60 @@ pub(crate) fn now_ns() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn setup() -> (tempfile::TempDir, tempfile::TempDir, Objects, StatCache) {
+        let ws = tempfile::tempdir().unwrap();
+        let store = tempfile::tempdir().unwrap();
+        let objects = Objects::new(store.path().join("objects"));
+        let cache = StatCache::load(store.path().join("index"));
+        (ws, store, objects, cache)
+    }
+
+    fn set_old_mtime(path: &Path) {
+        let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+        File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+
+    #[test]
+    fn a_settled_file_is_cached_and_a_same_size_same_mtime_replacement_is_still_seen() {
+        let (ws, store, objects, mut cache) = setup();
+        let file = ws.path().join("a.txt");
+        std::fs::write(&file, "aaaa").unwrap();
+        set_old_mtime(&file);
+        let first = scan_with(ws.path(), store.path(), &objects, &mut cache, 1 << 20, 0).unwrap();
+        assert!(
+            cache.entries.contains_key(b"a.txt".as_slice()),
+            "not cached"
+        );
+
+        // Replaced the way `sed -i` does: same size, same mtime, new inode and ctime.
+        let temp = ws.path().join("a.tmp");
+        std::fs::write(&temp, "bbbb").unwrap();
+        set_old_mtime(&temp);
+        std::fs::rename(&temp, &file).unwrap();
+        let second = scan_with(ws.path(), store.path(), &objects, &mut cache, 1 << 20, 0).unwrap();
+        assert_ne!(
+            first.flat.get(b"a.txt".as_slice()),
+            second.flat.get(b"a.txt".as_slice())
+        );
+    }
+
+    #[test]
+    fn a_recently_changed_file_is_never_cached() {
+        let (ws, store, objects, mut cache) = setup();
+        std::fs::write(ws.path().join("a.txt"), "a").unwrap();
+        scan(ws.path(), store.path(), &objects, &mut cache, 1 << 20).unwrap();
+        assert!(cache.entries.is_empty());
+    }
 }

@@ -367,10 +367,10 @@ fn changes_lists_what_a_turn_touched() {
 }
 
 #[test]
-fn a_same_size_rewrite_with_the_old_mtime_is_still_seen_through_the_stat_cache() {
+fn a_same_size_rewrite_with_the_old_mtime_is_still_undone() {
     let mut f = Fixture::new();
     f.write("a.txt", "old content");
-    // Old enough to be cached (a file changed in the last moments is always re-read).
+    // Size and mtime alone cannot tell the versions apart.
     f.sh("touch -d '2020-01-01 00:00:00' a.txt");
     let before = f.snapshot();
     assert_eq!(f.snapshot(), before);
