@@ -9,6 +9,8 @@
 use std::time::{Duration, Instant};
 
 use corvid_checkpoint::Store;
+use std::path::Path;
+use std::process::Command;
 
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -144,5 +146,92 @@ fn main() {
     assert_eq!(
         std::fs::read(ws.join(rel(0))).unwrap(),
         content(0, 1, per_file)
+    );
+
+    opencode_design(&ws, &scratch.path().join("opencode-git"), files, per_file);
+}
+
+/// Bytes of the files under `dir`.
+fn du(dir: &Path) -> u64 {
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let meta = entry.metadata().unwrap();
+        n += if meta.is_dir() {
+            du(&entry.path())
+        } else {
+            meta.len()
+        };
+    }
+    n
+}
+
+/// opencode's design, measured on the same tree: a separate git dir, `git add -A` +
+/// `git write-tree` per snapshot, `git checkout <tree> -- <files>` to revert.
+fn opencode_design(ws: &Path, git_dir: &Path, files: usize, per_file: usize) {
+    let git = |args: &[&str]| -> String {
+        let out = Command::new("git")
+            .arg("--git-dir")
+            .arg(git_dir)
+            .arg("--work-tree")
+            .arg(ws)
+            .args(["-c", "core.autocrlf=false", "-c", "gc.auto=0"])
+            .args(args)
+            .current_dir(ws)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    git(&["init", "-q"]);
+    let snapshot = || {
+        git(&["add", "-A", "."]);
+        git(&["write-tree"])
+    };
+    let t = Instant::now();
+    snapshot();
+    println!(
+        "opencode design: first snapshot {}; git dir {} MB",
+        ms(t.elapsed()),
+        du(git_dir) >> 20
+    );
+    let mut warm = Vec::new();
+    for _ in 0..11 {
+        let t = Instant::now();
+        snapshot();
+        warm.push(t.elapsed());
+    }
+    println!(
+        "opencode design: unchanged snapshot: median {}",
+        ms(median(warm))
+    );
+    let before_bytes = du(git_dir);
+    for i in (0..10).map(|k| k * (files / 10) + k) {
+        std::fs::write(ws.join(rel(i)), content(i, 3, per_file)).unwrap();
+    }
+    let t = Instant::now();
+    let before = snapshot();
+    let snap10 = t.elapsed();
+    println!(
+        "opencode design: turn changing 10 files: snapshot {}, git dir grew {} bytes",
+        ms(snap10),
+        du(git_dir) - before_bytes
+    );
+    let paths: Vec<String> = (0..100).map(|k| rel(k * (files / 100) + k)).collect();
+    for (k, p) in paths.iter().enumerate() {
+        std::fs::write(ws.join(p), content(k, 4, per_file)).unwrap();
+    }
+    snapshot();
+    let t = Instant::now();
+    let mut args = vec!["checkout", before.as_str(), "--"];
+    args.extend(paths.iter().map(String::as_str));
+    git(&args);
+    println!(
+        "opencode design: revert of 100 files (git checkout <tree> -- files): {}",
+        ms(t.elapsed())
     );
 }
