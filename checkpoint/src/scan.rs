@@ -90,11 +90,7 @@ fn scan_with(
             continue;
         };
         let rel = rel.as_os_str().as_bytes().to_vec();
-        if entry
-            .file_name()
-            .as_bytes()
-            .starts_with(RESTORE_TEMP_PREFIX.as_bytes())
-        {
+        if is_restore_temp(entry.file_name().as_bytes()) {
             out.stale_temps.push(entry.path().to_path_buf());
             continue;
         }
@@ -132,6 +128,18 @@ fn scan_with(
     let flat = &out.flat;
     cache.retain(|path| flat.contains_key(path));
     Ok(out)
+}
+
+/// Whether `name` is exactly a restore's temporary name (`<prefix><pid>-<counter>`), so a
+/// user's file that merely starts with the prefix is captured and never removed.
+fn is_restore_temp(name: &[u8]) -> bool {
+    let Some(rest) = name.strip_prefix(RESTORE_TEMP_PREFIX.as_bytes()) else {
+        return false;
+    };
+    let mut parts = rest.split(|&b| b == b'-');
+    let digits =
+        |p: Option<&[u8]>| p.is_some_and(|p| !p.is_empty() && p.iter().all(u8::is_ascii_digit));
+    digits(parts.next()) && digits(parts.next()) && parts.next().is_none()
 }
 
 fn skip(path: &Path, error: &io::Error) {
@@ -269,6 +277,14 @@ mod tests {
             first.flat.get(b"a.txt".as_slice()),
             second.flat.get(b"a.txt".as_slice())
         );
+    }
+
+    #[test]
+    fn only_exact_restore_temp_names_are_treated_as_leftovers() {
+        assert!(is_restore_temp(b".corvid-restore-123-0"));
+        assert!(!is_restore_temp(b".corvid-restore-notes.txt"));
+        assert!(!is_restore_temp(b".corvid-restore-1-2-3"));
+        assert!(!is_restore_temp(b".corvid-restore-"));
     }
 
     #[test]
