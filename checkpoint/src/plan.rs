@@ -7,11 +7,14 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
+
 use crate::store::SnapshotId;
 use crate::tree::{Entry, Flat};
 
 /// What a restore does to one path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Action {
     /// The file exists and gets the snapshot's content, mode or link target.
     Modify,
@@ -21,8 +24,8 @@ pub enum Action {
     Delete,
 }
 
-/// One path a restore would change.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One path a restore would change (serialisable for `--output-format json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Change {
     /// The path, relative to the workspace.
     pub path: PathBuf,
@@ -34,7 +37,8 @@ pub struct Change {
 }
 
 /// Why a path cannot be restored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "reason")]
 pub enum UnrestorableReason {
     /// The snapshot's version was over the size limit, so its content was never captured.
     TooLarge {
@@ -54,11 +58,12 @@ pub enum UnrestorableReason {
 }
 
 /// A path the restore needs but cannot put back; left untouched.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Unrestorable {
     /// The path, relative to the workspace.
     pub path: PathBuf,
     /// Why it cannot be restored.
+    #[serde(flatten)]
     pub reason: UnrestorableReason,
 }
 

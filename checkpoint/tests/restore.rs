@@ -400,3 +400,22 @@ fn a_workspace_named_through_a_symlink_is_captured() {
     f.store.restore(&plan, false).unwrap();
     assert_eq!(f.read("a.txt"), b"one");
 }
+
+#[test]
+fn a_preview_serialises_for_json_output() {
+    let mut f = Fixture::with(Options { max_file_bytes: 8 });
+    f.write("a.txt", "a");
+    f.write("big.txt", "more than eight bytes");
+    let before = f.snapshot();
+    f.sh("rm a.txt big.txt");
+    let after = f.snapshot();
+    let plan = f.preview(before, after);
+    assert_eq!(
+        serde_json::to_value(&plan.changes).unwrap(),
+        serde_json::json!([{"path": "a.txt", "action": "recreate", "conflict": false}])
+    );
+    assert_eq!(
+        serde_json::to_value(&plan.unrestorable).unwrap(),
+        serde_json::json!([{"path": "big.txt", "reason": "too_large", "size": 21, "limit": 8}])
+    );
+}
