@@ -66,11 +66,21 @@ async fn the_key_is_not_in_corvids_environ() {
     let sandboxed = Sandbox::new();
     assert_closed(&probe(&sandboxed, false).await, "sandboxed command");
 
-    // An unconfined command (and so an MCP server, started the same way) as a user who is
-    // not root: root outside the sandbox can read any process's memory.
+    // An unconfined command as whoever runs the tests: as root it has lost the capabilities
+    // that read another process's memory.
     let unconfined = Sandbox::new();
     unconfined.user_settings(r#"{"tools": {"sandbox": "off"}}"#);
+    assert_closed(&probe(&unconfined, false).await, "unconfined command");
+
+    // And as a user who is not root (CI runs as root, so both cases run there).
     // `/proc/self` belongs to this process's effective user.
     let root = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap()) == 0;
-    assert_closed(&probe(&unconfined, root).await, "unconfined command");
+    if root {
+        let other_user = Sandbox::new();
+        other_user.user_settings(r#"{"tools": {"sandbox": "off"}}"#);
+        assert_closed(
+            &probe(&other_user, true).await,
+            "unconfined command of another user",
+        );
+    }
 }

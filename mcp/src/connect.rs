@@ -119,6 +119,7 @@ fn child(
         None => launch.cwd.clone(),
     };
     cmd.current_dir(&dir);
+    corvid_sandbox::keep_key_out_of_reach(cmd.as_std_mut());
     let mut wrapped = CommandWrap::from(cmd);
     wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
     let (process, stderr) = TokioChildProcess::builder(wrapped)

@@ -164,6 +164,26 @@ async fn a_servers_read_only_hint_does_not_skip_approval() {
     assert_eq!(tool.kind(), ToolKind::Other);
 }
 
+/// An MCP server is not sandboxed, yet even as root it cannot open corvid's environment or
+/// memory (issue 25 finding 5): corvid is not dumpable, and the server has lost the
+/// capabilities that would override that. This process stands in for corvid.
+#[tokio::test]
+async fn an_mcp_server_cannot_read_corvids_environ_or_memory() {
+    nix::sys::prctl::set_dumpable(false).unwrap();
+    let servers = started(
+        hostile("prober", &["--probe-parent"], json!({})),
+        ToolLimits::default(),
+    );
+    ready(&servers).await;
+    let tool = servers.tools()[0].clone();
+    let out = tool.execute(json!({}), tool_ctx()).await.unwrap();
+    assert!(
+        out.text.contains("CLOSED environ") && out.text.contains("CLOSED mem"),
+        "the server read corvid's environment or memory: {}",
+        out.text
+    );
+}
+
 #[tokio::test]
 async fn a_read_only_hint_is_believed_only_when_the_user_trusts_the_servers_hints() {
     let servers = started(

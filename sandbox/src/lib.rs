@@ -140,6 +140,14 @@ pub fn available(level: SandboxLevel, workspace: &Path) -> Result<(), Unavailabl
     platform::available(workspace)
 }
 
+/// Makes the child of `command`, a program corvid starts without confining it (an MCP
+/// server), unable to read corvid's memory or environment even as root: it loses the
+/// capabilities that would let it (`CAP_SYS_PTRACE`, `CAP_SYS_ADMIN`, ...). Commands get the
+/// same through [`Confinement::apply_to`], confined or not.
+pub fn keep_key_out_of_reach(command: &mut std::process::Command) {
+    platform::keep_key_out_of_reach(command);
+}
+
 /// Whether this system can confine commands at all (tests and CI ask this).
 pub fn supported() -> Result<(), Unavailable> {
     platform::supported()

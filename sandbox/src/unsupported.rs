@@ -26,6 +26,9 @@ impl Prepared {
     pub(crate) fn apply_to(self, _command: &mut std::process::Command) {}
 }
 
+/// Nothing to drop on systems without the Linux capability model here.
+pub(crate) fn keep_key_out_of_reach(_command: &mut std::process::Command) {}
+
 pub(crate) fn supported() -> Result<(), Unavailable> {
     Err(unavailable())
 }

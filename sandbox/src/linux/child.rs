@@ -20,8 +20,10 @@ struct SockFprog {
 
 /// `<linux/capability.h>`: the capabilities that read other processes' memory or environment
 /// (`/proc/PID/environ` and `mem` of a non-dumpable corvid, `process_vm_readv`, BPF and perf
-/// probes, `/dev/mem`, kernel modules) or type into any terminal. A confined command running
-/// as root loses them, so corvid's key stays out of its reach.
+/// probes, `/dev/mem`, kernel modules) or type into any terminal. Every command corvid runs,
+/// confined or not, and every MCP server it starts loses them, so corvid's key stays out of
+/// their reach even when they run as root (an unconfined root command cannot `mount` or
+/// `strace` either; docs/security.md says so).
 const DROPPED_CAPS: [libc::c_int; 6] = [
     16, // CAP_SYS_MODULE
     17, // CAP_SYS_RAWIO
@@ -56,6 +58,9 @@ pub(super) struct ChildSetup {
     parent: libc::pid_t,
     landlock: Option<OwnedFd>,
     seccomp: Option<BpfProgram>,
+    /// Whether the child starts a session of its own (commands); an MCP server keeps the
+    /// process group its spawner made it lead, which `setsid` would refuse.
+    own_session: bool,
 }
 
 impl ChildSetup {
@@ -64,6 +69,16 @@ impl ChildSetup {
             parent: libc::pid_t::try_from(std::process::id()).unwrap_or(0),
             landlock,
             seccomp,
+            own_session: true,
+        }
+    }
+
+    /// Only what keeps corvid's key out of reach (the capability drop) and the death signal,
+    /// for a child whose spawner already made it lead a process group.
+    pub(super) fn key_out_of_reach() -> Self {
+        Self {
+            own_session: false,
+            ..Self::new(None, None)
         }
     }
 
@@ -73,7 +88,7 @@ impl ChildSetup {
         // A session of its own: no controlling terminal, so nothing the command or what it
         // leaves behind does reaches the user's terminal through `/dev/tty` or `TIOCSTI`.
         // SAFETY: setsid has no arguments; the child is not a process group leader.
-        if unsafe { libc::setsid() } == -1 {
+        if self.own_session && unsafe { libc::setsid() } == -1 {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: prctl with integer arguments only; no memory is passed.
@@ -90,10 +105,10 @@ impl ChildSetup {
         if self.parent != 0 && unsafe { libc::getppid() } != self.parent {
             return Err(io::Error::from_raw_os_error(libc::ESRCH));
         }
+        drop_capabilities()?;
         if self.landlock.is_none() && self.seccomp.is_none() {
             return Ok(());
         }
-        drop_capabilities()?;
         // Landlock and an unprivileged seccomp filter both require no-new-privileges; it also
         // keeps setuid programs from regaining what the sandbox takes away.
         // SAFETY: prctl with integer arguments only.

@@ -53,6 +53,11 @@ impl Prepared {
     }
 }
 
+/// Makes `command`'s child drop what would let it read corvid's memory or environment.
+pub(crate) fn keep_key_out_of_reach(command: &mut std::process::Command) {
+    child::install(child::ChildSetup::key_out_of_reach(), command);
+}
+
 pub(crate) fn supported() -> Result<(), Unavailable> {
     filesystem::supported()
 }
