@@ -408,3 +408,50 @@ fn allow_list_entries_are_validated() {
     assert!(AllowPrivate::parse(&["10.0.0.0/99".into()]).is_err());
     assert!(AllowPrivate::parse(&["http://x/".into()]).is_err());
 }
+
+#[tokio::test]
+async fn a_page_fetched_again_in_the_session_comes_from_the_cache() {
+    // A server that answers one connection and then closes: a second network fetch would fail.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut buf = [0u8; 4096];
+        let _ = socket.read(&mut buf).await;
+        let body = "cached page";
+        let reply = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        socket.write_all(reply.as_bytes()).await.unwrap();
+    });
+    let tool = WebFetch::new(allow(&[format!("127.0.0.1:{port}")]), resolver(&[]));
+    let url = format!("http://127.0.0.1:{port}/");
+    let first = fetch(&tool, &url).await.unwrap();
+    // The listener is closed once the server task ends.
+    server.await.unwrap();
+    let second = fetch(&tool, &url).await.unwrap();
+    assert_eq!(first, second);
+    assert!(second.contains("cached page"));
+    // Another session's tool has its own cache.
+    let other = WebFetch::new(allow(&[format!("127.0.0.1:{port}")]), resolver(&[]));
+    assert!(fetch(&other, &url).await.is_err());
+}
+
+#[test]
+fn a_session_tool_replaces_the_builtin_web_fetch_in_place() {
+    let before: Vec<String> = corvid_tools::builtin_tools()
+        .iter()
+        .map(|t| t.name().to_owned())
+        .collect();
+    let session = Arc::new(WebFetch::new(
+        allow(&["10.0.0.0/8".to_owned()]),
+        resolver(&[]),
+    ));
+    let registry = corvid_tools::builtin_tools().replacing(session.clone());
+    let after: Vec<String> = registry.iter().map(|t| t.name().to_owned()).collect();
+    assert_eq!(before, after);
+    let got = registry.get("web_fetch").unwrap();
+    let session_dyn: Arc<dyn Tool> = session;
+    assert!(Arc::ptr_eq(&got, &session_dyn));
+}

@@ -53,6 +53,8 @@ pub(super) struct Partial {
     pub mcp_startup_ms: Option<u64>,
     pub max_result_tokens: Option<u32>,
     pub context_file_names: Option<Vec<String>>,
+    /// `web.allowPrivate` (user-level only, see `project_limits`).
+    pub web_allow_private: Option<Vec<String>>,
 }
 
 impl Partial {
@@ -103,6 +105,7 @@ impl Partial {
         self.mcp_servers.extend(higher.mcp_servers);
         over(&mut self.mcp_startup_ms, higher.mcp_startup_ms);
         over(&mut self.max_result_tokens, higher.max_result_tokens);
+        over(&mut self.web_allow_private, higher.web_allow_private);
         over(&mut self.context_file_names, higher.context_file_names);
     }
 
@@ -174,6 +177,9 @@ impl Partial {
             s.tools.max_result_tokens = v;
         }
         s.context.file_names = self.context_file_names;
+        if let Some(list) = self.web_allow_private {
+            s.web.allow_private = list;
+        }
         s
     }
 }
@@ -290,6 +296,19 @@ impl Validator<'_> {
                     }
                 }
                 "context" => self.context(value)?,
+                "web" => {
+                    for (k, v) in self.section("web", value)? {
+                        match k.as_str() {
+                            "allowPrivate" => {
+                                let list = self.string_list("web.allowPrivate", v)?;
+                                corvid_tools::web::AllowPrivate::parse(&list)
+                                    .map_err(|e| self.invalid_entry("web.allowPrivate", e))?;
+                                self.out.web_allow_private = Some(list);
+                            }
+                            _ => self.unknown(&format!("web.{k}")),
+                        }
+                    }
+                }
                 // Editors add a schema reference; it configures nothing.
                 "$schema" => {}
                 // Read and validated by `crate::hooks::config`, which reports their errors.

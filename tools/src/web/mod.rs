@@ -5,7 +5,9 @@ pub mod content;
 pub mod fetch;
 pub mod guard;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use corvid_protocol::{ApprovalPreview, ToolDisplay, ToolKind, ToolOutput};
 use futures::FutureExt;
@@ -23,6 +25,21 @@ pub use guard::{AllowPrivate, Guard, Resolver, SystemResolver};
 #[derive(Clone)]
 pub struct WebFetch {
     guard: Guard,
+    /// Recent results by URL and format: the core makes one `WebFetch` per session, so this
+    /// is the session's cache.
+    cache: Arc<Mutex<HashMap<(String, Format), Cached>>>,
+}
+
+/// How long a fetched page is answered from the cache.
+const CACHE_TTL: Duration = Duration::from_secs(15 * 60);
+/// The most pages cached, and the largest result cached, so the cache stays small.
+const CACHE_ENTRIES: usize = 32;
+const CACHE_MAX_TEXT: usize = 1024 * 1024;
+
+#[derive(Clone)]
+struct Cached {
+    at: Instant,
+    output: ToolOutput,
 }
 
 impl Default for WebFetch {
@@ -36,12 +53,13 @@ impl WebFetch {
     pub fn new(allow: AllowPrivate, resolver: Arc<dyn Resolver>) -> Self {
         Self {
             guard: Guard { allow, resolver },
+            cache: Arc::default(),
         }
     }
 }
 
 /// How the page is returned.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     /// HTML turned into Markdown; other text as it is.
@@ -133,8 +151,13 @@ impl Tool for WebFetch {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let guard = self.guard.clone();
+        let cache = self.cache.clone();
         async move {
             let args: Args = parse_args("web_fetch", &args)?;
+            let key = (args.url.trim().to_owned(), args.format);
+            if let Some(hit) = cached(&cache, &key) {
+                return Ok(hit);
+            }
             let url = Url::parse(args.url.trim())
                 .map_err(|e| ToolError::new(format!("`{}` is not a URL: {e}", args.url)))?;
             let fetched = tokio::select! {
@@ -143,7 +166,7 @@ impl Tool for WebFetch {
             };
             let body = content::render(&fetched, args.format);
             let text = content::wrap(fetched.url.as_str(), &body);
-            Ok(ToolOutput {
+            let output = ToolOutput {
                 text,
                 raw: json!({
                     "url": fetched.url.as_str(),
@@ -153,8 +176,54 @@ impl Tool for WebFetch {
                     "truncated": fetched.truncated,
                 }),
                 ..ToolOutput::default()
-            })
+            };
+            remember(&cache, key, &output);
+            Ok(output)
         }
         .boxed()
     }
+}
+
+/// The cached output for `key` if it is fresh.
+fn cached(
+    cache: &Mutex<HashMap<(String, Format), Cached>>,
+    key: &(String, Format),
+) -> Option<ToolOutput> {
+    let cache = cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    cache
+        .get(key)
+        .filter(|c| c.at.elapsed() < CACHE_TTL)
+        .map(|c| c.output.clone())
+}
+
+/// Keeps a small result for [`CACHE_TTL`], dropping stale entries (and, when full, the oldest).
+fn remember(
+    cache: &Mutex<HashMap<(String, Format), Cached>>,
+    key: (String, Format),
+    output: &ToolOutput,
+) {
+    if output.text.len() > CACHE_MAX_TEXT {
+        return;
+    }
+    let mut cache = cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    cache.retain(|_, c| c.at.elapsed() < CACHE_TTL);
+    if cache.len() >= CACHE_ENTRIES
+        && let Some(oldest) = cache
+            .iter()
+            .min_by_key(|(_, c)| c.at)
+            .map(|(k, _)| k.clone())
+    {
+        cache.remove(&oldest);
+    }
+    cache.insert(
+        key,
+        Cached {
+            at: Instant::now(),
+            output: output.clone(),
+        },
+    );
 }
