@@ -10,6 +10,7 @@ use crate::list_directory::ListDirectory;
 use crate::read_file::ReadFile;
 use crate::shell::RunShellCommand;
 use crate::todo_write::TodoWrite;
+use crate::web::WebFetch;
 use crate::write_file::WriteFile;
 use crate::{Tool, ToolRegistry};
 
@@ -28,6 +29,8 @@ pub fn builtin_tools() -> ToolRegistry {
             Arc::new(Edit),
             Arc::new(RunShellCommand),
             Arc::new(TodoWrite),
+            // Without the user's `web.allowPrivate`; sessions get theirs from the core.
+            Arc::new(WebFetch::default()),
             // Offered only in plan mode (the core filters by mode).
             Arc::new(ExitPlanMode),
         ]

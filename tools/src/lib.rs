@@ -22,6 +22,7 @@ pub mod regular_file;
 pub mod shell;
 pub mod todo_write;
 mod walk;
+pub mod web;
 pub mod write_file;
 
 pub use builtin::builtin_tools;
@@ -37,6 +38,7 @@ pub use read_file::ReadFile;
 pub use registry::{ToolRegistry, ToolSource};
 pub use shell::RunShellCommand;
 pub use todo_write::TodoWrite;
+pub use web::WebFetch;
 pub use write_file::WriteFile;
 
 use std::path::PathBuf;

@@ -65,6 +65,16 @@ impl ToolRegistry {
         self
     }
 
+    /// This registry with `tool` in place of the fixed tool of the same name (a session's
+    /// `web_fetch` with the user's settings in place of the built-in default), or added last.
+    pub fn replacing(mut self, tool: Arc<dyn Tool>) -> Self {
+        match self.tools.iter_mut().find(|t| t.name() == tool.name()) {
+            Some(slot) => *slot = tool,
+            None => self.tools.push(tool),
+        }
+        self
+    }
+
     /// A view of this registry holding only the tools `keep` accepts (tools of the dynamic
     /// source included, as they arrive).
     pub fn filtered(&self, keep: impl Fn(&dyn Tool) -> bool + Send + Sync + 'static) -> Self {

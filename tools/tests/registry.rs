@@ -41,6 +41,7 @@ fn the_builtin_registry_describes_every_tool_of_the_spec() {
             ("edit", "Edit", ToolKind::Edit, true, true),
             ("run_shell_command", "Shell", ToolKind::Execute, true, true),
             ("todo_write", "TodoWrite", ToolKind::Think, true, false),
+            ("web_fetch", "WebFetch", ToolKind::Fetch, false, true),
             (
                 "exit_plan_mode",
                 "ExitPlanMode",

@@ -104,6 +104,13 @@ impl ResultBudget {
                  file, or a `glob` such as `*.rs`.]",
                 text[kept..].lines().count()
             ),
+            // The cut took the wrapper's closing tag with the tail: close it again first, so
+            // the page text still ends where corvid's own words begin.
+            "web_fetch" => format!(
+                "</untrusted-web-content>\n[{budget}: the rest of the page ({left_out} bytes) \
+                 was left out. To read it, fetch a narrower URL (a subpage, a section, or the \
+                 raw file of a repository).]"
+            ),
             _ => format!("[{budget}: the last {left_out} bytes were left out.]"),
         }
     }
@@ -200,6 +207,22 @@ mod tests {
 
     fn numbered(n: usize) -> String {
         (1..=n).map(|i| format!("{i:05}\n")).collect()
+    }
+
+    #[test]
+    fn a_cut_web_page_still_closes_its_untrusted_content_wrapper() {
+        let text = format!(
+            "<untrusted-web-content url=\"https://x.test/\">\n{}</untrusted-web-content>",
+            numbered(1000)
+        );
+        let got = SMALL.fit("web_fetch", &json!({}), &Value::Null, text);
+        assert!(got.len() <= SMALL.max_bytes(), "{} bytes", got.len());
+        let close = got.find("</untrusted-web-content>").unwrap();
+        assert!(
+            got[close..].starts_with("</untrusted-web-content>\n[Cut to fit"),
+            "{got}"
+        );
+        assert_eq!(got.matches("</untrusted-web-content>").count(), 1);
     }
 
     #[test]

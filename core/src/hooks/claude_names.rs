@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 /// corvid's name ↔ Claude Code's name.
-const TABLE: [(&str, &str); 9] = [
+const TABLE: [(&str, &str); 10] = [
     ("run_shell_command", "Bash"),
     ("read_file", "Read"),
     ("write_file", "Write"),
@@ -18,6 +18,7 @@ const TABLE: [(&str, &str); 9] = [
     (crate::agent::TASK_TOOL, "Task"),
     ("todo_write", "TodoWrite"),
     ("list_directory", "LS"),
+    ("web_fetch", "WebFetch"),
 ];
 
 /// Claude Code's name for corvid's tool `name` (itself when Claude has no such tool).

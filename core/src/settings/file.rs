@@ -57,6 +57,8 @@ pub(super) struct Partial {
     pub mcp_max_tools: Option<usize>,
     pub max_result_tokens: Option<u32>,
     pub context_file_names: Option<Vec<String>>,
+    /// `web.allowPrivate` (user-level only, see `project_limits`).
+    pub web_allow_private: Option<Vec<String>>,
 }
 
 impl Partial {
@@ -120,6 +122,7 @@ impl Partial {
         );
         over(&mut self.mcp_max_tools, higher.mcp_max_tools);
         over(&mut self.max_result_tokens, higher.max_result_tokens);
+        over(&mut self.web_allow_private, higher.web_allow_private);
         over(&mut self.context_file_names, higher.context_file_names);
     }
 
@@ -203,6 +206,9 @@ impl Partial {
             s.tools.max_result_tokens = v;
         }
         s.context.file_names = self.context_file_names;
+        if let Some(list) = self.web_allow_private {
+            s.web.allow_private = list;
+        }
         s
     }
 }
@@ -326,6 +332,19 @@ impl Validator<'_> {
                     }
                 }
                 "context" => self.context(value)?,
+                "web" => {
+                    for (k, v) in self.section("web", value)? {
+                        match k.as_str() {
+                            "allowPrivate" => {
+                                let list = self.string_list("web.allowPrivate", v)?;
+                                corvid_tools::web::AllowPrivate::parse(&list)
+                                    .map_err(|e| self.invalid_entry("web.allowPrivate", e))?;
+                                self.out.web_allow_private = Some(list);
+                            }
+                            _ => self.unknown(&format!("web.{k}")),
+                        }
+                    }
+                }
                 // Editors add a schema reference; it configures nothing.
                 "$schema" => {}
                 // Read and validated by `crate::hooks::config`, which reports their errors.

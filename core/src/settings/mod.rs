@@ -83,6 +83,8 @@ pub struct Settings {
     /// `mcpServers` and `mcp.*`.
     pub mcp: McpSettings,
     pub context: ContextSettings,
+    /// `web.*`: the web tools.
+    pub web: WebSettings,
     /// The project folder and which of its own configuration files apply; agent files (and
     /// later hooks and commands) are read through it.
     pub project: ProjectTrust,
@@ -226,6 +228,14 @@ pub struct ContextSettings {
     pub file_names: Option<Vec<String>>,
 }
 
+/// `web.*`, read from user settings only.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WebSettings {
+    /// `web.allowPrivate`: private hosts, addresses and CIDRs `web_fetch` may reach
+    /// (`127.0.0.1:8080`, `10.0.0.0/8`); a project file cannot set it.
+    pub allow_private: Vec<String>,
+}
+
 /// `retry.*`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetrySettings {
@@ -272,6 +282,7 @@ impl Default for Settings {
             },
             mcp: McpSettings::default(),
             context: ContextSettings::default(),
+            web: WebSettings::default(),
             project: ProjectTrust::default(),
         }
     }

@@ -136,6 +136,11 @@ const LIMITED_KEYS: &[LimitedKey] = &[
         }),
     },
     LimitedKey {
+        // Private hosts `web_fetch` may reach: a repository must not open the user's network.
+        key: "web.allowPrivate",
+        limit: Limit::UserLevel(|p| p.web_allow_private.take().is_some()),
+    },
+    LimitedKey {
         key: "tools.allow",
         limit: Limit::UserLevel(|p| !std::mem::take(&mut p.allow).is_empty()),
     },

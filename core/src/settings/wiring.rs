@@ -103,7 +103,19 @@ pub fn agent_config(
             ),
         };
     }
-    let mut tools = corvid_tools::builtin_tools();
+    // The user's `web.allowPrivate` was validated when the file was read.
+    let web_allow =
+        corvid_tools::web::AllowPrivate::parse(&settings.web.allow_private).map_err(|message| {
+            SettingsError::InvalidValue {
+                origin: "settings".to_owned(),
+                key: "web.allowPrivate".to_owned(),
+                message: format!("is invalid: {message}"),
+            }
+        })?;
+    let mut tools = corvid_tools::builtin_tools().replacing(Arc::new(corvid_tools::WebFetch::new(
+        web_allow,
+        Arc::new(corvid_tools::web::SystemResolver),
+    )));
     if let Some(servers) = super::mcp::start(&settings.mcp, policy.shell.env.clone(), cwd)? {
         tools = tools.with_source(Arc::new(servers));
     }
