@@ -309,7 +309,10 @@ async fn compress_compacts_the_conversation_and_answers_when_the_summary_is_in()
     let mut client =
         TestClient::start(TestFactory::new(provider.clone()), fs_caps(false, false)).await;
     let sid = client.new_session(dir.path()).await;
-    client.prompt(&sid, "hello").await.unwrap().unwrap();
+    // Long enough that the summary makes it smaller (a compression that would grow the
+    // conversation is refused as not worth it).
+    let long_prompt = format!("hello {}", "and some context ".repeat(100));
+    client.prompt(&sid, &long_prompt).await.unwrap().unwrap();
     let response = client.prompt(&sid, "/compress").await.unwrap().unwrap();
     assert_eq!(response.stop_reason, StopReason::EndTurn);
     client.drain();
