@@ -81,7 +81,7 @@ pub trait AgentFactory: Send + Sync {
     }
 }
 
-pub use transport::{LineTransport, line_transport, stdio_transport};
+pub use transport::{LineTransport, fuzz_incoming, line_transport, stdio_transport};
 
 /// Serves ACP on stdin/stdout until the client closes stdin. Logs must go elsewhere.
 pub async fn run(factory: Arc<dyn AgentFactory>) -> anyhow::Result<()> {
