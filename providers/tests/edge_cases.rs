@@ -352,8 +352,9 @@ fn arguments_sent_as_an_object_and_a_numeric_id_are_still_understood() {
     );
 }
 
-/// Found by the `sse_openai_chat` fuzz target: a body over the cap used to lose the events
-/// of the chunk that crossed it, so the items depended on how the body was split.
+/// Found by the `sse_openai_chat` fuzz target (its split invariant, at once from the seeds):
+/// a body over the cap used to lose the events of the chunk that crossed it, so the items
+/// depended on how the body was split.
 #[test]
 fn a_body_over_the_cap_gives_the_same_items_however_it_is_split() {
     let limits = corvid_providers::StreamLimits {
