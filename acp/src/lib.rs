@@ -81,7 +81,9 @@ pub trait AgentFactory: Send + Sync {
     }
 }
 
-pub use transport::{LineTransport, MAX_LINE_BYTES, line_transport, stdio_transport};
+pub use transport::{
+    LineTransport, MAX_LINE_BYTES, fuzz_incoming, line_transport, stdio_transport,
+};
 
 /// Serves ACP on stdin/stdout until the client closes stdin. Logs must go elsewhere.
 pub async fn run(factory: Arc<dyn AgentFactory>) -> anyhow::Result<()> {

@@ -148,6 +148,14 @@ async fn next_line<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// Fuzzing entry (`fuzz/`, not API): the lines the JSON-RPC layer receives for `bytes`.
+#[doc(hidden)]
+pub fn fuzz_incoming(bytes: Vec<u8>) -> std::io::Result<Vec<String>> {
+    use futures::TryStreamExt;
+    let runtime = tokio::runtime::Builder::new_current_thread().build()?;
+    runtime.block_on(incoming(std::io::Cursor::new(bytes)).try_collect())
+}
+
 /// The line as text, without its `\r` (as `BufRead::lines` does).
 fn decode(mut line: Vec<u8>) -> String {
     if line.last() == Some(&b'\r') {

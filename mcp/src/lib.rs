@@ -19,3 +19,12 @@ pub use config::{ConfigError, ServerConfig, Transport, parse_acp_servers, parse_
 pub use connect::{EnvLookup, Launch, MAX_STDERR_LINE};
 pub use server::Status;
 pub use servers::{DEFAULT_STARTUP_WAIT, McpServers, ServerReport, ToolLimits, describe};
+
+/// Fuzzing entry (`fuzz/`, not API): a `tools/call` result sent as JSON, through the same
+/// conversion a live server's answer takes; an untrusted server controls every byte of it.
+#[doc(hidden)]
+pub fn fuzz_tool_result(json: &[u8]) {
+    if let Ok(result) = serde_json::from_slice::<rmcp::model::CallToolResult>(json) {
+        let _ = content::to_output("fuzz", "fuzz", &result);
+    }
+}

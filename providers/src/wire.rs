@@ -120,16 +120,26 @@ impl StreamDecoder {
     }
 
     /// Feeds body bytes; every item they complete is appended to `out` at once.
+    ///
+    /// The bytes up to the body cap are decoded before the cap's error, so the items are the
+    /// same however the body was split into chunks.
     pub fn push(&mut self, bytes: &[u8], out: &mut Vec<Emitted>) {
         if self.done {
             return;
         }
+        let room = self.limits.max_body_bytes.saturating_sub(self.received);
+        let over_cap = bytes.len() > room;
+        let bytes = bytes.get(..room).unwrap_or(bytes);
         self.received = self.received.saturating_add(bytes.len());
-        if self.received > self.limits.max_body_bytes {
+        self.decode(bytes, out);
+        if over_cap && !self.done {
             self.done = true;
             out.push(Emitted::err(None, too_big(self.limits)));
-            return;
         }
+    }
+
+    /// Decodes bytes within the body cap.
+    fn decode(&mut self, bytes: &[u8], out: &mut Vec<Emitted>) {
         let Self {
             sse, parser, done, ..
         } = self;
