@@ -29,6 +29,9 @@ pub struct SessionPolicy {
     pub result_budget: crate::context::result_budget::ResultBudget,
     /// `agent.subagents`, `agent.subagentMaxTurns`: the `task` tool and its children's limit.
     pub subagents: Subagents,
+    /// The session's hooks (issue 27), loaded once at start; `None` when none are configured,
+    /// so the loop does no work for them at all.
+    pub hooks: Option<std::sync::Arc<crate::hooks::SessionHooks>>,
 }
 
 /// Whether the model may hand self-contained jobs to child agents with the `task` tool.
