@@ -171,3 +171,41 @@ async fn a_stop_hook_that_always_blocks_keeps_the_agent_going_eight_times_then_i
         "{shown:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_prompt_submit_block_keeps_the_prompt_from_the_model_and_says_why() {
+    let server = MockServer::start().await;
+    server.push(text_turn("should never be asked"));
+    let sb = Sandbox::new();
+    let guard = "echo 'prompts may not mention secrets' >&2; exit 2";
+    let out = session(&sb, &server, one("UserPromptSubmit", "", guard)).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(server.requests().is_empty(), "the prompt reached the model");
+    let result = json_lines(&out)
+        .into_iter()
+        .find(|m| kind(m).starts_with("result"))
+        .expect("a result message");
+    assert!(
+        result
+            .to_string()
+            .contains("prompts may not mention secrets"),
+        "{result}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_prompt_submit_plain_output_is_added_for_the_model() {
+    let server = MockServer::start().await;
+    server.push(text_turn("Noted."));
+    let sb = Sandbox::new();
+    let out = session(
+        &sb,
+        &server,
+        one("UserPromptSubmit", "", "echo 'current sprint: hooks'"),
+    )
+    .await;
+    assert_success(&out);
+    let sent = server.requests()[0].body["messages"].to_string();
+    assert!(sent.contains("current sprint: hooks"), "{sent}");
+    assert!(sent.contains("do it"), "{sent}");
+}

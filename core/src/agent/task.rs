@@ -49,6 +49,27 @@ pub(super) async fn run_task(
         prompt: prompt.clone(),
     });
     let summaries = SummaryTracker::new();
+    let mut context = context;
+    if let Some(hooks) = &ctx.stat.policy.hooks {
+        let mode = *lock(&ctx.shared.approval_mode);
+        let run = hooks.user_prompt_submit(&ctx.stat.cwd, mode, &prompt);
+        let outcome = tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => {
+                summaries.finish_task(&ctx, StopReason::Cancelled, None);
+                return;
+            }
+            outcome = run => outcome,
+        };
+        emit_hook_notices(&ctx, &outcome);
+        if let Decision::Block(reason) = outcome.decision {
+            let message = format!("a UserPromptSubmit hook blocked this prompt: {reason}");
+            let err = ErrorInfo::new(ErrorKind::BadRequest, message);
+            summaries.finish_task(&ctx, StopReason::Error, Some(err));
+            return;
+        }
+        context.extend(outcome.context);
+    }
     let model = lock(&ctx.shared.model).clone();
     match crate::images::user_message(prompt, context, images, &model, ctx.stat.policy.images) {
         Ok(message) => state.append(message),

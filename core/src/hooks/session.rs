@@ -77,6 +77,18 @@ impl SessionHooks {
         self.hooks.run(&self.context(cwd, mode), &payload).await
     }
 
+    /// `UserPromptSubmit`: the user's prompt, before the model sees it.
+    pub async fn user_prompt_submit(
+        &self,
+        cwd: &Path,
+        mode: ApprovalMode,
+        prompt: &str,
+    ) -> HookOutcome {
+        let payload =
+            HookPayload::new(HookEvent::UserPromptSubmit).with("prompt", Value::from(prompt));
+        self.hooks.run(&self.context(cwd, mode), &payload).await
+    }
+
     /// `Stop`: the agent is about to end its turn; `active` after a Stop handler kept it going.
     pub async fn stop(
         &self,
