@@ -17,12 +17,19 @@ const RM_GUARD: &str = r#"jq -r '.tool_input.command' | { read -r cmd; if echo "
 
 /// `corvid -p PROMPT -y` with `hooks` as the user's settings, against `server`.
 async fn session(sb: &Sandbox, server: &MockServer, hooks: Value) -> std::process::Output {
-    sb.user_settings(&json!({ "hooks": hooks }).to_string());
-    let mut cmd = sb.against(
-        server,
-        KEY,
-        &["-p", "do it", "-y", "--output-format", "stream-json"],
-    );
+    session_with(sb, server, json!({ "hooks": hooks }), &["-y"]).await
+}
+
+/// `corvid -p PROMPT ARGS` with `settings` as the user's settings, against `server`.
+async fn session_with(
+    sb: &Sandbox,
+    server: &MockServer,
+    settings: Value,
+    args: &[&str],
+) -> std::process::Output {
+    sb.user_settings(&settings.to_string());
+    let base = ["-p", "do it", "--output-format", "stream-json"];
+    let mut cmd = sb.against(server, KEY, &[&base[..], args].concat());
     cmd.env("OPENAI_MODEL", "mock-model");
     run(cmd).await
 }
@@ -208,4 +215,53 @@ async fn user_prompt_submit_plain_output_is_added_for_the_model() {
     let sent = server.requests()[0].body["messages"].to_string();
     assert!(sent.contains("current sprint: hooks"), "{sent}");
     assert!(sent.contains("do it"), "{sent}");
+}
+
+fn decision(word: &str) -> String {
+    format!(
+        r#"echo '{{"hookSpecificOutput": {{"hookEventName": "PreToolUse", "permissionDecision": "{word}", "permissionDecisionReason": "the hook says {word}"}}}}'"#
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hooks_allow_skips_the_prompt_that_headless_mode_could_not_answer() {
+    let server = MockServer::start().await;
+    server.push(shell_call("touch ran.marker"));
+    server.push(text_turn("Done."));
+    let sb = Sandbox::new();
+    let hooks = one("PreToolUse", "Bash", &decision("allow"));
+    let out = session_with(&sb, &server, json!({ "hooks": hooks }), &[]).await;
+    assert_success(&out);
+    assert!(sb.project_dir().join("ran.marker").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hooks_allow_never_overrides_the_users_deny_rule() {
+    let server = MockServer::start().await;
+    server.push(shell_call("touch ran.marker"));
+    server.push(text_turn("Done."));
+    let sb = Sandbox::new();
+    let hooks = one("PreToolUse", "Bash", &decision("allow"));
+    let settings = json!({ "hooks": hooks, "tools": {"deny": ["run_shell_command(touch *)"]} });
+    let out = session_with(&sb, &server, settings, &["-y"]).await;
+    assert_success(&out);
+    assert!(!sb.project_dir().join("ran.marker").exists());
+    assert!(tool_result_sent(&server).contains("tools.deny"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hooks_ask_asks_even_in_yolo_mode() {
+    let server = MockServer::start().await;
+    server.push(shell_call("touch ran.marker"));
+    server.push(text_turn("Done."));
+    let sb = Sandbox::new();
+    let out = session(&sb, &server, one("PreToolUse", "Bash", &decision("ask"))).await;
+    assert_success(&out);
+    // Headless mode cannot ask anybody, so the call is refused instead of run.
+    assert!(!sb.project_dir().join("ran.marker").exists());
+    assert!(
+        tool_result_sent(&server).contains("needs approval"),
+        "{}",
+        tool_result_sent(&server)
+    );
 }
