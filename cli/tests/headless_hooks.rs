@@ -87,13 +87,27 @@ async fn the_documented_jq_guard_blocks_rm_rf_and_its_reason_reaches_the_model()
         "{told}"
     );
     assert!(told.contains("did not run"), "{told}");
-    let shown = warnings(&out);
-    assert!(
-        shown
-            .iter()
-            .any(|w| w.starts_with("hook: PreToolUse blocked")),
-        "{shown:?}"
+    let hooks: Vec<Value> = json_lines(&out)
+        .into_iter()
+        .filter(|m| kind(m) == "system/hook")
+        .collect();
+    assert_eq!(hooks.len(), 1, "{hooks:?}");
+    let shown = &hooks[0];
+    assert_eq!(
+        (
+            &shown["event"],
+            &shown["handler"],
+            &shown["decision"],
+            &shown["reason"]
+        ),
+        (
+            &json!("PreToolUse"),
+            &json!(RM_GUARD),
+            &json!("block"),
+            &json!("Blocked: rm -rf is not allowed in this repository")
+        )
     );
+    assert!(shown["duration_ms"].is_u64(), "{shown}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -177,6 +191,11 @@ async fn a_stop_hook_that_always_blocks_keeps_the_agent_going_eight_times_then_i
         shown.iter().any(|w| w.contains("8 times in a row")),
         "{shown:?}"
     );
+    let blocks = json_lines(&out)
+        .into_iter()
+        .filter(|m| kind(m) == "system/hook" && m["event"] == "Stop" && m["decision"] == "block")
+        .count();
+    assert_eq!(blocks, 8);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,7 +14,7 @@ use corvid_tools::{ApprovalNeed, Tool, ToolContext, ToolError};
 use futures::FutureExt;
 use serde_json::Value;
 
-use crate::hooks::session::{blocked_call_message, gate_approval, notices, post_tool_note};
+use crate::hooks::session::{blocked_call_message, gate_approval, hook_events, post_tool_note};
 use crate::hooks::{Decision, HookOutcome, SessionHooks};
 
 use super::approval::Approval;
@@ -313,8 +313,18 @@ async fn pre_tool_hook(
 
 /// Shows every front end what a hook event did that the user must see.
 pub(super) fn emit_hook_notices(ctx: &TaskCtx, outcome: &HookOutcome) {
-    for message in notices(outcome) {
-        ctx.events.emit(CoreEvent::Warning { message });
+    for event in hook_events(outcome) {
+        ctx.events.emit(event);
+    }
+    // Several handlers rewrote the input: only the first one's applies, and the user sees it.
+    for message in outcome
+        .warnings
+        .iter()
+        .filter(|w| w.contains("`updatedInput`"))
+    {
+        ctx.events.emit(CoreEvent::Warning {
+            message: message.clone(),
+        });
     }
 }
 

@@ -4,10 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use corvid_protocol::{ApprovalMode, ApprovalPreview};
+use corvid_protocol::{ApprovalMode, ApprovalPreview, CoreEvent};
 use corvid_tools::ApprovalNeed;
 use serde_json::Value;
 
+use super::outcome::Permission;
 use super::{Decision, HookContext, HookEvent, HookOutcome, HookPayload, Hooks};
 
 /// How many times in a row Stop handlers may keep the agent working (Claude's limit).
@@ -133,27 +134,41 @@ pub fn gate_approval(decision: &Decision, need: ApprovalNeed, title: &str) -> (A
     }
 }
 
-/// What the user is shown of an outcome: each block, failure, output problem and
-/// `systemMessage`, one line each, naming the event. Empty when nothing is worth a notice.
-pub fn notices(outcome: &HookOutcome) -> Vec<String> {
-    let event = outcome.event;
-    let mut lines = Vec::new();
-    if let Decision::Block(reason) = &outcome.decision {
-        lines.push(format!("hook: {event} blocked: {reason}"));
+/// What the user is shown of an outcome: one [`CoreEvent::Hook`] per block, permission
+/// decision, failure, output problem and `systemMessage` of each handler; empty when no
+/// handler said anything.
+pub fn hook_events(outcome: &HookOutcome) -> Vec<CoreEvent> {
+    let mut events = Vec::new();
+    for report in &outcome.reports {
+        let effect = &report.effect;
+        let event = |decision: &str, reason: &str| CoreEvent::Hook {
+            event: outcome.event.as_str().to_owned(),
+            handler: report.handler.command.clone(),
+            decision: decision.to_owned(),
+            reason: reason.to_owned(),
+            duration_ms: u64::try_from(report.duration.as_millis()).unwrap_or(u64::MAX),
+        };
+        if let Some(reason) = &effect.block {
+            events.push(event("block", reason));
+        }
+        match &effect.permission {
+            Some(Permission::Deny(r)) => events.push(event("block", r)),
+            Some(Permission::Ask(r)) => events.push(event("ask", r)),
+            Some(Permission::Allow(r)) => events.push(event("allow", r)),
+            None => {}
+        }
+        if let Some(failure) = &effect.failure {
+            let went_ahead = format!("{failure}; {} went ahead", outcome.event);
+            events.push(event("failed", &went_ahead));
+        }
+        for warning in &report.warnings {
+            events.push(event("warning", warning));
+        }
+        if let Some(message) = &effect.system_message {
+            events.push(event("message", message));
+        }
     }
-    lines.extend(
-        outcome
-            .warnings
-            .iter()
-            .map(|w| format!("hook: {event}: {w}")),
-    );
-    lines.extend(
-        outcome
-            .system_messages
-            .iter()
-            .map(|m| format!("hook: {event}: {m}")),
-    );
-    lines
+    events
 }
 
 /// What a PostToolUse outcome adds to the call's result for the model: a block's reason and
