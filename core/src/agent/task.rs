@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use corvid_protocol::{
     CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, ImageData, Message, ModelRequest,
-    Part, Role, StopReason, ToolCall,
+    Part, Role, SUBAGENT_PROMPT_ID, StopReason, ToolCall,
 };
 
 use super::attempt::{AttemptEnd, AttemptOutput, discard_prepared, run_attempt};
@@ -141,7 +141,9 @@ pub(super) async fn run_turns(
             if !finished.parts.is_empty() {
                 state.append(assistant(finished.parts, Vec::new()));
             }
+            // A subagent's end is `SubagentStop`, not the session's `Stop`.
             if finished.reason == FinishReason::Stop
+                && ctx.usage_prompt_id != SUBAGENT_PROMPT_ID
                 && let Some(hooks) = &ctx.stat.policy.hooks
             {
                 match stop_hook(ctx, hooks, &mut stop_blocks, intent.as_deref()).await {
