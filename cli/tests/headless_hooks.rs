@@ -284,3 +284,31 @@ async fn a_hooks_ask_asks_even_in_yolo_mode() {
         tool_result_sent(&server)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_tool_use_block_reason_is_added_for_the_model_and_shown_on_stderr_in_text_mode() {
+    let server = MockServer::start().await;
+    server.push(shell_call("echo hello"));
+    server.push(text_turn("Done."));
+    let sb = Sandbox::new();
+    let hooks = one(
+        "PostToolUse",
+        "Bash",
+        "echo 'lint failed: fix main.rs' >&2; exit 2",
+    );
+    sb.user_settings(&json!({ "hooks": hooks }).to_string());
+    let mut cmd = sb.against(&server, KEY, &["-p", "do it", "-y"]);
+    cmd.env("OPENAI_MODEL", "mock-model");
+    let out = run(cmd).await;
+    assert_success(&out);
+    let told = tool_result_sent(&server);
+    assert!(
+        told.contains("hello") && told.contains("lint failed: fix main.rs"),
+        "{told}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("hook PostToolUse `echo 'lint failed: fix main.rs' >&2; exit 2`: block: lint failed: fix main.rs"),
+        "{err}"
+    );
+}
