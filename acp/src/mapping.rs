@@ -195,6 +195,15 @@ impl Mapper {
             // A notice the user must see (recording stopped, a malformed call, the turn limit):
             // as a marked agent message, the one kind every client shows.
             CoreEvent::Warning { message } => Some(notice(message)),
+            CoreEvent::Hook {
+                event,
+                handler,
+                decision,
+                reason,
+                ..
+            } => Some(notice(&corvid_protocol::hook_notice(
+                event, handler, decision, reason,
+            ))),
             CoreEvent::Compacted {
                 tokens_before,
                 tokens_after,

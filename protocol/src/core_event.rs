@@ -143,6 +143,18 @@ pub enum CoreEvent {
     Usage { prompt_id: String, usage: Usage },
     /// A non-fatal notice for the user (e.g. a malformed tool call answered to the model).
     Warning { message: String },
+    /// A hook handler blocked, asked, allowed, failed, or wrote something the user must see
+    /// (issue 27): every front end shows it, so a guard never acts or fails silently.
+    Hook {
+        /// Claude Code's event name (`PreToolUse`, `Stop`, ...).
+        event: String,
+        /// The handler's command.
+        handler: String,
+        /// `block`, `ask`, `allow`, `failed`, `warning` or `message` (a `systemMessage`).
+        decision: String,
+        reason: String,
+        duration_ms: u64,
+    },
     /// An event of the child agent a `task` call runs (its cards, text, approvals), tagged
     /// with that call's id so front ends can show the child's steps under the task's card.
     /// The child's own lifecycle follows the same rules as the parent's; its usage arrives
@@ -199,4 +211,14 @@ pub enum StopReason {
 /// approval is answered with it (`Op::Approval`).
 pub fn subagent_call_id(parent_call_id: &str, call_id: &str) -> String {
     format!("{parent_call_id}/{call_id}")
+}
+
+/// The one line every front end shows for a [`CoreEvent::Hook`].
+pub fn hook_notice(event: &str, handler: &str, decision: &str, reason: &str) -> String {
+    let reason = reason.trim();
+    if reason.is_empty() {
+        format!("hook {event} `{handler}`: {decision}")
+    } else {
+        format!("hook {event} `{handler}`: {decision}: {reason}")
+    }
 }

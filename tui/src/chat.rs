@@ -332,6 +332,17 @@ impl ChatState {
                 self.flush_stream();
                 self.commit(HistoryCell::Notice(NoticeKind::Warning, message.clone()));
             }
+            CoreEvent::Hook {
+                event,
+                handler,
+                decision,
+                reason,
+                ..
+            } => {
+                self.flush_stream();
+                let line = corvid_protocol::hook_notice(event, handler, decision, reason);
+                self.commit(HistoryCell::Notice(NoticeKind::Warning, line));
+            }
             CoreEvent::TaskFinished {
                 stop_reason,
                 error,

@@ -262,6 +262,20 @@ impl<W: Write> Printer<W> {
                 self.emit(json!({"type": "system", "subtype": "warning", "message": message}))?;
                 self.progress(&format!("corvid: warning: {message}"));
             }
+            CoreEvent::Hook {
+                event,
+                handler,
+                decision,
+                reason,
+                duration_ms,
+            } => {
+                self.emit(json!({
+                    "type": "system", "subtype": "hook", "event": event, "handler": handler,
+                    "decision": decision, "reason": reason, "duration_ms": duration_ms,
+                }))?;
+                let line = corvid_protocol::hook_notice(event, handler, decision, reason);
+                self.progress(&format!("corvid: {line}"));
+            }
             CoreEvent::Compacted {
                 kept_messages,
                 tokens_before,

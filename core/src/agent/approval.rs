@@ -2,7 +2,7 @@
 //! "reject always" refuses without asking; an escalated call is asked in every mode; a call
 //! touching a protected path is asked in every mode but `yolo` (only an "always" given for
 //! that very file skips the question); otherwise the mode, an allow rule or a remembered
-//! "allow always" lets it run, and anything left is asked.
+//! "allow always" (or a PreToolUse hook's `allow`) lets it run, and anything left is asked.
 
 use std::path::PathBuf;
 
@@ -34,6 +34,7 @@ pub(super) async fn approve(
     tool: &dyn Tool,
     display: &ToolDisplay,
     need: ApprovalNeed,
+    hook_allows: bool,
 ) -> Approval {
     let mode = *lock(&ctx.shared.approval_mode);
     let (preview, automatic, escalation) = match need {
@@ -105,7 +106,7 @@ pub(super) async fn approve(
         remembered.allows(&subject, Reach::Any)
             || server.is_some_and(|s| remembered.allows_server(s))
     };
-    if automatic || policy.rules.allow(&subject) || remembered {
+    if automatic || hook_allows || policy.rules.allow(&subject) || remembered {
         return Approval::Granted { asked: false };
     }
     ask(ctx, call, display, preview, None, &subject, server).await

@@ -14,6 +14,9 @@ use corvid_tools::{ApprovalNeed, Tool, ToolContext, ToolError};
 use futures::FutureExt;
 use serde_json::Value;
 
+use crate::hooks::session::{blocked_call_message, gate_approval, hook_events, post_tool_note};
+use crate::hooks::{Decision, HookOutcome, SessionHooks};
+
 use super::approval::Approval;
 use super::bulk;
 use super::live_feed::LiveFeed;
@@ -128,7 +131,7 @@ fn tool_context(ctx: &TaskCtx, call_id: &str) -> ToolContext {
 async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
     let shows = p.shows_card();
     let prepared = p.prepared;
-    let call = p.call;
+    let mut call = p.call;
     if ctx.cancel.is_cancelled() {
         return not_started(ctx, call, prepared);
     }
@@ -154,6 +157,17 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
         warn_invalid(ctx, &call, &message);
         return refused_call(ctx, call, card, message);
     }
+    let hook = match &ctx.stat.policy.hooks {
+        None => Decision::Proceed,
+        Some(hooks) => match pre_tool_hook(ctx, hooks, &mut call).await {
+            Some(Ok(decision)) => decision,
+            Some(Err(message)) => {
+                let card = shows.then(|| (tool.display(&call.args, &tool_ctx), prepared));
+                return refused_call(ctx, call, card, message);
+            }
+            None => return not_started(ctx, call, prepared),
+        },
+    };
     let display = tool.display(&call.args, &tool_ctx);
     if let Some(message) = plan_mode::refusal(ctx, tool.as_ref()) {
         let card = shows.then_some((display, prepared));
@@ -168,7 +182,10 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
     let Some(need) = planned else {
         return not_started(ctx, call, prepared);
     };
-    let asked = match plan_mode::decide(ctx, &call, tool.as_ref(), &display, need).await {
+    let (need, hook_allows) = gate_approval(&hook, need, &display.title);
+    let asked = match plan_mode::decide(ctx, &call, tool.as_ref(), &display, need, hook_allows)
+        .await
+    {
         Approval::Granted { asked } => asked,
         Approval::Denied(message) => return finished_without_running(ctx, call, message, shows),
         Approval::DeniedUnasked(message) => {
@@ -236,6 +253,22 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
         }
         kept.push_str(&note);
     }
+    if let Some(hooks) = &ctx.stat.policy.hooks {
+        let mode = *lock(&ctx.shared.approval_mode);
+        let outcome = hooks
+            .post_tool_use(
+                &ctx.stat.cwd,
+                mode,
+                &call.name,
+                &call.call_id,
+                &call.args,
+                &output.text,
+                !succeeded,
+            )
+            .await;
+        emit_hook_notices(ctx, &outcome);
+        kept.extend(post_tool_note(&outcome));
+    }
     CallEnd {
         result: ToolResult {
             call_id: call.call_id,
@@ -246,6 +279,55 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
         },
         reached_result: true,
         summary,
+    }
+}
+
+/// Runs the PreToolUse hooks on `call`, applying an `updatedInput` to it: `Err` with the
+/// model's answer when they block it, `None` when the task was cancelled meanwhile.
+async fn pre_tool_hook(
+    ctx: &TaskCtx,
+    hooks: &SessionHooks,
+    call: &mut ToolCall,
+) -> Option<Result<Decision, String>> {
+    let mode = *lock(&ctx.shared.approval_mode);
+    let run = hooks.pre_tool_use(&ctx.stat.cwd, mode, &call.name, &call.call_id, &call.args);
+    let outcome = tokio::select! {
+        biased;
+        _ = ctx.cancel.cancelled() => return None,
+        outcome = run => outcome,
+    };
+    emit_hook_notices(ctx, &outcome);
+    if let Decision::Block(reason) = &outcome.decision {
+        return Some(Err(blocked_call_message(&call.name, reason)));
+    }
+    match outcome.updated_input {
+        Some(input) if input.is_object() => call.args = input,
+        Some(_) => ctx.events.emit(CoreEvent::Warning {
+            message: format!(
+                "hook: PreToolUse: an `updatedInput` for `{}` is not a JSON object; the \
+                 call keeps its input",
+                call.name
+            ),
+        }),
+        None => {}
+    }
+    Some(Ok(outcome.decision))
+}
+
+/// Shows every front end what a hook event did that the user must see.
+pub(super) fn emit_hook_notices(ctx: &TaskCtx, outcome: &HookOutcome) {
+    for event in hook_events(outcome) {
+        ctx.events.emit(event);
+    }
+    // Several handlers rewrote the input: only the first one's applies, and the user sees it.
+    for message in outcome
+        .warnings
+        .iter()
+        .filter(|w| w.contains("`updatedInput`"))
+    {
+        ctx.events.emit(CoreEvent::Warning {
+            message: message.clone(),
+        });
     }
 }
 

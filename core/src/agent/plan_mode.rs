@@ -124,9 +124,10 @@ pub(super) async fn decide(
     tool: &dyn Tool,
     display: &ToolDisplay,
     need: ApprovalNeed,
+    hook_allows: bool,
 ) -> Approval {
     if tool.name() != EXIT_PLAN_MODE {
-        return approve(ctx, call, tool, display, need).await;
+        return approve(ctx, call, tool, display, need, hook_allows).await;
     }
     match need {
         ApprovalNeed::Escalated { preview, reason } => {

@@ -4,15 +4,17 @@ use std::collections::HashSet;
 
 use corvid_protocol::{
     CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, ImageData, Message, ModelRequest,
-    Part, Role, StopReason, ToolCall,
+    Part, Role, SUBAGENT_PROMPT_ID, StopReason, ToolCall,
 };
 
 use super::attempt::{AttemptEnd, AttemptOutput, discard_prepared, run_attempt};
 use super::compact::{self, Trigger};
-use super::exec::run_batch;
+use super::exec::{emit_hook_notices, run_batch};
 use super::plan_mode;
 use super::session::{SessionState, TaskCtx, lock};
 use super::summaries::SummaryTracker;
+use crate::hooks::session::MAX_STOP_BLOCKS;
+use crate::hooks::{Decision, SessionHooks};
 use crate::policy::MaxTurns;
 
 /// Consecutive rate-limited/overloaded failures after which the fallback model is tried even
@@ -47,6 +49,27 @@ pub(super) async fn run_task(
         prompt: prompt.clone(),
     });
     let summaries = SummaryTracker::new();
+    let mut context = context;
+    if let Some(hooks) = &ctx.stat.policy.hooks {
+        let mode = *lock(&ctx.shared.approval_mode);
+        let run = hooks.user_prompt_submit(&ctx.stat.cwd, mode, &prompt);
+        let outcome = tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => {
+                summaries.finish_task(&ctx, StopReason::Cancelled, None);
+                return;
+            }
+            outcome = run => outcome,
+        };
+        emit_hook_notices(&ctx, &outcome);
+        if let Decision::Block(reason) = outcome.decision {
+            let message = format!("a UserPromptSubmit hook blocked this prompt: {reason}");
+            let err = ErrorInfo::new(ErrorKind::BadRequest, message);
+            summaries.finish_task(&ctx, StopReason::Error, Some(err));
+            return;
+        }
+        context.extend(outcome.context);
+    }
     let model = lock(&ctx.shared.model).clone();
     match crate::images::user_message(prompt, context, images, &model, ctx.stat.policy.images) {
         Ok(message) => state.append(message),
@@ -67,6 +90,7 @@ pub(super) async fn run_turns(
 ) -> (StopReason, Option<ErrorInfo>) {
     let mut turn = 0u32;
     let mut fell_back = false;
+    let mut stop_blocks = 0u32;
     let max_turns = ctx.stat.policy.max_turns;
     loop {
         if turn >= max_turns.0 {
@@ -117,6 +141,23 @@ pub(super) async fn run_turns(
             if !finished.parts.is_empty() {
                 state.append(assistant(finished.parts, Vec::new()));
             }
+            // A subagent's end is `SubagentStop`, not the session's `Stop`.
+            if finished.reason == FinishReason::Stop
+                && ctx.usage_prompt_id != SUBAGENT_PROMPT_ID
+                && let Some(hooks) = &ctx.stat.policy.hooks
+            {
+                match stop_hook(ctx, hooks, &mut stop_blocks, intent.as_deref()).await {
+                    StopHook::Continue(feedback) => {
+                        state.append(Message {
+                            role: Role::User,
+                            parts: vec![Part::Text { text: feedback }],
+                        });
+                        continue;
+                    }
+                    StopHook::Cancelled => return (StopReason::Cancelled, None),
+                    StopHook::Stop => {}
+                }
+            }
             let stop = match finished.reason {
                 FinishReason::MaxTokens => StopReason::MaxTokens,
                 FinishReason::Refusal | FinishReason::ContentFilter => StopReason::Refusal,
@@ -140,6 +181,48 @@ pub(super) async fn run_turns(
         if ctx.cancel.is_cancelled() {
             return (StopReason::Cancelled, None);
         }
+    }
+}
+
+/// What the Stop hooks decided.
+enum StopHook {
+    /// A handler blocked: the agent goes on with this message.
+    Continue(String),
+    Stop,
+    Cancelled,
+}
+
+/// Runs the Stop hooks when the task would end; a block keeps the agent working with the
+/// reason, at most [`MAX_STOP_BLOCKS`] times in a row (then it stops, and says so).
+async fn stop_hook(
+    ctx: &TaskCtx,
+    hooks: &SessionHooks,
+    blocks: &mut u32,
+    last_message: Option<&str>,
+) -> StopHook {
+    if *blocks >= MAX_STOP_BLOCKS {
+        ctx.events.emit(CoreEvent::Warning {
+            message: format!(
+                "hook: Stop hooks kept the agent working {MAX_STOP_BLOCKS} times in a row; \
+                 it stops now"
+            ),
+        });
+        return StopHook::Stop;
+    }
+    let mode = *lock(&ctx.shared.approval_mode);
+    let run = hooks.stop(&ctx.stat.cwd, mode, *blocks > 0, last_message);
+    let outcome = tokio::select! {
+        biased;
+        _ = ctx.cancel.cancelled() => return StopHook::Cancelled,
+        outcome = run => outcome,
+    };
+    emit_hook_notices(ctx, &outcome);
+    match outcome.decision {
+        Decision::Block(reason) => {
+            *blocks += 1;
+            StopHook::Continue(format!("Stop hook feedback: {reason}"))
+        }
+        Decision::Proceed | Decision::Allow(_) | Decision::Ask(_) => StopHook::Stop,
     }
 }
 

@@ -16,12 +16,14 @@ mod locate;
 pub mod matcher;
 pub mod outcome;
 mod run;
+pub mod session;
 
 pub use config::{Handler, HookConfigError, HookScope, HookSource, HooksConfig};
 pub use contract::{HookContext, HookPayload};
 pub use matcher::Matcher;
 pub use outcome::{Decision, HandlerReport, HookOutcome};
 pub use run::Hooks;
+pub use session::SessionHooks;
 
 /// The events a handler can be configured for, named as in Claude Code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

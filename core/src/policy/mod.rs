@@ -35,6 +35,9 @@ pub struct SessionPolicy {
     /// The model keys' values (by the variables the settings name), never written to the
     /// session's recording.
     pub recorded_secrets: crate::session::RecordedSecrets,
+    /// The session's hooks (issue 27), loaded once at start; `None` when none are configured,
+    /// so the loop does no work for them at all.
+    pub hooks: Option<std::sync::Arc<crate::hooks::SessionHooks>>,
 }
 
 /// Whether the model may hand self-contained jobs to child agents with the `task` tool.

@@ -103,6 +103,19 @@ pub fn agent_config(
             ),
         };
     }
+    let mut instructions = instructions;
+    policy.hooks = session_hooks(settings, &env, cwd, &mut instructions.warnings)?.map(|hooks| {
+        let project = settings
+            .project
+            .folder
+            .clone()
+            .unwrap_or_else(|| cwd.to_owned());
+        Arc::new(crate::hooks::SessionHooks::new(
+            hooks,
+            session_id.to_owned(),
+            project,
+        ))
+    });
     // The user's `web.allowPrivate` was validated when the file was read.
     let web_allow =
         corvid_tools::web::AllowPrivate::parse(&settings.web.allow_private).map_err(|message| {
@@ -155,6 +168,30 @@ pub fn start_mcp_servers(
         message: format!("is invalid: {e}"),
     })?;
     super::mcp::start(&settings.mcp, filter.env, cwd)
+}
+
+/// The session's hooks from its settings files, once per session; `None` when there are none
+/// (or `disableAllHooks`), so the agent loop does nothing for them. Configuration warnings
+/// join `warnings`, which the session shows first.
+fn session_hooks(
+    settings: &Settings,
+    env: impl Fn(&str) -> Option<String>,
+    cwd: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Option<crate::hooks::Hooks>, SettingsError> {
+    let files = super::SettingsFiles::discover(cwd, &env);
+    let home = super::user_home(&env);
+    let hooks = crate::hooks::Hooks::load(settings, &files, home.as_deref()).map_err(|e| {
+        SettingsError::InvalidValue {
+            origin: "settings".to_owned(),
+            key: "hooks".to_owned(),
+            message: e.to_string(),
+        }
+    })?;
+    warnings.extend(hooks.config().warnings.iter().cloned());
+    let config = hooks.config();
+    let none = config.disabled || config.handlers.is_empty();
+    Ok((!none).then_some(hooks))
 }
 
 /// The instructions files for a session in `cwd` (`context.fileNames` picks their names).
@@ -219,6 +256,8 @@ fn approval_policy(
         subagents: crate::policy::Subagents::Off,
         subagent_caps: settings.agent.subagent_caps,
         recorded_secrets: RecordedSecrets::default(),
+        // Set by `agent_config`, which knows the settings files.
+        hooks: None,
     })
 }
 

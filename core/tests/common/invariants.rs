@@ -199,6 +199,7 @@ pub fn check_invariants(events: &[CoreEvent], suppressed: &[&str]) -> Result<(),
             | CoreEvent::BatchCompleted { .. }
             | CoreEvent::Usage { .. }
             | CoreEvent::Warning { .. }
+            | CoreEvent::Hook { .. }
             | CoreEvent::ModelChanged { .. }
             | CoreEvent::ApprovalModeChanged { .. } => {}
         }
