@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use corvid_protocol::{ImageData, ModelRequest, Part, Role, ToolSchema};
+use corvid_protocol::{ImageData, JsonText, ModelRequest, Part, Role, ToolSchema};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -190,7 +190,7 @@ fn push_items<'a>(turn: &'a Turn<'_>, out: &mut Vec<Item<'a>>) {
                     Part::Thought {
                         provider_data: Some(data),
                         ..
-                    } => {
+                    } if is_reasoning_item(data) => {
                         flush(&mut text, out);
                         out.push(Item::Verbatim(data.raw()));
                     }
@@ -250,6 +250,17 @@ fn push_items<'a>(turn: &'a Turn<'_>, out: &mut Vec<Item<'a>>) {
             }
         }
     }
+}
+
+/// Whether `data` is a Responses reasoning item (not another API's opaque data, such as a
+/// Gemini signature left in history by a session that switched providers).
+fn is_reasoning_item(data: &JsonText) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Kind<'a> {
+        #[serde(borrow, rename = "type")]
+        kind: Option<&'a str>,
+    }
+    serde_json::from_str::<Kind<'_>>(data.raw().get()).is_ok_and(|k| k.kind == Some("reasoning"))
 }
 
 fn image(data: &ImageData) -> Content<'_> {
