@@ -1,8 +1,9 @@
 //! `streamGenerateContent?alt=sse` chunks → stream events (SPEC §2.4).
 //!
-//! Every data event is a whole `GenerateContentResponse`. A functionCall part arrives whole,
-//! so its preparing event and the complete call go out together at that chunk, under an id
-//! corvid mints (Gemini sends none). A `thoughtSignature` goes out as `ThoughtData` right
+//! Every data event is a whole `GenerateContentResponse`. A functionCall part arrives whole:
+//! its preparing event goes out at that chunk under an id corvid mints (Gemini sends none),
+//! the complete call at `finishReason: STOP` like every provider's (calls of a response cut
+//! or stopped for another reason never run). A `thoughtSignature` goes out as `ThoughtData` right
 //! after the content of the part it rode on. The stream ends at the first `finishReason`.
 
 use corvid_protocol::{ErrorInfo, ErrorKind, FinishReason, StreamEvent, ToolCall, Usage};
@@ -100,8 +101,9 @@ impl RawUsage {
 /// Assembles one Gemini stream.
 #[derive(Debug, Default)]
 pub struct GeminiParser {
-    /// Calls seen so far in this response (their position and id mint).
-    calls: usize,
+    /// Complete calls, released once the response finishes cleanly (a cut response's calls
+    /// never run); their count is also the next call's position.
+    calls: Vec<ToolCall>,
     decoded_any: bool,
     non_json: NonJsonLine,
 }
@@ -163,8 +165,14 @@ impl crate::wire::WireParser for GeminiParser {
             return false;
         };
         self.push_usage(chunk.usage_metadata, at, out);
+        let calls = std::mem::take(&mut self.calls);
         let reason = match reason.as_str() {
-            "STOP" if self.calls > 0 => FinishReason::ToolCalls,
+            "STOP" if !calls.is_empty() => {
+                for call in calls {
+                    out.push(Emitted::ok(at, StreamEvent::ToolCall(call)));
+                }
+                FinishReason::ToolCalls
+            }
             "STOP" => FinishReason::Stop,
             "MAX_TOKENS" => FinishReason::MaxTokens,
             "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII"
@@ -223,8 +231,7 @@ impl GeminiParser {
             let args = call
                 .args
                 .unwrap_or_else(|| Value::Object(Default::default()));
-            let index = self.calls;
-            self.calls += 1;
+            let index = self.calls.len();
             let call_id = mint_id(at.unwrap_or(0), index, &name, &args);
             out.push(Emitted::ok(
                 at,
@@ -239,14 +246,11 @@ impl GeminiParser {
                 s.call_index = Some(index);
                 signed = Some(s);
             }
-            out.push(Emitted::ok(
-                at,
-                StreamEvent::ToolCall(ToolCall {
-                    call_id,
-                    name,
-                    args,
-                }),
-            ));
+            self.calls.push(ToolCall {
+                call_id,
+                name,
+                args,
+            });
         } else if let Some(text) = part.text {
             let thought = part.thought == Some(true);
             if !text.is_empty() {
@@ -392,8 +396,12 @@ mod tests {
                 text: "Plan".into()
             })
         );
+        let usage = got
+            .iter()
+            .rev()
+            .find(|i| matches!(i, Ok(StreamEvent::Usage(_))));
         assert_eq!(
-            got[got.len() - 2],
+            usage.cloned().unwrap(),
             Ok(StreamEvent::Usage(Usage {
                 input_tokens: 10,
                 output_tokens: 12,
