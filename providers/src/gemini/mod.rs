@@ -55,6 +55,13 @@ impl GeminiProvider {
         self
     }
 
+    /// `models/{model}:streamGenerateContent?alt=sse` under the base URL.
+    fn stream_endpoint(&self, model: &str) -> Endpoint {
+        let model = model.trim_start_matches("models/");
+        let path = format!("models/{model}:streamGenerateContent");
+        self.endpoint.at(&path, Some("alt=sse"))
+    }
+
     /// The body of a streaming request for `request`, as sent (benchmarks and debugging).
     pub fn request_body(&self, request: &ModelRequest) -> serde_json::Result<Vec<u8>> {
         build_body(request, &self.options)
@@ -68,10 +75,7 @@ impl Provider for GeminiProvider {
 
     fn stream(&self, request: ModelRequest) -> EventStream {
         let body = build_body(&request, &self.options);
-        let model = request.model.trim_start_matches("models/");
-        let path = format!("models/{model}:streamGenerateContent");
-        self.endpoint
-            .at(&path, Some("alt=sse"))
+        self.stream_endpoint(&request.model)
             .stream(body, WireProtocol::Gemini)
     }
 
@@ -101,5 +105,26 @@ impl Provider for GeminiProvider {
 
     fn endpoint(&self) -> Option<String> {
         Some(self.endpoint.shown_url().to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_request_url_names_the_model_and_alt_sse_and_never_the_key() {
+        let config = ProviderConfig {
+            base_url: DEFAULT_BASE_URL.to_owned(),
+            api_key: crate::ApiKey::new("AIza-secret"),
+            ..ProviderConfig::default()
+        };
+        let provider = GeminiProvider::new(&config).unwrap();
+        let endpoint = provider.stream_endpoint("models/gemini-3-pro-preview");
+        assert_eq!(
+            endpoint.shown_url(),
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-3-pro-preview:streamGenerateContent?alt=sse"
+        );
+        assert!(!endpoint.shown_url().contains("AIza"));
     }
 }
