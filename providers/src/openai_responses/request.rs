@@ -425,6 +425,29 @@ mod tests {
     }
 
     #[test]
+    fn another_api_s_opaque_data_in_history_is_not_sent_as_a_reasoning_item() {
+        let assistant = Message {
+            role: Role::Assistant,
+            parts: vec![
+                Part::Thought {
+                    text: String::new(),
+                    signature: None,
+                    provider_data: Some(JsonText::new(
+                        &json!({"type": "gemini_signature", "on": "text", "thoughtSignature": "c2ln"}),
+                    )),
+                },
+                Part::Text { text: "Hi".into() },
+            ],
+        };
+        let body = sent(
+            &request("gpt-5", vec![Message::user_text("hi"), assistant]),
+            &BodyOptions::default(),
+        );
+        assert_eq!(body["input"].as_array().unwrap().len(), 2, "{body}");
+        assert_eq!(body["input"][1]["type"], "message");
+    }
+
+    #[test]
     fn summary_off_asks_for_no_summary_but_keeps_the_encrypted_reasoning() {
         let options = BodyOptions {
             cache_key: None,
