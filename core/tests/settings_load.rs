@@ -356,11 +356,11 @@ fn a_section_that_is_not_an_object_is_an_error_naming_it() {
 #[test]
 fn an_unknown_provider_or_approval_mode_is_an_error_listing_the_choices() {
     let fx = Fixture::new();
-    fx.user(r#"{"model": {"provider": "gemini"}}"#);
+    fx.user(r#"{"model": {"provider": "mistral"}}"#);
     let msg = fx.load(&Overrides::default()).unwrap_err().to_string();
     assert!(
         msg.contains(
-            "`model.provider` is `gemini`; expected `openai`, `openai-responses`, `anthropic` or `demo`"
+            "`model.provider` is `mistral`; expected `openai`, `openai-responses`, `anthropic`, `gemini` or `demo`"
         ),
         "{msg}"
     );
