@@ -177,11 +177,12 @@ fn content<'a>(turn: &'a Turn<'_>) -> Option<Content<'a>> {
         Role::Assistant => model_parts(turn),
         Role::User => user_parts(turn),
     };
-    (!parts.is_empty()).then(|| Content {
-        role: Some(match turn.role {
-            Role::Assistant => "model",
-            Role::User => "user",
-        }),
+    let role = match turn.role {
+        Role::Assistant => "model",
+        Role::User => "user",
+    };
+    (!parts.is_empty()).then_some(Content {
+        role: Some(role),
         parts,
     })
 }
