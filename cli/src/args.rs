@@ -85,6 +85,8 @@ pub enum ProviderArg {
     /// OpenAI's Responses API (same key and base URL as `openai`).
     OpenaiResponses,
     Anthropic,
+    /// Google's Gemini API (`GEMINI_API_KEY`).
+    Gemini,
     Demo,
 }
 
@@ -196,4 +198,6 @@ pub enum WireProtocol {
     OpenaiChat,
     AnthropicMessages,
     OpenaiResponses,
+    /// Google's Gemini API (`streamGenerateContent?alt=sse`).
+    Gemini,
 }

@@ -24,6 +24,7 @@ pub fn run(args: &ReplaySseArgs) -> ExitCode {
         WireArg::OpenaiChat => WireProtocol::OpenAiChat,
         WireArg::AnthropicMessages => WireProtocol::AnthropicMessages,
         WireArg::OpenaiResponses => WireProtocol::OpenAiResponses,
+        WireArg::Gemini => WireProtocol::Gemini,
     };
     let emitted = if args.status == 200 {
         decode_body(protocol, &body)

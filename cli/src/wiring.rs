@@ -85,6 +85,7 @@ pub fn overrides(cli: &Cli) -> Overrides {
             ProviderArg::Openai => ProviderKind::Openai,
             ProviderArg::OpenaiResponses => ProviderKind::OpenaiResponses,
             ProviderArg::Anthropic => ProviderKind::Anthropic,
+            ProviderArg::Gemini => ProviderKind::Gemini,
             ProviderArg::Demo => ProviderKind::Demo,
         })
     };

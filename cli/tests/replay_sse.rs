@@ -165,3 +165,36 @@ fn a_responses_rate_limit_failure_is_a_retryable_error_at_its_event() {
     assert_eq!(got[0]["kind"], "rate_limited");
     assert_eq!(got[0]["retryable"], true);
 }
+
+#[test]
+fn a_gemini_stream_prepares_each_call_at_its_chunk_and_releases_them_at_stop() {
+    let got = lines(&[
+        "--protocol",
+        "gemini",
+        &fixture("gemini-api/parallel_calls.sse"),
+    ]);
+    let types: Vec<(u64, &str)> = got
+        .iter()
+        .map(|l| (l["at"].as_u64().unwrap(), l["type"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        types,
+        vec![
+            (0, "text"),
+            (0, "thought_data"),
+            (0, "usage"),
+            (1, "tool_preparing"),
+            (1, "thought_data"),
+            (1, "tool_preparing"),
+            (1, "usage"),
+            (2, "tool_preparing"),
+            (2, "usage"),
+            (2, "tool_call"),
+            (2, "tool_call"),
+            (2, "tool_call"),
+            (2, "finished"),
+        ]
+    );
+    assert_eq!(got[4]["data"]["thoughtSignature"], "CkQB0e2KbzQ=");
+    assert_eq!(got[12]["reason"], "tool_calls");
+}

@@ -364,11 +364,11 @@ fn a_section_that_is_not_an_object_is_an_error_naming_it() {
 #[test]
 fn an_unknown_provider_or_approval_mode_is_an_error_listing_the_choices() {
     let fx = Fixture::new();
-    fx.user(r#"{"model": {"provider": "gemini"}}"#);
+    fx.user(r#"{"model": {"provider": "mistral"}}"#);
     let msg = fx.load(&Overrides::default()).unwrap_err().to_string();
     assert!(
         msg.contains(
-            "`model.provider` is `gemini`; expected `openai`, `openai-responses`, `anthropic` or `demo`"
+            "`model.provider` is `mistral`; expected `openai`, `openai-responses`, `anthropic`, `gemini` or `demo`"
         ),
         "{msg}"
     );
@@ -547,5 +547,45 @@ fn an_unknown_model_api_or_reasoning_value_is_an_error_naming_the_field() {
     assert!(
         msg.contains("`OPENAI_API` is `assistants`; expected `chat` or `responses`"),
         "{msg}"
+    );
+}
+
+#[test]
+fn only_a_gemini_key_picks_gemini_with_its_model_and_base_url_variables() {
+    let mut fx = Fixture::new();
+    fx.env("GEMINI_API_KEY", "g-key")
+        .env("GEMINI_BASE_URL", "http://127.0.0.1:9/v1beta/")
+        .env("GEMINI_MODEL", "gemini-3-pro-preview");
+    let s = fx.settings();
+    assert_eq!(s.model.provider, Some(ProviderKind::Gemini));
+    let env = fx.env.clone();
+    let resolved = corvid_core::settings::resolve_provider(&s, |k| env.get(k).cloned()).unwrap();
+    assert_eq!(resolved.kind, ProviderKind::Gemini);
+    assert_eq!(resolved.base_url, "http://127.0.0.1:9/v1beta");
+    assert_eq!(resolved.model, "gemini-3-pro-preview");
+    // Anthropic and OpenAI keys still come first.
+    fx.env("OPENAI_API_KEY", "sk-o");
+    assert_eq!(fx.settings().model.provider, Some(ProviderKind::Openai));
+}
+
+#[test]
+fn gemini_defaults_to_google_s_endpoint_and_names_its_key_when_missing() {
+    let fx = Fixture::new();
+    let flags = Overrides {
+        provider: Some(ProviderKind::Gemini),
+        ..Overrides::default()
+    };
+    let s = fx.load(&flags).unwrap().settings;
+    let err = corvid_core::settings::resolve_provider(&s, |_| None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("GEMINI_API_KEY"), "{err}");
+    let resolved = corvid_core::settings::resolve_provider(&s, |k| {
+        (k == "GEMINI_API_KEY").then(|| "k".into())
+    })
+    .unwrap();
+    assert_eq!(
+        resolved.base_url,
+        "https://generativelanguage.googleapis.com/v1beta"
     );
 }

@@ -44,7 +44,8 @@ pub fn classify_http_error_at(
         message,
         status: Some(status),
         request_id,
-        retry_after_ms: retry_after_ms(headers, now),
+        retry_after_ms: retry_after_ms(headers, now)
+            .or_else(|| json.as_ref().and_then(google_retry_delay)),
     }
 }
 
@@ -216,6 +217,8 @@ fn is_context_wording(words: &str) -> bool {
         "prompt too long",
         "input is too long",
         "too many input tokens",
+        // Gemini: "The input token count (N) exceeds the maximum number of tokens allowed (M)."
+        "exceeds the maximum number of tokens",
     ]
     .iter()
     .any(|w| words.contains(w))
@@ -302,6 +305,29 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 
 /// The wait an error message asks for in words: OpenAI's rate-limit messages say
 /// `Please try again in 1.898s` (or `in 20ms`) and send no header in a stream.
+/// Google's `RetryInfo` detail (`{"error":{"details":[{"@type":"...RetryInfo","retryDelay":"32s"}]}}`)
+/// in milliseconds: Gemini's 429 says how long to wait there, not in a header.
+pub(crate) fn google_retry_delay(body: &Value) -> Option<u64> {
+    let details = body
+        .get("error")
+        .unwrap_or(body)
+        .get("details")?
+        .as_array()?;
+    details.iter().find_map(|d| {
+        let kind = d.get("@type")?.as_str()?;
+        if !kind.ends_with("google.rpc.RetryInfo") {
+            return None;
+        }
+        let secs: f64 = d
+            .get("retryDelay")?
+            .as_str()?
+            .strip_suffix('s')?
+            .parse()
+            .ok()?;
+        (secs.is_finite() && secs >= 0.0).then(|| (secs * 1000.0).round() as u64)
+    })
+}
+
 pub(crate) fn retry_delay_in_message(message: &str) -> Option<u64> {
     let lower = message.to_ascii_lowercase();
     let rest = &lower[lower.find("try again in ")? + "try again in ".len()..];
@@ -337,5 +363,42 @@ mod retry_delay_tests {
         assert_eq!(said("try again in 2m"), Some(120_000));
         assert_eq!(said("Please try again later."), None);
         assert_eq!(said("no hint"), None);
+    }
+}
+
+#[cfg(test)]
+mod gemini_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn http(status: u16, body: Value) -> ErrorInfo {
+        classify_http_error(status, &HeaderMap::new(), body.to_string().as_bytes())
+    }
+
+    #[test]
+    fn gemini_http_errors_are_classified_with_the_retry_delay_from_retry_info() {
+        let limited = http(
+            429,
+            json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
+                "message": "You exceeded your current quota", "details": [
+                    {"@type": "type.googleapis.com/google.rpc.QuotaFailure"},
+                    {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "7.5s"}]}}),
+        );
+        assert_eq!(
+            (limited.kind, limited.retry_after_ms),
+            (ErrorKind::RateLimited, Some(7_500))
+        );
+        let busy = http(
+            503,
+            json!({"error": {"code": 503, "status": "UNAVAILABLE",
+                "message": "The model is overloaded. Please try again later."}}),
+        );
+        assert_eq!(busy.kind, ErrorKind::Overloaded);
+        let long = http(
+            400,
+            json!({"error": {"code": 400, "status": "INVALID_ARGUMENT", "message":
+                "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)."}}),
+        );
+        assert_eq!(long.kind, ErrorKind::ContextTooLong);
     }
 }

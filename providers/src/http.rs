@@ -242,6 +242,17 @@ impl Endpoint {
         result.await.map_err(|e| self.reading.redactor.error(e))
     }
 
+    /// This endpoint aimed at `path` (and `query`) under the same base URL, with the same
+    /// headers: for APIs whose URL names the model (Gemini's `models/{model}:...`).
+    pub(crate) fn at(&self, path: &str, query: Option<&str>) -> Self {
+        let mut url = under(&self.base, path);
+        url.set_query(query);
+        let mut endpoint = self.clone();
+        endpoint.reading.shown_url = redact_url(url.as_str());
+        endpoint.url = url;
+        endpoint
+    }
+
     /// The host the requests go to.
     pub(crate) fn host(&self) -> Option<&str> {
         self.url.host_str()

@@ -1,6 +1,6 @@
 //! Model providers: HTTP + SSE bytes turned into corvid's one [`StreamEvent`] enum.
 //!
-//! One wire parser per API (`openai_chat`, `openai_responses`, `anthropic`), one error classification, and the
+//! One wire parser per API (`openai_chat`, `openai_responses`, `anthropic`, `gemini`), one error classification, and the
 //! built-in scripted `demo` model. Parsers are push-based and I/O-free so that the live path
 //! and `corvid debug replay-sse` share the same code.
 
@@ -42,6 +42,7 @@ pub trait Provider: Send + Sync {
 pub mod anthropic;
 mod body;
 pub mod error;
+pub mod gemini;
 #[cfg(test)]
 mod golden_bodies;
 mod history;
@@ -59,6 +60,7 @@ pub mod wire;
 
 pub use anthropic::AnthropicProvider;
 pub use error::{classify_http_error, classify_reqwest_error, classify_stream_error};
+pub use gemini::GeminiProvider;
 pub use http::{ApiKey, ConfigError, ProviderConfig};
 pub use limits::StreamLimits;
 pub use openai_chat::OpenAiChatProvider;

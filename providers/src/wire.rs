@@ -10,6 +10,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde_json::Value;
 
 use crate::anthropic::AnthropicParser;
+use crate::gemini::GeminiParser;
 use crate::limits::StreamLimits;
 use crate::openai_chat::OpenAiChatParser;
 use crate::openai_responses::OpenAiResponsesParser;
@@ -49,6 +50,8 @@ pub enum WireProtocol {
     AnthropicMessages,
     /// OpenAI Responses.
     OpenAiResponses,
+    /// Google's Gemini API (`streamGenerateContent`).
+    Gemini,
 }
 
 /// A wire parser: turns dispatched SSE events into stream items.
@@ -63,6 +66,7 @@ enum Parser {
     OpenAi(OpenAiChatParser),
     Anthropic(AnthropicParser),
     Responses(OpenAiResponsesParser),
+    Gemini(GeminiParser),
 }
 
 /// SSE framing plus the protocol's parser: push body bytes in, get stream items out.
@@ -99,6 +103,7 @@ impl StreamDecoder {
             WireProtocol::OpenAiChat => Parser::OpenAi(OpenAiChatParser::default()),
             WireProtocol::AnthropicMessages => Parser::Anthropic(AnthropicParser::default()),
             WireProtocol::OpenAiResponses => Parser::Responses(OpenAiResponsesParser::default()),
+            WireProtocol::Gemini => Parser::Gemini(GeminiParser::default()),
         };
         Self {
             sse: SseDecoder::with_max_line(limits.max_line_bytes),
@@ -151,6 +156,7 @@ impl StreamDecoder {
                 Parser::OpenAi(p) => p.on_event(&event, out),
                 Parser::Anthropic(p) => p.on_event(&event, out),
                 Parser::Responses(p) => p.on_event(&event, out),
+                Parser::Gemini(p) => p.on_event(&event, out),
             };
         });
         if !self.done && self.sse.overflowed() {
@@ -178,6 +184,7 @@ impl StreamDecoder {
             Parser::OpenAi(p) => p.on_end(end, out),
             Parser::Anthropic(p) => p.on_end(end, out),
             Parser::Responses(p) => p.on_end(end, out),
+            Parser::Gemini(p) => p.on_end(end, out),
         }
     }
 }
@@ -198,6 +205,7 @@ pub fn decode_whole_response(protocol: WireProtocol, body: &[u8]) -> Vec<Emitted
         WireProtocol::OpenAiChat => crate::openai_chat::decode_whole(body),
         WireProtocol::AnthropicMessages => crate::anthropic::decode_whole(body),
         WireProtocol::OpenAiResponses => crate::openai_responses::decode_whole(body),
+        WireProtocol::Gemini => crate::gemini::decode_whole(body),
     }
 }
 

@@ -704,7 +704,7 @@ impl Validator<'_> {
                 self.invalid(
                     key,
                     &s,
-                    "`openai`, `openai-responses`, `anthropic` or `demo`",
+                    "`openai`, `openai-responses`, `anthropic`, `gemini` or `demo`",
                 )
             }),
         }

@@ -43,6 +43,8 @@ pub enum ProviderKind {
     OpenaiResponses,
     /// Anthropic Messages.
     Anthropic,
+    /// Google's Gemini API (`GEMINI_API_KEY`).
+    Gemini,
     /// The built-in offline scripted model.
     Demo,
 }
@@ -54,6 +56,7 @@ impl ProviderKind {
             Self::Openai => "openai",
             Self::OpenaiResponses => "openai-responses",
             Self::Anthropic => "anthropic",
+            Self::Gemini => "gemini",
             Self::Demo => "demo",
         }
     }
@@ -64,6 +67,7 @@ impl ProviderKind {
             "openai" => Some(Self::Openai),
             "openai-responses" => Some(Self::OpenaiResponses),
             "anthropic" => Some(Self::Anthropic),
+            "gemini" => Some(Self::Gemini),
             "demo" => Some(Self::Demo),
             _ => None,
         }
@@ -494,12 +498,15 @@ pub fn load_with(
     })
 }
 
-/// With no provider set anywhere: Anthropic if its key is present, else OpenAI if its key is.
+/// With no provider set anywhere: Anthropic if its key is present, else OpenAI if its key is,
+/// else Gemini if its key is.
 fn infer_provider(env: impl Fn(&str) -> Option<String>) -> Option<ProviderKind> {
     if env(provider::ANTHROPIC_KEY).is_some() {
         Some(ProviderKind::Anthropic)
     } else if env(provider::OPENAI_KEY).is_some() {
         Some(ProviderKind::Openai)
+    } else if env(provider::GEMINI_KEY).is_some() {
+        Some(ProviderKind::Gemini)
     } else {
         None
     }
@@ -534,6 +541,7 @@ fn env_layer(
             ("OPENAI_MODEL", provider::OPENAI_URL)
         }
         Some(ProviderKind::Anthropic) => ("ANTHROPIC_MODEL", provider::ANTHROPIC_URL),
+        Some(ProviderKind::Gemini) => ("GEMINI_MODEL", provider::GEMINI_URL),
         Some(ProviderKind::Demo) | None => return file::Partial::default(),
     };
     file::Partial {

@@ -8,6 +8,8 @@ pub(super) const OPENAI_KEY: &str = "OPENAI_API_KEY";
 pub(super) const OPENAI_URL: &str = "OPENAI_BASE_URL";
 pub(super) const ANTHROPIC_KEY: &str = "ANTHROPIC_API_KEY";
 pub(super) const ANTHROPIC_URL: &str = "ANTHROPIC_BASE_URL";
+pub(super) const GEMINI_KEY: &str = "GEMINI_API_KEY";
+pub(super) const GEMINI_URL: &str = "GEMINI_BASE_URL";
 
 /// The model name the demo provider answers to.
 pub const DEMO_MODEL: &str = "corvid-demo";
@@ -149,6 +151,11 @@ fn connect(
             "https://api.anthropic.com",
             ANTHROPIC_KEY,
         ),
+        ProviderKind::Gemini => (
+            "gemini-2.5-pro",
+            "https://generativelanguage.googleapis.com/v1beta",
+            GEMINI_KEY,
+        ),
     };
     let key_var = api_key_env.unwrap_or(default_key);
     let api_key = env(key_var).filter(|k| !k.is_empty()).map(Secret);
@@ -180,6 +187,7 @@ fn url_var(kind: ProviderKind) -> Option<&'static str> {
     match kind {
         ProviderKind::Openai | ProviderKind::OpenaiResponses => Some(OPENAI_URL),
         ProviderKind::Anthropic => Some(ANTHROPIC_URL),
+        ProviderKind::Gemini => Some(GEMINI_URL),
         ProviderKind::Demo => None,
     }
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 use corvid_providers::demo::{DEFAULT_PACING, DemoProvider};
 use corvid_providers::limits::DEFAULT_IDLE_TIMEOUT;
 use corvid_providers::{
-    AnthropicProvider, ApiKey, OpenAiChatProvider, OpenAiResponsesProvider, Provider,
-    ProviderConfig, Reasoning,
+    AnthropicProvider, ApiKey, GeminiProvider, OpenAiChatProvider, OpenAiResponsesProvider,
+    Provider, ProviderConfig, Reasoning,
 };
 use corvid_tools::shell::{EnvFilter, ShellPolicy};
 
@@ -342,6 +342,9 @@ fn build_provider(
                 .with_reasoning(endpoint.reasoning),
         ),
         ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(&config())?),
+        ProviderKind::Gemini => {
+            Arc::new(GeminiProvider::new(&config())?.with_reasoning(endpoint.reasoning))
+        }
     };
     Ok(provider)
 }

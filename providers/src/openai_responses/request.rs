@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use corvid_protocol::{ImageData, ModelRequest, Part, Role, ToolSchema};
+use corvid_protocol::{ImageData, JsonText, ModelRequest, Part, Role, ToolSchema};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -190,7 +190,7 @@ fn push_items<'a>(turn: &'a Turn<'_>, out: &mut Vec<Item<'a>>) {
                     Part::Thought {
                         provider_data: Some(data),
                         ..
-                    } => {
+                    } if is_reasoning_item(data) => {
                         flush(&mut text, out);
                         out.push(Item::Verbatim(data.raw()));
                     }
@@ -250,6 +250,17 @@ fn push_items<'a>(turn: &'a Turn<'_>, out: &mut Vec<Item<'a>>) {
             }
         }
     }
+}
+
+/// Whether `data` is a Responses reasoning item (not another API's opaque data, such as a
+/// Gemini signature left in history by a session that switched providers).
+fn is_reasoning_item(data: &JsonText) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Kind<'a> {
+        #[serde(borrow, rename = "type")]
+        kind: Option<&'a str>,
+    }
+    serde_json::from_str::<Kind<'_>>(data.raw().get()).is_ok_and(|k| k.kind == Some("reasoning"))
 }
 
 fn image(data: &ImageData) -> Content<'_> {
@@ -411,6 +422,29 @@ mod tests {
                 ]}),
             ]
         );
+    }
+
+    #[test]
+    fn another_api_s_opaque_data_in_history_is_not_sent_as_a_reasoning_item() {
+        let assistant = Message {
+            role: Role::Assistant,
+            parts: vec![
+                Part::Thought {
+                    text: String::new(),
+                    signature: None,
+                    provider_data: Some(JsonText::new(
+                        &json!({"type": "gemini_signature", "on": "text", "thoughtSignature": "c2ln"}),
+                    )),
+                },
+                Part::Text { text: "Hi".into() },
+            ],
+        };
+        let body = sent(
+            &request("gpt-5", vec![Message::user_text("hi"), assistant]),
+            &BodyOptions::default(),
+        );
+        assert_eq!(body["input"].as_array().unwrap().len(), 2, "{body}");
+        assert_eq!(body["input"][1]["type"], "message");
     }
 
     #[test]

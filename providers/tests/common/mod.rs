@@ -73,6 +73,7 @@ impl Fixture {
             Some("openai-chat") => Some(WireProtocol::OpenAiChat),
             Some("anthropic-messages") => Some(WireProtocol::AnthropicMessages),
             Some("openai-responses") => Some(WireProtocol::OpenAiResponses),
+            Some("gemini") => Some(WireProtocol::Gemini),
             _ => None,
         }
     }
