@@ -45,13 +45,16 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Adds another usage record to this one (for per-prompt-id accounting).
+    /// Adds another usage record to this one (for per-prompt-id accounting). Saturating:
+    /// the counts come from servers, and a hostile one must not overflow them.
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.total_tokens += other.total_tokens;
-        self.cached_input_tokens += other.cached_input_tokens;
-        self.reasoning_tokens += other.reasoning_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.total_tokens = self.total_tokens.saturating_add(other.total_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(other.cached_input_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
     }
 }
 

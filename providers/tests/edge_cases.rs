@@ -382,3 +382,37 @@ fn a_body_over_the_cap_gives_the_same_items_however_it_is_split() {
         assert_eq!(decode(chunk), whole, "chunks of {chunk} bytes");
     }
 }
+
+/// Token counts come from the server: counts near `u64::MAX` saturate instead of overflowing
+/// (a debug build panicked, a release build wrapped; found by the `sse_*` fuzz targets).
+#[test]
+fn token_counts_near_the_limit_saturate_instead_of_overflowing() {
+    let max = u64::MAX;
+    let openai = format!(
+        "{}{}data: {}\n\ndata: [DONE]\n\n",
+        content("Hi"),
+        finish("stop"),
+        json!({"choices": [], "usage": {"prompt_tokens": max, "completion_tokens": 5}})
+    );
+    let anthropic = [
+        json!({"type": "message_start", "message": {"id": "m", "usage": {
+            "input_tokens": max, "cache_read_input_tokens": 7,
+            "cache_creation_input_tokens": 9, "output_tokens": 1}}}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+               "usage": {"output_tokens": max}}),
+        json!({"type": "message_stop"}),
+    ]
+    .iter()
+    .map(|event| format!("data: {event}\n\n"))
+    .collect::<String>();
+    for (protocol, body) in [(OpenAiChat, openai), (AnthropicMessages, anthropic)] {
+        let totals: Vec<u64> = decode_body(protocol, body.as_bytes())
+            .into_iter()
+            .filter_map(|emitted| match emitted.item {
+                Ok(StreamEvent::Usage(usage)) => Some(usage.total_tokens),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(totals.last(), Some(&max), "{protocol:?}: {totals:?}");
+    }
+}

@@ -325,7 +325,7 @@ impl ChatState {
                 if let Some(t) = self.task.as_mut()
                     && prompt_id == MAIN_PROMPT_ID
                 {
-                    t.tokens += usage.output_tokens;
+                    t.tokens = t.tokens.saturating_add(usage.output_tokens);
                 }
             }
             CoreEvent::Warning { message } => {

@@ -99,13 +99,17 @@ impl RawUsage {
     /// Anthropic's `input_tokens` excludes cached tokens; corvid's counts the whole prompt.
     fn normalise(&self) -> Usage {
         let cached = self.cache_read_input_tokens.unwrap_or(0);
-        let input =
-            self.input_tokens.unwrap_or(0) + cached + self.cache_creation_input_tokens.unwrap_or(0);
+        // Counts come from the server: a hostile one must not overflow them (fuzzing found it).
+        let input = self
+            .input_tokens
+            .unwrap_or(0)
+            .saturating_add(cached)
+            .saturating_add(self.cache_creation_input_tokens.unwrap_or(0));
         let output = self.output_tokens.unwrap_or(0);
         Usage {
             input_tokens: input,
             output_tokens: output,
-            total_tokens: input + output,
+            total_tokens: input.saturating_add(output),
             cached_input_tokens: cached,
             reasoning_tokens: 0,
         }

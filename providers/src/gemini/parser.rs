@@ -87,11 +87,16 @@ impl RawUsage {
     fn normalise(self) -> Usage {
         let input = self.prompt_token_count.unwrap_or(0);
         let thoughts = self.thoughts_token_count.unwrap_or(0);
-        let output = self.candidates_token_count.unwrap_or(0) + thoughts;
+        let output = self
+            .candidates_token_count
+            .unwrap_or(0)
+            .saturating_add(thoughts);
         Usage {
             input_tokens: input,
             output_tokens: output,
-            total_tokens: self.total_token_count.unwrap_or(input + output),
+            total_tokens: self
+                .total_token_count
+                .unwrap_or(input.saturating_add(output)),
             cached_input_tokens: self.cached_content_token_count.unwrap_or(0),
             reasoning_tokens: thoughts,
         }

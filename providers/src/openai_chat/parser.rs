@@ -110,7 +110,8 @@ impl RawUsage {
         Usage {
             input_tokens: input,
             output_tokens: output,
-            total_tokens: self.total_tokens.unwrap_or(input + output),
+            // A hostile server's counts must not overflow (fuzzing found it).
+            total_tokens: self.total_tokens.unwrap_or(input.saturating_add(output)),
             cached_input_tokens: self
                 .prompt_tokens_details
                 .and_then(|d| d.cached_tokens)

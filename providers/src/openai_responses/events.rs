@@ -119,7 +119,7 @@ impl RawUsage {
         Usage {
             input_tokens: input,
             output_tokens: output,
-            total_tokens: self.total_tokens.unwrap_or(input + output),
+            total_tokens: self.total_tokens.unwrap_or(input.saturating_add(output)),
             cached_input_tokens: self
                 .input_tokens_details
                 .and_then(|d| d.cached_tokens)
