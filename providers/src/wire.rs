@@ -263,6 +263,26 @@ impl NonJsonLine {
     }
 }
 
+/// The error for a body that ended before `terminal` (the event or field that finishes a
+/// response of this API): a stream of nothing but non-JSON lines says so, anything else is a
+/// truncated stream.
+pub(crate) fn ended_before(
+    end: crate::sse::BodyEnd,
+    non_json: &NonJsonLine,
+    decoded_any: bool,
+    terminal: &str,
+) -> ErrorInfo {
+    match end {
+        crate::sse::BodyEnd::MidEvent => truncated(
+            "the connection closed in the middle of an event, before the response finished",
+        ),
+        crate::sse::BodyEnd::Clean => non_json
+            .error()
+            .filter(|_| !decoded_any)
+            .unwrap_or_else(|| truncated(&format!("the response ended without {terminal}"))),
+    }
+}
+
 /// At most `max` bytes of `text`, cut on a character boundary, `…` marking a cut.
 pub(crate) fn cut(text: &str, max: usize) -> String {
     if text.len() <= max {

@@ -14,7 +14,7 @@ use serde_json::value::RawValue;
 use super::signature::{On, Signed, is_base64};
 use crate::error::{classify_stream_error, google_retry_delay};
 use crate::sse::{BodyEnd, SseEvent};
-use crate::wire::{Emitted, NonJsonLine, lenient_u64, truncated};
+use crate::wire::{Emitted, NonJsonLine, ended_before, lenient_u64};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -201,16 +201,7 @@ impl crate::wire::WireParser for GeminiParser {
     }
 
     fn on_end(&mut self, end: BodyEnd, out: &mut Vec<Emitted>) {
-        let error = match end {
-            BodyEnd::MidEvent => truncated(
-                "the connection closed in the middle of an event, before the response finished",
-            ),
-            BodyEnd::Clean => self
-                .non_json
-                .error()
-                .filter(|_| !self.decoded_any)
-                .unwrap_or_else(|| truncated("the response ended without a finishReason")),
-        };
+        let error = ended_before(end, &self.non_json, self.decoded_any, "a finishReason");
         out.push(Emitted::err(None, error));
     }
 }

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use super::events::{Event, Item, Response, replayable_reasoning};
 use crate::error::{classify_stream_error, retry_delay_in_message};
 use crate::sse::{BodyEnd, SseEvent};
-use crate::wire::{Emitted, NonJsonLine, Str, WireParser, parse_args, truncated};
+use crate::wire::{Emitted, NonJsonLine, Str, WireParser, ended_before, parse_args};
 
 /// One function call being assembled, keyed by its item id.
 #[derive(Debug, Default)]
@@ -79,16 +79,7 @@ impl WireParser for OpenAiResponsesParser {
     }
 
     fn on_end(&mut self, end: BodyEnd, out: &mut Vec<Emitted>) {
-        let error = match end {
-            BodyEnd::MidEvent => truncated(
-                "the connection closed in the middle of an event, before the response finished",
-            ),
-            BodyEnd::Clean => self
-                .non_json
-                .error()
-                .filter(|_| !self.decoded_any)
-                .unwrap_or_else(|| truncated("the response ended without response.completed")),
-        };
+        let error = ended_before(end, &self.non_json, self.decoded_any, "response.completed");
         out.push(Emitted::err(None, error));
     }
 }
