@@ -80,6 +80,7 @@ fn issue_33_case() -> Case {
         tool,
         prepare: true,
         object_args: true,
+        fate: 0,
     };
     let response = |text, calls, fault| ResponseSpec {
         text,
@@ -105,8 +106,8 @@ fn issue_33_case() -> Case {
         fallback: true,
         decisions: vec![1, 1, 1, 3, 2, 3, 1, 3],
         summary_delays: vec![84],
-        yields: Vec::new(),
         neighbour_mid_bulk_step: true,
+        ..Case::plain(Vec::new())
     }
 }
 
@@ -128,6 +129,7 @@ fn cancel_as_the_task_finishes() -> Case {
         tool,
         prepare,
         object_args: true,
+        fate: 0,
     };
     Case {
         responses: vec![
@@ -151,8 +153,7 @@ fn cancel_as_the_task_finishes() -> Case {
         fallback: false,
         decisions: vec![2, 1, 0, 1, 0, 0, 3, 1],
         summary_delays: vec![147, 117, 152],
-        yields: Vec::new(),
-        neighbour_mid_bulk_step: false,
+        ..Case::plain(Vec::new())
     }
 }
 
@@ -194,23 +195,57 @@ fn the_fault_generator_reaches_every_kind_of_ending() {
     let mut seen = std::collections::BTreeSet::new();
     for _ in 0..400 {
         let case = case().new_tree(&mut runner).unwrap().current();
-        for ev in run_case(&case).unwrap() {
+        let events = run_case(&case).unwrap_or_else(|e| panic!("{e}\n{case:#?}"));
+        for ev in events {
+            let (child, ev) = match ev {
+                CoreEvent::Subagent { event, .. } => ("child ", *event),
+                ev => ("", ev),
+            };
             let what = match ev {
                 CoreEvent::PreparationDiscarded { reason, .. } => format!("discarded {reason:?}"),
-                CoreEvent::ToolFinished { status, .. } => format!("finished {status:?}"),
-                CoreEvent::PermissionResolved { decision, .. } => format!("resolved {decision:?}"),
-                CoreEvent::TaskFinished { stop_reason, .. } => format!("task {stop_reason:?}"),
+                CoreEvent::ToolFinished {
+                    status,
+                    tool_name,
+                    output,
+                    ..
+                } => match tool_name.as_str() {
+                    "task" => subagent_ending(&output.text, status),
+                    MCP_TOOL => mcp_ending(&output.text),
+                    _ => format!("finished {status:?}"),
+                },
+                CoreEvent::PermissionResolved { decision, .. } => {
+                    format!("{child}resolved {decision:?}")
+                }
+                CoreEvent::TaskFinished {
+                    stop_reason, error, ..
+                } => match error {
+                    Some(e) if e.message.contains("could not be compacted") => {
+                        "compaction failed on an overflow".into()
+                    }
+                    _ => format!("{child}task {stop_reason:?}"),
+                },
                 CoreEvent::ModelFellBack { .. } => "fell back".into(),
                 CoreEvent::AttemptRetried { .. } => "retried".into(),
                 CoreEvent::Plan { .. } => "plan".into(),
                 CoreEvent::ToolUseSummary { .. } => "summary".into(),
                 CoreEvent::SummaryDropped { .. } => "summary dropped".into(),
+                CoreEvent::Compacted { .. } => format!("{child}compacted"),
+                CoreEvent::Warning { message } if message.contains("could not compact") => {
+                    "compaction failed before a request".into()
+                }
                 _ => continue,
             };
             seen.insert(what);
         }
     }
     let expected = [
+        "child compacted",
+        "child resolved AllowOnce",
+        "child resolved Cancelled",
+        "child resolved RejectOnce",
+        "compacted",
+        "compaction failed before a request",
+        "compaction failed on an overflow",
         "discarded Cancelled",
         "discarded Fallback",
         "discarded Retry",
@@ -218,6 +253,12 @@ fn the_fault_generator_reaches_every_kind_of_ending() {
         "fell back",
         "finished Completed",
         "finished Failed",
+        "mcp answered",
+        "mcp cancelled",
+        "mcp crashed",
+        "mcp down",
+        "mcp erred",
+        "mcp timed out",
         "plan",
         "resolved AllowAlways",
         "resolved AllowOnce",
@@ -225,6 +266,9 @@ fn the_fault_generator_reaches_every_kind_of_ending() {
         "resolved RejectAlways",
         "resolved RejectOnce",
         "retried",
+        "subagent cancelled",
+        "subagent completed",
+        "subagent failed",
         "summary",
         "summary dropped",
         "task Cancelled",
@@ -240,4 +284,34 @@ fn the_fault_generator_reaches_every_kind_of_ending() {
         missing.is_empty(),
         "never reached: {missing:?} (seen {seen:?})"
     );
+}
+
+/// How an MCP call's card ended, by the adapter's wording.
+fn mcp_ending(text: &str) -> String {
+    let ending = [
+        ("found ", "answered"),
+        ("cancelled by the user", "cancelled"),
+        ("stopped during the call", "crashed"),
+        ("is not running", "down"),
+        ("did not answer within", "timed out"),
+        ("failed: no entry", "erred"),
+    ]
+    .iter()
+    .find(|(words, _)| text.contains(words))
+    .map_or("refused", |(_, ending)| ending);
+    format!("mcp {ending}")
+}
+
+/// How a `task` call's card ended.
+fn subagent_ending(text: &str, status: corvid_protocol::ToolStatus) -> String {
+    let ending = if status == corvid_protocol::ToolStatus::Completed {
+        "completed"
+    } else if text.contains("was cancelled before it finished") {
+        "cancelled"
+    } else if text.contains("` failed: ") {
+        "failed"
+    } else {
+        "refused"
+    };
+    format!("subagent {ending}")
 }

@@ -28,6 +28,10 @@ impl ExecLog {
     pub fn all(&self) -> Vec<Execution> {
         self.0.lock().unwrap().clone()
     }
+    /// Records an execution of a tool that is not a [`FakeTool`].
+    pub fn record(&self, execution: Execution) {
+        self.0.lock().unwrap().push(execution);
+    }
     /// The `tag` argument of every execution, in the order they ended.
     pub fn tags(&self) -> Vec<String> {
         self.all()
