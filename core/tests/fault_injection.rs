@@ -315,3 +315,140 @@ fn subagent_ending(text: &str, status: corvid_protocol::ToolStatus) -> String {
     };
     format!("subagent {ending}")
 }
+
+fn one_call(tool: usize, fate: u8) -> ResponseSpec {
+    ResponseSpec {
+        text: true,
+        calls: vec![CallSpec {
+            tool,
+            prepare: true,
+            object_args: true,
+            fate,
+        }],
+        eager_calls: false,
+        delays: vec![5],
+        fault: Fault::None,
+    }
+}
+
+/// The stop reasons of the session's tasks, in order.
+fn task_ends(events: &[CoreEvent]) -> Vec<StopReason> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            CoreEvent::TaskFinished { stop_reason, .. } => Some(*stop_reason),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The output of the card of `id` (a subagent's cards included).
+fn card_output(events: &[CoreEvent], id: &str) -> String {
+    events
+        .iter()
+        .map(|e| match e {
+            CoreEvent::Subagent { event, .. } => &**event,
+            e => e,
+        })
+        .find_map(|e| match e {
+            CoreEvent::ToolFinished {
+                call_id, output, ..
+            } if call_id == id => Some(output.text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// Issue 33: an MCP server that never answers holds its call until the user gives up; the
+/// card ends with the cancel, not the server's two-minute timeout, and the next prompt works.
+#[test]
+fn a_hanging_mcp_call_ends_on_the_users_cancel_and_the_next_prompt_goes_on() {
+    let case = Case {
+        impatient: true,
+        follow_up: true,
+        ..Case::plain(vec![one_call(6, 3)])
+    };
+    let events = run_case(&case).unwrap();
+    assert_eq!(card_output(&events, "r0c0"), "cancelled by the user");
+    assert_eq!(
+        task_ends(&events),
+        [StopReason::Cancelled, StopReason::EndTurn]
+    );
+}
+
+/// Issue 33: a server that exits mid-call fails the card naming the server, and the model
+/// gets the error back in the same task.
+#[test]
+fn an_mcp_server_crashing_mid_call_fails_the_card_and_the_turn_goes_on() {
+    let events = run_case(&Case::plain(vec![one_call(6, 2)])).unwrap();
+    assert_eq!(
+        card_output(&events, "r0c0"),
+        "MCP server `srv` stopped during the call to `lookup` (Transport closed); it is \
+         restarted on next use"
+    );
+    assert_eq!(task_ends(&events), [StopReason::EndTurn]);
+}
+
+/// Issue 33: a subagent waiting on an approval the user leaves open is cancelled with the
+/// parent: the prompt resolves as cancelled, the `task` call fails saying so, and the next
+/// prompt's request pairs that call with its result (checked by `run_case`).
+#[test]
+fn a_subagent_left_waiting_for_approval_is_cancelled_with_its_parent() {
+    let case = Case {
+        children: vec![vec![one_call(1, 0)]],
+        decisions: vec![4],
+        follow_up: true,
+        ..Case::plain(vec![one_call(TASK, 0)])
+    };
+    let events = run_case(&case).unwrap();
+    assert!(events.iter().any(|e| matches!(e,
+    CoreEvent::Subagent { event, .. } if matches!(**event, CoreEvent::PermissionResolved {
+        decision: corvid_protocol::ApprovalDecision::Cancelled, ..
+    }))));
+    assert!(
+        card_output(&events, "r0c0").contains("was cancelled before it finished"),
+        "{}",
+        card_output(&events, "r0c0")
+    );
+    assert_eq!(
+        task_ends(&events),
+        [StopReason::Cancelled, StopReason::EndTurn]
+    );
+}
+
+/// Issue 33: a "context too long" answer whose compaction the server refuses ends the task
+/// with both errors, and the history stays as it was (the next prompt's request extends the
+/// refused one: checked by `run_case`).
+#[test]
+fn a_refused_compaction_leaves_the_history_as_it_was() {
+    let overflow = ResponseSpec {
+        fault: Fault::Http(ErrorKind::ContextTooLong, None),
+        ..one_call(0, 0)
+    };
+    let case = Case {
+        compactions: vec![CompactionSpec {
+            empty: false,
+            delay: 3,
+            fault: Fault::Http(ErrorKind::Server, None),
+        }],
+        follow_up: true,
+        ..Case::plain(vec![one_call(0, 0), overflow])
+    };
+    let events = run_case(&case).unwrap();
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, CoreEvent::Compacted { .. }))
+    );
+    let error = events.iter().find_map(|e| match e {
+        CoreEvent::TaskFinished { error, .. } => error.clone(),
+        _ => None,
+    });
+    assert!(
+        error
+            .as_ref()
+            .is_some_and(|e| e.message.contains("could not be compacted")),
+        "{error:?}"
+    );
+    assert_eq!(task_ends(&events), [StopReason::Error, StopReason::EndTurn]);
+}
