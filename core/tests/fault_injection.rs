@@ -12,12 +12,13 @@ use fault_model::*;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
-// CI runs a few hundred cases (with the generator guard below, the file takes about 25 s of
-// CPU in a debug build); `cargo bench -p corvid-core --bench fault_runs -- --cases 10000`
-// runs the long count.
+// CI runs a few hundred cases (a case now also runs subagents, MCP calls, compactions and a
+// second prompt: with the generator guard below, the file takes about a minute of CPU in a
+// debug build); `cargo bench -p corvid-core --bench fault_runs -- --cases 10000` runs the
+// long count.
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 400,
+        cases: 256,
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
             "proptest-regressions/fault_injection.txt",
         ))),
