@@ -110,6 +110,8 @@ pub struct App {
     cancelled_prompt: Option<String>,
     /// A prompt sent while a task ran: it goes when the task ends.
     pub queued: Option<String>,
+    /// Prompts sent into the running task (Ctrl+S) that the model has not read yet.
+    pub steering: Vec<String>,
     frame: usize,
     /// `@path` attachments and their completion, in the working directory.
     pub mentions: crate::mention::Mentions,
@@ -150,6 +152,7 @@ impl App {
             last_prompt: None,
             cancelled_prompt: None,
             queued: None,
+            steering: Vec::new(),
             frame: 0,
             mentions: crate::mention::Mentions::new(std::env::current_dir().unwrap_or_default()),
             instructions: Vec::new(),
@@ -176,6 +179,12 @@ impl App {
                 self.stats.context = None;
                 self.status.context = None;
             }
+            // Read by the model now (or, sent as the task ended, it became the next prompt).
+            CoreEvent::Steered { prompt } | CoreEvent::TaskStarted { prompt, .. } => {
+                if let Some(i) = self.steering.iter().position(|p| p == prompt) {
+                    self.steering.remove(i);
+                }
+            }
             CoreEvent::TaskFinished { stop_reason, .. } => self.task_finished(*stop_reason),
             CoreEvent::PermissionRequested { .. } => {
                 self.arm_approval(now);
@@ -195,6 +204,19 @@ impl App {
     /// The task ended: its prompt can come back after a cancel, and an away user hears of it.
     fn task_finished(&mut self, stop_reason: StopReason) {
         let prompt = self.last_prompt.take();
+        // What a cancelled or failed task never read goes back into the box (the core said
+        // so too); after a normal end it was read, or it starts the next task.
+        let normal_end = matches!(
+            stop_reason,
+            StopReason::EndTurn | StopReason::MaxTokens | StopReason::Refusal
+        );
+        if !normal_end && !self.steering.is_empty() {
+            let mut text = std::mem::take(&mut self.steering).join("\n");
+            if !self.composer.is_empty() {
+                text = format!("{text}\n{}", self.composer.text());
+            }
+            self.composer.set_text(text);
+        }
         if stop_reason == StopReason::Cancelled {
             self.cancelled_prompt = prompt;
             // Cancelling stops what was queued too: it goes back into the box.
@@ -286,6 +308,7 @@ impl App {
             status: &self.status,
             approval_choice: self.approval_choice,
             queued: self.queued.as_deref(),
+            steering: &self.steering,
             mentions: (&self.mention_matches, self.mention_choice),
             commands: {
                 let popup = self.command_popup();

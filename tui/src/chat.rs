@@ -328,6 +328,12 @@ impl ChatState {
                     t.tokens = t.tokens.saturating_add(usage.output_tokens);
                 }
             }
+            // What the user sent into the task reads as their prompt, where the model read it.
+            CoreEvent::Steered { prompt } => {
+                self.flush_stream();
+                self.flush_thought();
+                self.commit(HistoryCell::UserPrompt(prompt.clone()));
+            }
             CoreEvent::Warning { message } => {
                 self.flush_stream();
                 self.commit(HistoryCell::Notice(NoticeKind::Warning, message.clone()));

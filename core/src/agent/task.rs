@@ -12,6 +12,7 @@ use super::compact::{self, Trigger};
 use super::exec::{emit_hook_notices, run_batch};
 use super::plan_mode;
 use super::session::{SessionState, TaskCtx, lock};
+use super::steer;
 use super::summaries::SummaryTracker;
 use crate::hooks::session::MAX_STOP_BLOCKS;
 use crate::hooks::{Decision, SessionHooks};
@@ -79,6 +80,16 @@ pub(super) async fn run_task(
         }
     }
     let (stop_reason, error) = run_turns(&ctx, state, &summaries).await;
+    let untaken = ctx.shared.steers.close();
+    if !untaken.is_empty() {
+        ctx.events.emit(CoreEvent::Warning {
+            message: format!(
+                "the task ended before it read what you sent into it; send it again as a \
+                 prompt: {}",
+                untaken.join(" / ")
+            ),
+        });
+    }
     summaries.finish_task(&ctx, stop_reason, error);
 }
 
@@ -158,6 +169,10 @@ pub(super) async fn run_turns(
                     StopHook::Stop => {}
                 }
             }
+            // What the user sent into the task while the model answered gets one more turn.
+            if steer::deliver(ctx, state, ctx.shared.steers.take_or_close()).await {
+                continue;
+            }
             let stop = match finished.reason {
                 FinishReason::MaxTokens => StopReason::MaxTokens,
                 FinishReason::Refusal | FinishReason::ContentFilter => StopReason::Refusal,
@@ -181,6 +196,7 @@ pub(super) async fn run_turns(
         if ctx.cancel.is_cancelled() {
             return (StopReason::Cancelled, None);
         }
+        steer::deliver(ctx, state, ctx.shared.steers.take()).await;
     }
 }
 
