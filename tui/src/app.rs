@@ -80,6 +80,10 @@ pub struct App {
     pub stats: UsageStats,
     /// The `/resume` picker, while open.
     pub picker: Option<SessionPicker>,
+    /// The transcript view (Ctrl+O), while open.
+    pub transcript_view: Option<crate::transcript::TranscriptView>,
+    /// The terminal's height (the transcript view fills it); the run loop keeps it current.
+    pub screen_rows: u16,
     /// The session the agent works in (left out of the `/resume` picker).
     pub session_id: String,
     /// The highlighted entry of the slash-command popup.
@@ -135,6 +139,8 @@ impl App {
             },
             stats: UsageStats::default(),
             picker: None,
+            transcript_view: None,
+            screen_rows: 24,
             session_id: String::new(),
             sessions: options.sessions.clone(),
             approval_choice: 0,
@@ -316,6 +322,7 @@ impl App {
                 (popup, choice)
             },
             picker: self.picker.as_ref(),
+            transcript: self.transcript_view.as_ref().map(|v| (v, self.screen_rows)),
             frame: self.frame,
             now,
         }

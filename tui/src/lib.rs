@@ -24,6 +24,7 @@ mod replay;
 mod run;
 pub mod screen;
 pub mod tools;
+pub mod transcript;
 pub mod wrap;
 
 pub use app::TuiOptions;

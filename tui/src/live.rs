@@ -55,6 +55,8 @@ pub struct LiveView<'a> {
     pub commands: (Vec<usize>, usize),
     /// The `/resume` picker, while open.
     pub picker: Option<&'a SessionPicker>,
+    /// The transcript view and the terminal's height, while open: it replaces the live area.
+    pub transcript: Option<(&'a crate::transcript::TranscriptView, u16)>,
     /// Spinner animation frame.
     pub frame: usize,
     pub now: Instant,
@@ -63,6 +65,11 @@ pub struct LiveView<'a> {
 impl LiveView<'_> {
     /// All rows of the live area at `width`, top to bottom, and the composer cursor's position.
     pub fn lines(&self, width: u16) -> (Vec<Line<'static>>, Position) {
+        if let Some((view, rows)) = self.transcript {
+            let out = view.lines(self.chat, width, rows);
+            let y = u16::try_from(out.len().saturating_sub(1)).unwrap_or(u16::MAX);
+            return (out, Position::new(0, y));
+        }
         let mut out: Vec<Line<'static>> = Vec::new();
         let dim = Style::new().fg(Color::DarkGray);
         let chat = self.chat;
@@ -199,11 +206,7 @@ impl LiveView<'_> {
             .status
             .hint
             .clone()
-            // Ctrl+O switches to the other mode: name that one.
-            .unwrap_or_else(|| {
-                let other = if self.chat.compact { "full" } else { "compact" };
-                format!("ctrl+o {other} · /help")
-            });
+            .unwrap_or_else(|| "ctrl+o transcript · /help".to_owned());
         let gap = usize::from(width).saturating_sub(left.chars().count() + right.chars().count());
         if gap < 2 {
             return Line::from(Span::styled(truncate(&left, usize::from(width)), dim));

@@ -91,9 +91,9 @@ fn command(app: &mut App, line: &str) -> Vec<Action> {
 }
 
 #[test]
-fn ctrl_o_and_slash_view_switch_the_display_mode() {
+fn slash_view_switches_the_display_mode() {
     let mut a = app();
-    a.on_key(ctrl('o'), Instant::now());
+    command(&mut a, "/view");
     assert!(a.chat.compact);
     command(&mut a, "/view");
     assert!(!a.chat.compact);
@@ -104,7 +104,10 @@ fn ctrl_o_and_slash_view_switch_the_display_mode() {
         a.chat.compact,
         "naming the mode sets it, it does not toggle"
     );
-    assert_eq!(last_notice(&a), "View: compact tool groups");
+    assert_eq!(
+        last_notice(&a),
+        "View: compact tool groups from now on; ctrl+o shows the whole session in full"
+    );
     command(&mut a, "/view full");
     assert!(!a.chat.compact);
     command(&mut a, "/view wide");

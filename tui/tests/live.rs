@@ -283,9 +283,9 @@ fn a_thirty_line_paste_shows_eight_rows_and_a_marker_for_the_other_twenty_two() 
 }
 
 #[test]
-fn the_status_hint_names_the_mode_ctrl_o_switches_to() {
-    assert!(live(&mut app(true), &[]).contains("ctrl+o full"));
-    assert!(live(&mut app(false), &[]).contains("ctrl+o compact"));
+fn the_status_hint_names_the_transcript_view_in_both_modes() {
+    assert!(live(&mut app(true), &[]).contains("ctrl+o transcript"));
+    assert!(live(&mut app(false), &[]).contains("ctrl+o transcript"));
 }
 
 #[test]

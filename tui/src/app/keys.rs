@@ -9,6 +9,7 @@ use super::{Action, App, EXIT_WINDOW};
 use crate::cells::NoticeKind;
 use crate::chat::PendingApproval;
 use crate::picker::PickerOutcome;
+use crate::transcript::{TranscriptView, ViewKey};
 
 impl App {
     /// Handles one key press.
@@ -35,6 +36,13 @@ impl App {
                 }
             };
         }
+        if let Some(view) = self.transcript_view.as_mut() {
+            let page = usize::from(self.screen_rows).saturating_sub(1);
+            if view.on_key(key, page) == ViewKey::Close {
+                self.transcript_view = None;
+            }
+            return Vec::new();
+        }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         if ctrl && key.code == KeyCode::Char('c') {
@@ -47,7 +55,7 @@ impl App {
         self.ctrl_c_at = None;
         self.status.hint = None;
         if ctrl && key.code == KeyCode::Char('o') {
-            self.chat.toggle_compact();
+            self.transcript_view = Some(TranscriptView::default());
             return Vec::new();
         }
         if self.composer.searching() {
