@@ -120,7 +120,7 @@ impl LiveView<'_> {
                     format!(
                         " · {} · {} tokens · esc to cancel",
                         elapsed(secs),
-                        tokens(t.tokens)
+                        tokens(t.live_tokens())
                     ),
                     dim,
                 ),
