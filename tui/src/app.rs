@@ -78,6 +78,8 @@ pub struct App {
     pub composer: Composer,
     pub status: StatusInfo,
     pub stats: UsageStats,
+    /// Where the session's time went and tokens per model, for `/stats`.
+    pub times: crate::timing::SessionTimes,
     /// The `/resume` picker, while open.
     pub picker: Option<SessionPicker>,
     /// The transcript view (Ctrl+O), while open.
@@ -138,6 +140,7 @@ impl App {
                 context: None,
             },
             stats: UsageStats::default(),
+            times: crate::timing::SessionTimes::new(Instant::now()),
             picker: None,
             transcript_view: None,
             screen_rows: 24,
@@ -174,6 +177,7 @@ impl App {
     /// Applies a core event that arrived at `now` (an approval dialog is guarded from then).
     pub fn on_core_event_at(&mut self, ev: &CoreEvent, now: Instant) {
         self.stats.observe(ev);
+        self.times.observe(ev, now);
         match ev {
             CoreEvent::TurnStarted { model, .. } => self.status.model = model.clone(),
             CoreEvent::ModelFellBack { to, .. } | CoreEvent::ModelChanged { to, .. } => {
@@ -277,6 +281,7 @@ impl App {
         self.resumable = true;
         // `/stats` is about the session the agent now works in (the replay counts its usage).
         self.stats = UsageStats::default();
+        self.times = crate::timing::SessionTimes::new(Instant::now());
         self.notice(
             NoticeKind::Info,
             format!("Resumed session {session_id}; its earlier transcript follows"),

@@ -23,6 +23,7 @@ pub mod picker;
 mod replay;
 mod run;
 pub mod screen;
+pub mod timing;
 pub mod tools;
 pub mod transcript;
 pub mod wrap;

@@ -13,7 +13,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         "/stats",
         "",
-        "token usage per prompt id, turns and tool calls",
+        "tokens per prompt id and model, time (wall, model, tools), tool success",
     ),
     (
         "/memory",
@@ -78,7 +78,15 @@ impl App {
         };
         match name {
             "/help" => info(self, help_text()),
-            "/stats" => info(self, self.stats.report()),
+            "/stats" => {
+                let now = std::time::Instant::now();
+                let text = format!(
+                    "{}\n{}",
+                    self.stats.report(),
+                    self.times.report(&self.stats, now)
+                );
+                info(self, text);
+            }
             "/compress" | "/compact" if self.chat.is_running() => {
                 self.chat.commit(HistoryCell::Notice(
                     NoticeKind::Warning,
