@@ -298,3 +298,32 @@ fn typing_a_slash_opens_a_popup_of_commands_with_their_arguments_and_description
     assert!(out.contains("/memory") && out.contains("/model NAME") && out.contains("/mcp"));
     assert!(!out.contains("this list"), "{out}");
 }
+
+#[test]
+fn the_resume_picker_searches_as_you_type_and_esc_clears_the_search_first() {
+    let mut a = App::new(&TuiOptions {
+        compact: false,
+        model: "demo-large".into(),
+        approval_mode: ApprovalMode::Default,
+        no_color: false,
+        transcript: Vec::new(),
+        sessions: Some(listed_sessions()),
+    });
+    a.session_id = "cur-0000-current".into();
+    a.command("/resume");
+    let press = |a: &mut App, code| {
+        a.on_key(
+            crossterm::event::KeyEvent::new(code, crossterm::event::KeyModifiers::NONE),
+            Instant::now(),
+        )
+    };
+    for c in "PARSER".chars() {
+        press(&mut a, crossterm::event::KeyCode::Char(c));
+    }
+    assert!(a.composer.is_empty(), "typing goes to the search");
+    assert_snapshot!(live(&mut a, &[]));
+    press(&mut a, crossterm::event::KeyCode::Esc);
+    assert_eq!(a.picker.as_ref().map(|p| p.query.as_str()), Some(""));
+    press(&mut a, crossterm::event::KeyCode::Esc);
+    assert!(a.picker.is_none());
+}
