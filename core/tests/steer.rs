@@ -176,3 +176,52 @@ async fn a_prompt_sent_during_a_user_shell_command_is_refused_with_a_warning() {
     assert!(refused, "{events:#?}");
     assert!(provider.requests().is_empty());
 }
+
+#[tokio::test]
+async fn a_steered_prompt_is_recorded_and_a_resumed_transcript_shows_it_as_a_prompt() {
+    use corvid_core::agent::spawn_agent_observed;
+    use corvid_core::session::{SessionStore, spawn_resumed};
+
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let ran = Ran::default();
+    let provider = turns(vec![shell("c1", "ls")]);
+    let mut config = test_config(Arc::new(provider.clone()), Vec::new());
+    config.tools = tools_with_fake_shell(&ran);
+    config.approval_mode = ApprovalMode::Default;
+    let recorder = Arc::new(store.create(cwd.path(), "steer-1", "main-model").unwrap());
+    let mut handle = spawn_agent_observed(config, recorder);
+    prompt(&handle, "look around");
+    read_until(&mut handle, |ev| {
+        matches!(ev, CoreEvent::PermissionRequested { .. })
+    })
+    .await;
+    handle.submit(steer("skip target/")).unwrap();
+    handle
+        .submit(Op::Approval {
+            call_id: "c1".into(),
+            decision: ApprovalDecision::AllowOnce,
+        })
+        .unwrap();
+    collect_task(&mut handle).await;
+    shut_down(handle).await;
+
+    let loaded = store.load(cwd.path(), "steer-1").unwrap();
+    let resumed = spawn_resumed(
+        test_config(Arc::new(ScriptedProvider::new(Vec::new())), Vec::new()),
+        &store,
+        &loaded,
+    )
+    .unwrap();
+    let prompts: Vec<&str> = resumed
+        .transcript
+        .iter()
+        .filter_map(|ev| match ev {
+            CoreEvent::TaskStarted { prompt, .. } => Some(prompt.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(prompts, vec!["look around", "skip target/"]);
+    shut_down(resumed.handle).await;
+}

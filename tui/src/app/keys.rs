@@ -348,7 +348,10 @@ impl App {
                 None => prompt,
             };
             self.queued = Some(queued);
-            self.status.hint = Some("queued: sent when this task ends · up edits it".into());
+            self.status.hint = Some(
+                "queued: sent when this task ends · ctrl+s sends it into the task · up edits it"
+                    .into(),
+            );
             return Vec::new();
         }
         vec![self.send_prompt(prompt)]
