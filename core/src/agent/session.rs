@@ -366,7 +366,9 @@ fn take_back(
     task_id: &str,
     shared: &Shared,
 ) {
-    shared.steers.reset();
+    if let Some(warning) = super::steer::untaken_warning(&shared.steers.reset()) {
+        events.emit(warning);
+    }
     match joined {
         Ok(end) => {
             *state = end.state;

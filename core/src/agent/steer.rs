@@ -46,9 +46,13 @@ impl SteerQueue {
         *lock(&self.0) = Phase::Open(Vec::new());
     }
 
-    /// The session took the ended task back.
-    pub(super) fn reset(&self) {
-        *lock(&self.0) = Phase::Idle;
+    /// The session took the ended task back; returns what a task that ended early (a hook
+    /// blocked its prompt, it panicked) never took.
+    pub(super) fn reset(&self) -> Vec<String> {
+        match std::mem::take(&mut *lock(&self.0)) {
+            Phase::Open(waiting) => waiting,
+            Phase::Idle | Phase::Closed => Vec::new(),
+        }
     }
 
     pub(super) fn offer(&self, prompt: String) -> Offer {
@@ -95,6 +99,16 @@ impl SteerQueue {
             Phase::Closed => Vec::new(),
         }
     }
+}
+
+/// The warning naming prompts a task never read (none when every one was read).
+pub(super) fn untaken_warning(untaken: &[String]) -> Option<CoreEvent> {
+    (!untaken.is_empty()).then(|| CoreEvent::Warning {
+        message: format!(
+            "the task ended before it read what you sent into it; send it again as a prompt: {}",
+            untaken.join(" / ")
+        ),
+    })
 }
 
 /// Adds the prompts sent into the task to its history as one user message, each after the
@@ -158,7 +172,7 @@ mod tests {
         q.open();
         assert_eq!(q.take_or_close(), Vec::<String>::new());
         assert_eq!(q.offer("b".into()), Offer::TaskEnding("b".into()));
-        q.reset();
+        assert_eq!(q.reset(), Vec::<String>::new());
         assert_eq!(q.offer("c".into()), Offer::NoTask("c".into()));
     }
 
@@ -169,6 +183,15 @@ mod tests {
         q.offer("d".into());
         assert_eq!(q.close(), vec!["d".to_string()]);
         assert_eq!(q.offer("e".into()), Offer::TaskEnding("e".into()));
+    }
+
+    #[test]
+    fn a_queue_reset_while_still_open_returns_what_was_never_taken() {
+        let q = SteerQueue::default();
+        q.open();
+        q.offer("g".into());
+        assert_eq!(q.reset(), vec!["g".to_string()]);
+        assert_eq!(q.offer("h".into()), Offer::NoTask("h".into()));
     }
 
     #[test]

@@ -80,15 +80,8 @@ pub(super) async fn run_task(
         }
     }
     let (stop_reason, error) = run_turns(&ctx, state, &summaries).await;
-    let untaken = ctx.shared.steers.close();
-    if !untaken.is_empty() {
-        ctx.events.emit(CoreEvent::Warning {
-            message: format!(
-                "the task ended before it read what you sent into it; send it again as a \
-                 prompt: {}",
-                untaken.join(" / ")
-            ),
-        });
+    if let Some(warning) = steer::untaken_warning(&ctx.shared.steers.close()) {
+        ctx.events.emit(warning);
     }
     summaries.finish_task(&ctx, stop_reason, error);
 }
