@@ -141,6 +141,9 @@ pub enum CoreEvent {
     },
     /// Token usage of one model call, counted under `prompt_id`.
     Usage { prompt_id: String, usage: Usage },
+    /// A prompt sent into the running task (`Op::Steer`) joined the history at a tool
+    /// boundary: the model reads it in its next turn. Recorded as a user message.
+    Steered { prompt: String },
     /// A non-fatal notice for the user (e.g. a malformed tool call answered to the model).
     Warning { message: String },
     /// A hook handler blocked, asked, allowed, failed, or wrote something the user must see

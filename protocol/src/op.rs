@@ -23,6 +23,12 @@ pub enum Op {
     /// Run the user's own shell command (`!command`) through the shell tool, as a task of its
     /// own; its output joins the history as a user message. Refused while a task runs.
     UserShell { command: String },
+    /// Send a prompt into the running task: the model reads it after the current batch of
+    /// tool calls (or, if the task would end first, in one more turn), and `Steered` says
+    /// when. With no task running it starts one, like `UserTurn`; refused with a warning
+    /// while a `!command` or `/compress` runs. A prompt the task never took (cancelled,
+    /// failed) is named in a warning before `TaskFinished`.
+    Steer { prompt: String },
     /// Cancel the running task, if any.
     Cancel,
     /// Answer a pending approval request.

@@ -83,7 +83,7 @@ fail() {
 
 # No live-area row (task row, composer, status line) may end up in the history.
 no_leaks() {
-    if grep -Eq 'esc to cancel|ctrl\+o compact' "$OUT/$1.txt"; then
+    if grep -Eq 'esc to cancel|ctrl\+o (compact|transcript)' "$OUT/$1.txt"; then
         fail "$1: live-area rows leaked into the scrollback"
     fi
 }

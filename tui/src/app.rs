@@ -78,8 +78,14 @@ pub struct App {
     pub composer: Composer,
     pub status: StatusInfo,
     pub stats: UsageStats,
+    /// Where the session's time went and tokens per model, for `/stats`.
+    pub times: crate::timing::SessionTimes,
     /// The `/resume` picker, while open.
     pub picker: Option<SessionPicker>,
+    /// The transcript view (Ctrl+O), while open.
+    pub transcript_view: Option<crate::transcript::TranscriptView>,
+    /// The terminal's height (the transcript view fills it); the run loop keeps it current.
+    pub screen_rows: u16,
     /// The session the agent works in (left out of the `/resume` picker).
     pub session_id: String,
     /// The highlighted entry of the slash-command popup.
@@ -110,6 +116,8 @@ pub struct App {
     cancelled_prompt: Option<String>,
     /// A prompt sent while a task ran: it goes when the task ends.
     pub queued: Option<String>,
+    /// Prompts sent into the running task (Ctrl+S) that the model has not read yet.
+    pub steering: Vec<String>,
     frame: usize,
     /// `@path` attachments and their completion, in the working directory.
     pub mentions: crate::mention::Mentions,
@@ -132,7 +140,10 @@ impl App {
                 context: None,
             },
             stats: UsageStats::default(),
+            times: crate::timing::SessionTimes::new(Instant::now()),
             picker: None,
+            transcript_view: None,
+            screen_rows: 24,
             session_id: String::new(),
             sessions: options.sessions.clone(),
             approval_choice: 0,
@@ -150,6 +161,7 @@ impl App {
             last_prompt: None,
             cancelled_prompt: None,
             queued: None,
+            steering: Vec::new(),
             frame: 0,
             mentions: crate::mention::Mentions::new(std::env::current_dir().unwrap_or_default()),
             instructions: Vec::new(),
@@ -165,6 +177,7 @@ impl App {
     /// Applies a core event that arrived at `now` (an approval dialog is guarded from then).
     pub fn on_core_event_at(&mut self, ev: &CoreEvent, now: Instant) {
         self.stats.observe(ev);
+        self.times.observe(ev, now);
         match ev {
             CoreEvent::TurnStarted { model, .. } => self.status.model = model.clone(),
             CoreEvent::ModelFellBack { to, .. } | CoreEvent::ModelChanged { to, .. } => {
@@ -175,6 +188,12 @@ impl App {
             CoreEvent::HistoryCleared => {
                 self.stats.context = None;
                 self.status.context = None;
+            }
+            // Read by the model now (or, sent as the task ended, it became the next prompt).
+            CoreEvent::Steered { prompt } | CoreEvent::TaskStarted { prompt, .. } => {
+                if let Some(i) = self.steering.iter().position(|p| p == prompt) {
+                    self.steering.remove(i);
+                }
             }
             CoreEvent::TaskFinished { stop_reason, .. } => self.task_finished(*stop_reason),
             CoreEvent::PermissionRequested { .. } => {
@@ -195,6 +214,19 @@ impl App {
     /// The task ended: its prompt can come back after a cancel, and an away user hears of it.
     fn task_finished(&mut self, stop_reason: StopReason) {
         let prompt = self.last_prompt.take();
+        // What a cancelled or failed task never read goes back into the box (the core said
+        // so too); after a normal end it was read, or it starts the next task.
+        let normal_end = matches!(
+            stop_reason,
+            StopReason::EndTurn | StopReason::MaxTokens | StopReason::Refusal
+        );
+        if !normal_end && !self.steering.is_empty() {
+            let mut text = std::mem::take(&mut self.steering).join("\n");
+            if !self.composer.is_empty() {
+                text = format!("{text}\n{}", self.composer.text());
+            }
+            self.composer.set_text(text);
+        }
         if stop_reason == StopReason::Cancelled {
             self.cancelled_prompt = prompt;
             // Cancelling stops what was queued too: it goes back into the box.
@@ -249,6 +281,7 @@ impl App {
         self.resumable = true;
         // `/stats` is about the session the agent now works in (the replay counts its usage).
         self.stats = UsageStats::default();
+        self.times = crate::timing::SessionTimes::new(Instant::now());
         self.notice(
             NoticeKind::Info,
             format!("Resumed session {session_id}; its earlier transcript follows"),
@@ -286,6 +319,7 @@ impl App {
             status: &self.status,
             approval_choice: self.approval_choice,
             queued: self.queued.as_deref(),
+            steering: &self.steering,
             mentions: (&self.mention_matches, self.mention_choice),
             commands: {
                 let popup = self.command_popup();
@@ -293,6 +327,7 @@ impl App {
                 (popup, choice)
             },
             picker: self.picker.as_ref(),
+            transcript: self.transcript_view.as_ref().map(|v| (v, self.screen_rows)),
             frame: self.frame,
             now,
         }

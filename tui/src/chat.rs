@@ -43,8 +43,28 @@ impl PendingApproval {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskProgress {
     pub started: Instant,
-    /// Output tokens of the main model so far in this task.
+    /// Output tokens of the main model so far in this task (as the provider counted them).
     pub tokens: u64,
+    /// Bytes of text and reasoning streamed since the last count: the live estimate until
+    /// the turn's usage arrives.
+    pub streamed: u64,
+}
+
+/// Bytes per token of the live estimate (English text and code average about four).
+const BYTES_PER_TOKEN: u64 = 4;
+
+impl TaskProgress {
+    /// Output tokens so far, counting what is still streaming by estimate.
+    pub fn live_tokens(&self) -> u64 {
+        self.tokens
+            .saturating_add(self.streamed.div_ceil(BYTES_PER_TOKEN))
+    }
+
+    fn streamed(&mut self, text: &str) {
+        self.streamed = self
+            .streamed
+            .saturating_add(u64::try_from(text.len()).unwrap_or(u64::MAX));
+    }
 }
 
 /// What the most recently committed tool group showed, to place a late label.
@@ -154,14 +174,23 @@ impl ChatState {
                 self.task = Some(TaskProgress {
                     started: now,
                     tokens: 0,
+                    streamed: 0,
                 });
                 self.awaiting_summaries = 0;
             }
             // A new turn's text is a new block, never glued to the previous turn's.
             CoreEvent::TurnStarted { .. } => self.flush_stream(),
             CoreEvent::SummaryDropped { .. } => self.summary_settled(),
-            CoreEvent::TextDelta { text } => self.on_text(text),
+            CoreEvent::TextDelta { text } => {
+                if let Some(t) = self.task.as_mut() {
+                    t.streamed(text);
+                }
+                self.on_text(text);
+            }
             CoreEvent::ThoughtDelta { text } => {
+                if let Some(t) = self.task.as_mut() {
+                    t.streamed(text);
+                }
                 if !self.stream.trim().is_empty() {
                     self.flush_stream();
                 }
@@ -326,7 +355,14 @@ impl ChatState {
                     && prompt_id == MAIN_PROMPT_ID
                 {
                     t.tokens = t.tokens.saturating_add(usage.output_tokens);
+                    t.streamed = 0;
                 }
+            }
+            // What the user sent into the task reads as their prompt, where the model read it.
+            CoreEvent::Steered { prompt } => {
+                self.flush_stream();
+                self.flush_thought();
+                self.commit(HistoryCell::UserPrompt(prompt.clone()));
             }
             CoreEvent::Warning { message } => {
                 self.flush_stream();

@@ -23,7 +23,9 @@ pub mod picker;
 mod replay;
 mod run;
 pub mod screen;
+pub mod timing;
 pub mod tools;
+pub mod transcript;
 pub mod wrap;
 
 pub use app::TuiOptions;

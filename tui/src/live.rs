@@ -46,6 +46,8 @@ pub struct LiveView<'a> {
     pub approval_choice: usize,
     /// A prompt waiting for the running task to end.
     pub queued: Option<&'a str>,
+    /// Prompts sent into the running task, not read by the model yet.
+    pub steering: &'a [String],
     /// Files for the `@path` word at the cursor, and the highlighted one.
     pub mentions: (&'a [String], usize),
     /// The slash commands matching what is typed (indexes into [`crate::app::COMMANDS`]) and
@@ -53,6 +55,8 @@ pub struct LiveView<'a> {
     pub commands: (Vec<usize>, usize),
     /// The `/resume` picker, while open.
     pub picker: Option<&'a SessionPicker>,
+    /// The transcript view and the terminal's height, while open: it replaces the live area.
+    pub transcript: Option<(&'a crate::transcript::TranscriptView, u16)>,
     /// Spinner animation frame.
     pub frame: usize,
     pub now: Instant,
@@ -61,6 +65,11 @@ pub struct LiveView<'a> {
 impl LiveView<'_> {
     /// All rows of the live area at `width`, top to bottom, and the composer cursor's position.
     pub fn lines(&self, width: u16) -> (Vec<Line<'static>>, Position) {
+        if let Some((view, rows)) = self.transcript {
+            let out = view.lines(self.chat, width, rows);
+            let y = u16::try_from(out.len().saturating_sub(1)).unwrap_or(u16::MAX);
+            return (out, Position::new(0, y));
+        }
         let mut out: Vec<Line<'static>> = Vec::new();
         let dim = Style::new().fg(Color::DarkGray);
         let chat = self.chat;
@@ -111,7 +120,7 @@ impl LiveView<'_> {
                     format!(
                         " · {} · {} tokens · esc to cancel",
                         elapsed(secs),
-                        tokens(t.tokens)
+                        tokens(t.live_tokens())
                     ),
                     dim,
                 ),
@@ -150,27 +159,16 @@ impl LiveView<'_> {
             }
             out.extend(command_popup(&self.commands.0, self.commands.1, width));
         }
-        if let Some(q) = self.queued {
-            if !out.is_empty() {
+        let waiting = self
+            .steering
+            .iter()
+            .map(|s| ("steering ", s.as_str(), " · read after the running tools"))
+            .chain(self.queued.map(|q| ("queued ", q, "")));
+        for (i, (label, text, note)) in waiting.enumerate() {
+            if i == 0 && !out.is_empty() {
                 out.push(Line::default());
             }
-            let first = q.lines().next().unwrap_or_default();
-            let more = q.lines().count().saturating_sub(1);
-            let more = if more > 0 {
-                format!(" (+{more} lines)")
-            } else {
-                String::new()
-            };
-            out.push(Line::from(vec![
-                Span::styled("queued ", Style::new().fg(Color::Yellow)),
-                Span::styled(
-                    truncate(
-                        &format!("{first}{more}"),
-                        usize::from(width).saturating_sub(8),
-                    ),
-                    dim,
-                ),
-            ]));
+            out.push(waiting_line(label, text, note, width));
         }
         if !out.is_empty() {
             // Separates live content from the last committed item, as cells are separated.
@@ -208,11 +206,7 @@ impl LiveView<'_> {
             .status
             .hint
             .clone()
-            // Ctrl+O switches to the other mode: name that one.
-            .unwrap_or_else(|| {
-                let other = if self.chat.compact { "full" } else { "compact" };
-                format!("ctrl+o {other} · /help")
-            });
+            .unwrap_or_else(|| "ctrl+o transcript · /help".to_owned());
         let gap = usize::from(width).saturating_sub(left.chars().count() + right.chars().count());
         if gap < 2 {
             return Line::from(Span::styled(truncate(&left, usize::from(width)), dim));
@@ -389,4 +383,25 @@ fn tokens(n: u64) -> String {
     } else {
         format!("{:.1}k", n as f64 / 1000.0)
     }
+}
+
+/// A prompt waiting for the running task (sent into it, or queued after it): its first line,
+/// how many more, and what happens to it.
+fn waiting_line(label: &'static str, text: &str, note: &'static str, width: u16) -> Line<'static> {
+    let first = text.lines().next().unwrap_or_default();
+    let more = text.lines().count().saturating_sub(1);
+    let more = if more > 0 {
+        format!(" (+{more} lines)")
+    } else {
+        String::new()
+    };
+    let room = usize::from(width).saturating_sub(label.chars().count() + note.chars().count());
+    Line::from(vec![
+        Span::styled(label, Style::new().fg(Color::Yellow)),
+        Span::styled(
+            truncate(&format!("{first}{more}"), room),
+            Style::new().fg(Color::DarkGray),
+        ),
+        Span::styled(note, Style::new().fg(Color::DarkGray)),
+    ])
 }

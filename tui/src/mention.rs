@@ -1,12 +1,15 @@
 //! `@path` in a prompt: the file's contents go to the model with the prompt (capped, see
-//! `corvid_core::attach`), and Tab completes the path being typed by fuzzy match over the
-//! workspace's files (the walk respects `.gitignore` and is done once per session). A path
-//! that leaves the workspace (`..`, absolute, a symlink out) is refused with a notice.
+//! `corvid_core::attach`), a folder's entries likewise, and the popup completes the path
+//! being typed by fuzzy match over the workspace's files and folders (folders end in `/`; the
+//! walk respects `.gitignore` and is done once per session). A path that leaves the
+//! workspace (`..`, absolute, a symlink out) is refused with a notice.
 
 use std::path::PathBuf;
 
 /// Files listed at most, so a huge tree cannot stall the first completion.
 const MAX_FILES: usize = 20_000;
+/// Entries of a mentioned folder sent to the model at most.
+const MAX_FOLDER_ENTRIES: usize = 200;
 
 /// The workspace's files for completion and the resolution of `@path` mentions.
 #[derive(Debug)]
@@ -44,6 +47,7 @@ impl Mentions {
                     out.context
                         .push(corvid_core::attach::file_context(&path, raw));
                 }
+                Ok(path) if path.is_dir() => out.context.push(folder_context(&path, raw)),
                 Ok(_) => out.notices.push(format!(
                     "@{raw}: no such file in the workspace; not attached"
                 )),
@@ -64,7 +68,12 @@ impl Mentions {
 
     /// The best `n` files for `query` (what follows an `@`), for the completion popup.
     pub fn candidates(&mut self, query: &str, n: usize) -> Vec<String> {
-        rank(self.files(), query).into_iter().take(n).collect()
+        // A folder just chosen opens onto what is inside it, not onto itself again.
+        rank(self.files(), query)
+            .into_iter()
+            .filter(|f| !(f.ends_with('/') && f == query))
+            .take(n)
+            .collect()
     }
 
     fn files(&mut self) -> &[String] {
@@ -83,19 +92,50 @@ fn mentioned(prompt: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The workspace's files and folders (a folder ends in `/`), relative to `root`.
 fn list_files(root: &std::path::Path) -> Vec<String> {
     ignore::WalkBuilder::new(root)
         .build()
         .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
         .filter_map(|e| {
-            e.path()
-                .strip_prefix(root)
-                .ok()
-                .map(|p| p.display().to_string())
+            let is_dir = e.file_type()?.is_dir();
+            let rel = e.path().strip_prefix(root).ok()?.display().to_string();
+            match (rel.is_empty(), is_dir) {
+                (true, _) => None,
+                (false, true) => Some(format!("{rel}/")),
+                (false, false) => Some(rel),
+            }
         })
         .take(MAX_FILES)
         .collect()
+}
+
+/// What a mentioned folder tells the model: its entries (folders end in `/`, ignored files
+/// left out), capped.
+fn folder_context(path: &std::path::Path, raw: &str) -> String {
+    let mut entries: Vec<String> = ignore::WalkBuilder::new(path)
+        .max_depth(Some(1))
+        .build()
+        .filter_map(Result::ok)
+        .filter(|e| e.depth() == 1)
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            match e.file_type().is_some_and(|t| t.is_dir()) {
+                true => format!("{name}/"),
+                false => name,
+            }
+        })
+        .collect();
+    entries.sort();
+    let total = entries.len();
+    entries.truncate(MAX_FOLDER_ENTRIES);
+    if total > MAX_FOLDER_ENTRIES {
+        entries.push(format!("… {} more entries", total - MAX_FOLDER_ENTRIES));
+    }
+    format!(
+        "<context ref=\"{raw}\" kind=\"folder\">\n{}\n</context>",
+        entries.join("\n")
+    )
 }
 
 /// The files matching `query` as a subsequence (case-insensitive), best first: a match in the
@@ -117,7 +157,8 @@ pub fn rank(files: &[String], query: &str) -> Vec<String> {
 
 fn score(path: &str, query: &str) -> Option<i64> {
     let lower = path.to_lowercase();
-    let name_start = lower.rfind('/').map_or(0, |i| i + 1);
+    // A folder's name is its last component, before the closing `/`.
+    let name_start = lower.trim_end_matches('/').rfind('/').map_or(0, |i| i + 1);
     let mut score = 0i64;
     let mut last: Option<usize> = None;
     let mut from = 0;

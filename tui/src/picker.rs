@@ -21,12 +21,18 @@ pub trait SessionLauncher: Send + Sync {
     fn resume(&self, id: &str) -> Result<Resumed, String>;
 }
 
-/// The open picker: the sessions offered and the highlighted one.
+/// The open picker: the sessions offered, the search typed, and the highlighted match.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionPicker {
     pub sessions: Vec<SessionSummary>,
+    /// Index into the sessions matching [`SessionPicker::query`].
     pub selected: usize,
+    /// Typed text: only sessions whose first prompt, model or id contain it are listed.
+    pub query: String,
 }
+
+/// Rows of the highlighted session's first prompt shown under the list.
+const PREVIEW_ROWS: usize = 3;
 
 /// What a key press in the picker asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,31 +51,56 @@ impl SessionPicker {
         Self {
             sessions,
             selected: 0,
+            query: String::new(),
         }
     }
 
-    /// Up/Down move, Enter chooses, Esc or Ctrl+C closes; other keys are ignored.
+    /// The sessions matching the search, newest first.
+    pub fn matches(&self) -> Vec<&SessionSummary> {
+        let query = self.query.to_lowercase();
+        self.sessions
+            .iter()
+            .filter(|s| {
+                query.is_empty()
+                    || s.first_prompt.to_lowercase().contains(&query)
+                    || s.model.to_lowercase().contains(&query)
+                    || s.id.starts_with(&query)
+            })
+            .collect()
+    }
+
+    /// Up/Down move, typing searches (Backspace undoes), Enter chooses, Esc or Ctrl+C closes
+    /// (Esc first clears a search).
     pub fn on_key(&mut self, key: KeyEvent) -> PickerOutcome {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let n = self.matches().len();
         match key.code {
-            KeyCode::Esc => PickerOutcome::Closed,
-            KeyCode::Char('c') if ctrl => PickerOutcome::Closed,
-            KeyCode::Up => {
-                self.selected = self.selected.saturating_sub(1);
-                PickerOutcome::Open
+            KeyCode::Esc if !self.query.is_empty() => {
+                self.query.clear();
+                self.selected = 0;
             }
-            KeyCode::Down => {
-                self.selected = (self.selected + 1).min(self.sessions.len().saturating_sub(1));
-                PickerOutcome::Open
+            KeyCode::Esc => return PickerOutcome::Closed,
+            KeyCode::Char('c') if ctrl => return PickerOutcome::Closed,
+            KeyCode::Up => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Down => self.selected = (self.selected + 1).min(n.saturating_sub(1)),
+            KeyCode::Enter => {
+                return self
+                    .matches()
+                    .get(self.selected)
+                    .map_or(PickerOutcome::Open, |s| PickerOutcome::Chosen(s.id.clone()));
             }
-            KeyCode::Enter => self
-                .sessions
-                .get(self.selected)
-                .map_or(PickerOutcome::Closed, |s| {
-                    PickerOutcome::Chosen(s.id.clone())
-                }),
-            _ => PickerOutcome::Open,
+            KeyCode::Backspace => {
+                self.query.pop();
+                self.selected = 0;
+            }
+            KeyCode::Char(c) if !ctrl && !alt => {
+                self.query.push(c);
+                self.selected = 0;
+            }
+            _ => {}
         }
+        PickerOutcome::Open
     }
 
     /// The picker's rows at `width`: a title, then one row per visible session.
@@ -80,10 +111,24 @@ impl SessionPicker {
                 "Resume a session",
                 Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
             ),
-            Span::styled(" · ↑↓ choose · enter resume · esc close", dim),
+            Span::styled(
+                " · ↑↓ choose · type to search · enter resume · esc close",
+                dim,
+            ),
         ])];
+        let matches = self.matches();
+        if !self.query.is_empty() {
+            out.push(Line::from(vec![
+                Span::styled("  search: ", dim),
+                Span::raw(one_line(&self.query)),
+                Span::styled(
+                    format!(" · {} of {}", matches.len(), self.sessions.len()),
+                    dim,
+                ),
+            ]));
+        }
         let first = (self.selected + 1).saturating_sub(VISIBLE);
-        for (i, s) in self.sessions.iter().enumerate().skip(first).take(VISIBLE) {
+        for (i, s) in matches.iter().enumerate().skip(first).take(VISIBLE) {
             let chosen = i == self.selected;
             let marker = if chosen { "› " } else { "  " };
             let when = utc_minutes(s.started_at_ms);
@@ -108,14 +153,35 @@ impl SessionPicker {
                 Span::styled(id, dim),
             ]));
         }
-        if self.sessions.len() > VISIBLE {
+        if matches.len() > VISIBLE {
             out.push(Line::from(Span::styled(
-                format!("  {}/{} sessions", self.selected + 1, self.sessions.len()),
+                format!("  {}/{} sessions", self.selected + 1, matches.len()),
                 dim,
             )));
         }
+        match matches.get(self.selected) {
+            Some(s) => out.extend(preview(s, width)),
+            None => out.push(Line::from(Span::styled("  no session matches", dim))),
+        }
         out
     }
+}
+
+/// The highlighted session's model and the start of its first prompt, wrapped.
+fn preview(s: &SessionSummary, width: u16) -> Vec<Line<'static>> {
+    let dim = Style::new().fg(Color::DarkGray);
+    let mut out = vec![Line::from(Span::styled(
+        format!("  {} · {}", s.model, s.id),
+        dim,
+    ))];
+    let text = Line::styled(format!("    {}", one_line(&s.first_prompt)), dim);
+    let rows = crate::wrap::wrap_line(&text, width, 4);
+    let more = rows.len() > PREVIEW_ROWS;
+    out.extend(rows.into_iter().take(PREVIEW_ROWS));
+    if more {
+        out.push(Line::from(Span::styled("    …", dim)));
+    }
+    out
 }
 
 /// Enough of a session id to recognise it and to pass to `--resume`.

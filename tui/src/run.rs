@@ -162,6 +162,9 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
         options.no_color,
     )?;
     let mut app = App::new(&options);
+    if let Ok((_, rows)) = crossterm::terminal::size() {
+        app.screen_rows = rows;
+    }
     if let Ok(cwd) = std::env::current_dir() {
         app.notice(NoticeKind::Info, welcome_line(&cwd));
     }
@@ -287,6 +290,7 @@ async fn event_loop(
                         Some((size, cursor)) => (size, Some(cursor)),
                         None => (size, None),
                     };
+                    app.screen_rows = size.height;
                     // A resize never ends the session: at worst the next frame re-anchors.
                     if let Err(e) = screen.on_resize(size, cursor) {
                         tracing::warn!(error = %e, "re-anchoring the live area after a resize failed");

@@ -184,3 +184,37 @@ fn compact_mode_lets_a_label_reach_the_header_while_the_next_answer_block_stream
     };
     assert_eq!(g.label(), Some("Read a.rs"));
 }
+
+#[test]
+fn the_token_counter_rises_while_text_streams_and_takes_the_providers_count_when_it_arrives() {
+    let mut chat = ChatState::new(false);
+    feed(&mut chat, &[task_started("go"), text("twelve bytes")]);
+    assert_eq!(chat.task.as_ref().unwrap().live_tokens(), 3);
+    feed(
+        &mut chat,
+        &[
+            CoreEvent::ThoughtDelta {
+                text: "abcd".into(),
+            },
+            text("ef"),
+        ],
+    );
+    assert_eq!(chat.task.as_ref().unwrap().live_tokens(), 5);
+    feed(
+        &mut chat,
+        &[CoreEvent::Usage {
+            prompt_id: "main".into(),
+            usage: corvid_protocol::Usage {
+                output_tokens: 7,
+                ..Default::default()
+            },
+        }],
+    );
+    assert_eq!(
+        chat.task.as_ref().unwrap().live_tokens(),
+        7,
+        "the estimate is replaced"
+    );
+    feed(&mut chat, &[text("more")]);
+    assert_eq!(chat.task.as_ref().unwrap().live_tokens(), 8);
+}

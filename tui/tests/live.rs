@@ -283,9 +283,9 @@ fn a_thirty_line_paste_shows_eight_rows_and_a_marker_for_the_other_twenty_two() 
 }
 
 #[test]
-fn the_status_hint_names_the_mode_ctrl_o_switches_to() {
-    assert!(live(&mut app(true), &[]).contains("ctrl+o full"));
-    assert!(live(&mut app(false), &[]).contains("ctrl+o compact"));
+fn the_status_hint_names_the_transcript_view_in_both_modes() {
+    assert!(live(&mut app(true), &[]).contains("ctrl+o transcript"));
+    assert!(live(&mut app(false), &[]).contains("ctrl+o transcript"));
 }
 
 #[test]
@@ -297,4 +297,33 @@ fn typing_a_slash_opens_a_popup_of_commands_with_their_arguments_and_description
     let out = live(&mut a, &[]);
     assert!(out.contains("/memory") && out.contains("/model NAME") && out.contains("/mcp"));
     assert!(!out.contains("this list"), "{out}");
+}
+
+#[test]
+fn the_resume_picker_searches_as_you_type_and_esc_clears_the_search_first() {
+    let mut a = App::new(&TuiOptions {
+        compact: false,
+        model: "demo-large".into(),
+        approval_mode: ApprovalMode::Default,
+        no_color: false,
+        transcript: Vec::new(),
+        sessions: Some(listed_sessions()),
+    });
+    a.session_id = "cur-0000-current".into();
+    a.command("/resume");
+    let press = |a: &mut App, code| {
+        a.on_key(
+            crossterm::event::KeyEvent::new(code, crossterm::event::KeyModifiers::NONE),
+            Instant::now(),
+        )
+    };
+    for c in "PARSER".chars() {
+        press(&mut a, crossterm::event::KeyCode::Char(c));
+    }
+    assert!(a.composer.is_empty(), "typing goes to the search");
+    assert_snapshot!(live(&mut a, &[]));
+    press(&mut a, crossterm::event::KeyCode::Esc);
+    assert_eq!(a.picker.as_ref().map(|p| p.query.as_str()), Some(""));
+    press(&mut a, crossterm::event::KeyCode::Esc);
+    assert!(a.picker.is_none());
 }

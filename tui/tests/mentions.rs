@@ -122,3 +122,72 @@ fn an_at_word_at_the_cursor_opens_a_file_popup_walked_with_arrows_and_completed_
         "the popup closes once completed"
     );
 }
+
+/// The live area as drawn on a 60-column `TestBackend`.
+fn drawn(app: &App) -> String {
+    let view = app.view(Instant::now());
+    let (lines, _) = view.lines(60);
+    let h = u16::try_from(lines.len()).unwrap();
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(60, h)).unwrap();
+    t.draw(|f| {
+        view.render(f.area(), f.buffer_mut());
+    })
+    .unwrap();
+    t.backend().to_string()
+}
+
+#[test]
+fn the_at_popup_offers_folders_and_choosing_one_goes_on_inside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("tests/fixtures")).unwrap();
+    std::fs::write(dir.path().join("tests/fixtures/a.json"), "{}\n").unwrap();
+    std::fs::write(dir.path().join("tests/smoke.rs"), "x\n").unwrap();
+    std::fs::write(dir.path().join("testing.md"), "x\n").unwrap();
+    let mut app = app_in(dir.path());
+    typed(&mut app, "run @test");
+    assert_eq!(
+        app.mention_matches,
+        vec![
+            "tests/",
+            "testing.md",
+            "tests/smoke.rs",
+            "tests/fixtures/",
+            "tests/fixtures/a.json"
+        ]
+    );
+    insta::assert_snapshot!(drawn(&app));
+    // Enter on a folder completes it and keeps the popup open on what it holds.
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![]);
+    assert_eq!(app.composer.text(), "run @tests/");
+    assert_eq!(
+        app.mention_matches,
+        vec!["tests/smoke.rs", "tests/fixtures/", "tests/fixtures/a.json"]
+    );
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.composer.text(), "run @tests/fixtures/");
+    assert_eq!(app.mention_matches, vec!["tests/fixtures/a.json"]);
+}
+
+#[test]
+fn a_mentioned_folder_attaches_its_entries_without_ignored_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join(".gitignore"), "*.log\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("src/parser")).unwrap();
+    std::fs::write(dir.path().join("src/main.rs"), "x\n").unwrap();
+    std::fs::write(dir.path().join("src/debug.log"), "secret\n").unwrap();
+    let mut app = app_in(dir.path());
+    typed(&mut app, "what is in @src/ ?");
+    let actions = key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        actions,
+        vec![Action::Submit(Op::UserTurn {
+            prompt: "what is in @src/ ?".into(),
+            images: Vec::new(),
+            context: vec![
+                "<context ref=\"src/\" kind=\"folder\">\nmain.rs\nparser/\n</context>".into()
+            ],
+        })]
+    );
+}

@@ -59,7 +59,7 @@ impl Harness {
         );
         for row in &history {
             assert!(
-                !row.contains("esc to cancel") && !row.contains("ctrl+o compact"),
+                !row.contains("esc to cancel") && !row.contains("ctrl+o transcript"),
                 "a live-area row leaked into history: {history:#?}"
             );
         }

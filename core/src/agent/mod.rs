@@ -30,6 +30,7 @@ mod plan_mode;
 mod prompt;
 mod schemas;
 mod session;
+mod steer;
 mod subagent;
 mod summaries;
 mod task;

@@ -63,6 +63,8 @@ pub(super) struct Shared {
     /// Batches of calls started so far: the `task` tool counts its children per batch (one
     /// model turn's calls).
     pub batches_started: std::sync::atomic::AtomicU64,
+    /// Prompts the user sends into the running task (`Op::Steer`); a subagent's stays idle.
+    pub steers: super::steer::SteerQueue,
     /// The `task` call a subagent runs for: its approvals wait under
     /// [`subagent_call_id`], the id front ends answer a child's request with.
     approval_scope: Option<String>,
@@ -85,6 +87,7 @@ impl Shared {
             latest_batch: Mutex::new(0),
             reads: Mutex::default(),
             batches_started: Default::default(),
+            steers: Default::default(),
             approval_scope: None,
         }
     }
@@ -100,6 +103,7 @@ impl Shared {
             latest_batch: Mutex::new(0),
             reads: Mutex::default(),
             batches_started: Default::default(),
+            steers: Default::default(),
             approval_scope: Some(parent_call_id.to_owned()),
         }
     }
@@ -362,6 +366,9 @@ fn take_back(
     task_id: &str,
     shared: &Shared,
 ) {
+    if let Some(warning) = super::steer::untaken_warning(&shared.steers.reset()) {
+        events.emit(warning);
+    }
     match joined {
         Ok(end) => {
             *state = end.state;
@@ -461,8 +468,23 @@ pub(super) async fn run_session(
             op = ops.recv() => {
                 let Some(op) = op else { break };
                 match op {
-                    op @ (Op::UserTurn { .. } | Op::UserShell { .. } | Op::Compact) => {
+                    op @ (Op::UserTurn { .. } | Op::UserShell { .. } | Op::Compact | Op::Steer { .. }) => {
                         settle_finished(&mut running, &mut state, &events, &shared).await;
+                        let op = match op {
+                            Op::Steer { prompt } => match shared.steers.offer(prompt) {
+                                super::steer::Offer::Queued => continue,
+                                // The task already found nothing waiting and is returning:
+                                // the prompt starts the next one.
+                                super::steer::Offer::TaskEnding(prompt) => {
+                                    if let Some(r) = running.take() {
+                                        take_back(&mut state, r.handle.await, &events, &r.task_id, &shared);
+                                    }
+                                    Op::user_turn(prompt)
+                                }
+                                super::steer::Offer::NoTask(prompt) => Op::user_turn(prompt),
+                            },
+                            op => op,
+                        };
                         if running.is_some() {
                             events.emit(CoreEvent::Warning {
                                 message: "a task is already running; wait for it to finish or cancel it first".into(),
@@ -481,6 +503,9 @@ pub(super) async fn run_session(
                             usage_prompt_id: MAIN_PROMPT_ID,
                         };
                         let task_id = ctx.task_id.clone();
+                        if matches!(op, Op::UserTurn { .. }) {
+                            shared.steers.open();
+                        }
                         let handle = tokio::spawn(run_caught(ctx, state.hand_over(), op));
                         running = Some(Running { handle, cancel, task_id, done });
                     }

@@ -12,6 +12,7 @@ use super::compact::{self, Trigger};
 use super::exec::{emit_hook_notices, run_batch};
 use super::plan_mode;
 use super::session::{SessionState, TaskCtx, lock};
+use super::steer;
 use super::summaries::SummaryTracker;
 use crate::hooks::session::MAX_STOP_BLOCKS;
 use crate::hooks::{Decision, SessionHooks};
@@ -79,6 +80,9 @@ pub(super) async fn run_task(
         }
     }
     let (stop_reason, error) = run_turns(&ctx, state, &summaries).await;
+    if let Some(warning) = steer::untaken_warning(&ctx.shared.steers.close()) {
+        ctx.events.emit(warning);
+    }
     summaries.finish_task(&ctx, stop_reason, error);
 }
 
@@ -158,6 +162,10 @@ pub(super) async fn run_turns(
                     StopHook::Stop => {}
                 }
             }
+            // What the user sent into the task while the model answered gets one more turn.
+            if steer::deliver(ctx, state, ctx.shared.steers.take_or_close()).await {
+                continue;
+            }
             let stop = match finished.reason {
                 FinishReason::MaxTokens => StopReason::MaxTokens,
                 FinishReason::Refusal | FinishReason::ContentFilter => StopReason::Refusal,
@@ -181,6 +189,7 @@ pub(super) async fn run_turns(
         if ctx.cancel.is_cancelled() {
             return (StopReason::Cancelled, None);
         }
+        steer::deliver(ctx, state, ctx.shared.steers.take()).await;
     }
 }
 

@@ -201,7 +201,8 @@ pub fn check_invariants(events: &[CoreEvent], suppressed: &[&str]) -> Result<(),
             | CoreEvent::Warning { .. }
             | CoreEvent::Hook { .. }
             | CoreEvent::ModelChanged { .. }
-            | CoreEvent::ApprovalModeChanged { .. } => {}
+            | CoreEvent::ApprovalModeChanged { .. }
+            | CoreEvent::Steered { .. } => {}
         }
     }
     if in_task {

@@ -13,7 +13,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         "/stats",
         "",
-        "token usage per prompt id, turns and tool calls",
+        "tokens per prompt id and model, time (wall, model, tools), tool success",
     ),
     (
         "/memory",
@@ -28,7 +28,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         "/view",
         "[MODE]",
-        "tool groups `compact` or `full`; alone toggles (also ctrl+o)",
+        "tool groups `compact` or `full` from now on; alone toggles (ctrl+o shows all in full)",
     ),
     ("/model", "NAME", "use another model for later turns"),
     (
@@ -49,7 +49,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("/quit", "", "exit"),
 ];
 
-const KEYS_HELP: &str = "Keys: enter send (queued while a task runs) · shift+enter, ctrl+j or \\+enter newline · up/down rows, then history · ctrl+r search history · esc or ctrl+c cancel · esc esc clear · ctrl+c twice exit · shift+tab mode (default, auto-edit, plan) · ctrl+o compact/full · ctrl+l clear screen · ctrl+g or ctrl+x ctrl+e edit in $EDITOR
+const KEYS_HELP: &str = "Keys: enter send (queued while a task runs) · shift+enter, ctrl+j or \\+enter newline · up/down rows, then history · ctrl+r search history · esc or ctrl+c cancel · esc esc clear · ctrl+c twice exit · shift+tab mode (default, auto-edit, plan) · ctrl+s send into the running task · ctrl+o transcript (every diff and output; esc closes) · ctrl+l clear screen · ctrl+g or ctrl+x ctrl+e edit in $EDITOR
 Editing: ctrl+a/e line start/end · ctrl+w, alt+backspace cut word · ctrl+k cut to end · ctrl+u cut to start · ctrl+y paste cut · alt+b/f, ctrl+←/→ word moves";
 
 /// `/help`: the commands, then the keys.
@@ -78,7 +78,15 @@ impl App {
         };
         match name {
             "/help" => info(self, help_text()),
-            "/stats" => info(self, self.stats.report()),
+            "/stats" => {
+                let now = std::time::Instant::now();
+                let text = format!(
+                    "{}\n{}",
+                    self.stats.report(),
+                    self.times.report(&self.stats, now)
+                );
+                info(self, text);
+            }
             "/compress" | "/compact" if self.chat.is_running() => {
                 self.chat.commit(HistoryCell::Notice(
                     NoticeKind::Warning,
@@ -144,7 +152,11 @@ impl App {
             self.chat.toggle_compact();
         }
         let mode = if compact { "compact" } else { "full" };
-        self.notice(NoticeKind::Info, format!("View: {mode} tool groups"));
+        // Groups already printed are in the terminal's scrollback, which is not redrawn.
+        self.notice(
+            NoticeKind::Info,
+            format!("View: {mode} tool groups from now on; ctrl+o shows the whole session in full"),
+        );
     }
 
     /// `/resume [ID]`: resumes ID directly, else opens the picker over this project's sessions.

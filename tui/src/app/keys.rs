@@ -9,6 +9,7 @@ use super::{Action, App, EXIT_WINDOW};
 use crate::cells::NoticeKind;
 use crate::chat::PendingApproval;
 use crate::picker::PickerOutcome;
+use crate::transcript::{TranscriptView, ViewKey};
 
 impl App {
     /// Handles one key press.
@@ -35,6 +36,13 @@ impl App {
                 }
             };
         }
+        if let Some(view) = self.transcript_view.as_mut() {
+            let page = usize::from(self.screen_rows).saturating_sub(1);
+            if view.on_key(key, page) == ViewKey::Close {
+                self.transcript_view = None;
+            }
+            return Vec::new();
+        }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         if ctrl && key.code == KeyCode::Char('c') {
@@ -47,7 +55,7 @@ impl App {
         self.ctrl_c_at = None;
         self.status.hint = None;
         if ctrl && key.code == KeyCode::Char('o') {
-            self.chat.toggle_compact();
+            self.transcript_view = Some(TranscriptView::default());
             return Vec::new();
         }
         if self.composer.searching() {
@@ -130,6 +138,7 @@ impl App {
             KeyCode::Char('w') if ctrl => c.delete_word_left(),
             KeyCode::Char('y') if ctrl => c.yank(),
             KeyCode::Char('r') if ctrl => c.search_older(),
+            KeyCode::Char('s') if ctrl => return self.steer(),
             KeyCode::Char('l') if ctrl => return vec![Action::ClearScreen],
             KeyCode::Char('g') if ctrl => return vec![Action::Edit(c.text().to_owned())],
             KeyCode::Char('x') if ctrl => self.ctrl_x = true,
@@ -184,7 +193,10 @@ impl App {
                     if let Some((start, _)) = self.composer.at_word() {
                         let path = format!("@{}", self.mention_matches[choice]);
                         self.composer.replace_to_cursor(start, &path);
-                        self.mention_done = Some(self.composer.text().to_owned());
+                        // A folder stays open: the popup goes on with what is inside it.
+                        if !path.ends_with('/') {
+                            self.mention_done = Some(self.composer.text().to_owned());
+                        }
                     }
                 }
                 _ => return None,
@@ -336,10 +348,43 @@ impl App {
                 None => prompt,
             };
             self.queued = Some(queued);
-            self.status.hint = Some("queued: sent when this task ends · up edits it".into());
+            self.status.hint = Some(
+                "queued: sent when this task ends · ctrl+s sends it into the task · up edits it"
+                    .into(),
+            );
             return Vec::new();
         }
         vec![self.send_prompt(prompt)]
+    }
+
+    /// Ctrl+S: the prompt in the box (or, with the box empty, the queued one) goes into the
+    /// running task, which reads it after its running tool calls. Idle, it is sent as Enter.
+    fn steer(&mut self) -> Vec<Action> {
+        if !self.chat.is_running() {
+            return self.on_enter();
+        }
+        // Only a model's task reads prompts (not a `!command` or `/compress`).
+        if self.last_prompt.is_none() {
+            self.status.hint =
+                Some("this task reads no prompts: enter queues one for after it".into());
+            return Vec::new();
+        }
+        let prompt = if self.composer.text().trim().is_empty() {
+            match self.queued.take() {
+                Some(q) => q,
+                None => return Vec::new(),
+            }
+        } else if self.composer.text().trim().starts_with(['/', '!']) {
+            self.status.hint =
+                Some("commands and !shell wait for the task: enter queues them".into());
+            return Vec::new();
+        } else {
+            self.composer.submit()
+        };
+        self.resumable = true;
+        self.status.hint = Some("sent into the task: read after its running tools".into());
+        self.steering.push(prompt.clone());
+        vec![Action::Submit(Op::Steer { prompt })]
     }
 
     /// The operation for a prompt: `!command` runs it, anything else is a turn.
