@@ -35,7 +35,7 @@ def raw_strings(path):
 sse = sorted((ROOT / "testdata" / "sse").rglob("*.sse"))
 for f in sse:
     body = f.read_bytes()
-    for target in ("sse_openai_chat", "sse_anthropic"):
+    for target in ("sse_openai_chat", "sse_anthropic", "sse_openai_responses", "sse_gemini"):
         put(target, b"\x00" + body)
         put(target, b"\x02\x00\x06" + body)  # chunks of 1 and 7 bytes
 
