@@ -64,7 +64,7 @@ pub use gemini::GeminiProvider;
 pub use http::{ApiKey, ConfigError, ProviderConfig};
 pub use limits::StreamLimits;
 pub use openai_chat::OpenAiChatProvider;
-pub use openai_responses::OpenAiResponsesProvider;
+pub use openai_responses::{OpenAiResponsesProvider, ResponseStorage};
 pub use reasoning::{Reasoning, ReasoningEffort, ReasoningSummary};
 pub use redact::Redactor;
 pub use wire::{
