@@ -1,6 +1,7 @@
 //! Gemini API (`POST {baseUrl}/models/{model}:streamGenerateContent?alt=sse`): thoughts,
 //! thought signatures carried across turns, whole function calls per chunk.
 
+mod malformed;
 mod parser;
 pub(crate) mod request;
 mod schema;
@@ -19,6 +20,7 @@ use crate::http::{ConfigError, Endpoint, ProviderConfig};
 use crate::reasoning::Reasoning;
 use crate::wire::{WireProtocol, collect_completion};
 use crate::{EventStream, Provider};
+use malformed::LastMalformed;
 use request::{BodyOptions, build_body};
 
 /// The Gemini API's default base URL.
@@ -29,6 +31,7 @@ pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1
 pub struct GeminiProvider {
     endpoint: Arc<Endpoint>,
     options: Arc<BodyOptions>,
+    malformed: Arc<LastMalformed>,
 }
 
 impl GeminiProvider {
@@ -46,6 +49,7 @@ impl GeminiProvider {
         Ok(Self {
             endpoint: Arc::new(endpoint),
             options: Arc::new(BodyOptions::default()),
+            malformed: Arc::default(),
         })
     }
 
@@ -74,9 +78,13 @@ impl Provider for GeminiProvider {
     }
 
     fn stream(&self, request: ModelRequest) -> EventStream {
+        let asked = request.clone();
+        let (request, nudged) = malformed::prepare(&self.malformed, request);
         let body = build_body(&request, &self.options);
-        self.stream_endpoint(&request.model)
-            .stream(body, WireProtocol::Gemini)
+        let events = self
+            .stream_endpoint(&request.model)
+            .stream(body, WireProtocol::Gemini);
+        malformed::watch(events, Arc::clone(&self.malformed), asked, nudged)
     }
 
     fn complete(&self, request: ModelRequest) -> BoxFuture<'static, Result<Completion, ErrorInfo>> {

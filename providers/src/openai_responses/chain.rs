@@ -9,8 +9,6 @@
 //! same calls) and something new. Anything else (a compacted or cleared history, a retry
 //! after a fallback model, the core renaming a duplicate call id) is sent whole.
 
-use std::hash::{DefaultHasher, Hasher};
-use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use corvid_protocol::{ErrorInfo, ErrorKind, Message, ModelRequest, Part, Role, StreamEvent};
@@ -20,6 +18,7 @@ use futures::stream;
 use super::request::Continuation;
 use super::{OpenAiResponsesProvider, ResponseIdSlot};
 use crate::EventStream;
+use crate::history::fingerprint;
 
 /// The last completed response of a session and the history it answered.
 #[derive(Debug, Default)]
@@ -63,25 +62,6 @@ impl LastResponse {
     fn forget(&self) {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
-}
-
-/// A message's fingerprint: SipHash of its JSON form.
-fn fingerprint(message: &Message) -> u64 {
-    struct Feed(DefaultHasher);
-    impl io::Write for Feed {
-        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-            self.0.write(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut feed = Feed(DefaultHasher::new());
-    // Writing a message cannot fail (string keys, finite numbers, an infallible writer); a
-    // failure would only make the fingerprint differ, and the request go out whole.
-    let _ = serde_json::to_writer(&mut feed, message);
-    feed.0.finish()
 }
 
 /// Whether `error` is the server saying it does not know the `previous_response_id` sent:
