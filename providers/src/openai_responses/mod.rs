@@ -6,6 +6,7 @@ mod events;
 mod parser;
 pub(crate) mod request;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use corvid_protocol::{Completion, ErrorInfo, ModelRequest};
@@ -17,7 +18,7 @@ pub(crate) use parser::decode_whole;
 pub(crate) use parser::{OpenAiResponsesParser, ResponseIdSlot};
 
 use crate::http::{ConfigError, Endpoint, ProviderConfig};
-use crate::reasoning::Reasoning;
+use crate::reasoning::{LiveEffort, Reasoning, ReasoningEffort, efforts_if, is_reasoning_model};
 use crate::wire::{StreamDecoder, WireProtocol, collect_completion};
 use crate::{EventStream, Provider};
 use chain::LastResponse;
@@ -42,6 +43,7 @@ pub struct OpenAiResponsesProvider {
     endpoint: Arc<Endpoint>,
     options: Arc<BodyOptions>,
     last: Arc<LastResponse>,
+    live_effort: LiveEffort,
 }
 
 impl OpenAiResponsesProvider {
@@ -59,6 +61,7 @@ impl OpenAiResponsesProvider {
             endpoint: Arc::new(endpoint),
             options: Arc::new(BodyOptions::default()),
             last: Arc::default(),
+            live_effort: LiveEffort::default(),
         })
     }
 
@@ -86,6 +89,22 @@ impl OpenAiResponsesProvider {
         build_body(request, &self.options, None)
     }
 
+    /// The options of a request to `model`: the configured ones with the effort chosen since.
+    fn options_now(&self, model: &str) -> Cow<'_, BodyOptions> {
+        let configured = self.options.reasoning.effort;
+        match self
+            .live_effort
+            .for_request(configured, is_reasoning_model(model))
+        {
+            effort if effort == configured => Cow::Borrowed(&self.options),
+            effort => {
+                let mut options = BodyOptions::clone(&self.options);
+                options.reasoning.effort = effort;
+                Cow::Owned(options)
+            }
+        }
+    }
+
     /// Sends one streaming request; with `slot`, the id of the response it completes is
     /// noted there.
     fn send(
@@ -94,7 +113,7 @@ impl OpenAiResponsesProvider {
         continuation: Option<Continuation<'_>>,
         slot: Option<ResponseIdSlot>,
     ) -> EventStream {
-        let body = build_body(request, &self.options, continuation);
+        let body = build_body(request, &self.options_now(&request.model), continuation);
         let endpoint = Endpoint::clone(&self.endpoint);
         match slot {
             Some(slot) => {
@@ -125,6 +144,18 @@ impl Provider for OpenAiResponsesProvider {
     fn complete(&self, request: ModelRequest) -> BoxFuture<'static, Result<Completion, ErrorInfo>> {
         let stream = self.send(&request, None, None);
         Box::pin(async move { collect_completion(stream.collect::<Vec<_>>().await) })
+    }
+
+    fn reasoning_efforts(&self, model: &str) -> &'static [ReasoningEffort] {
+        efforts_if(is_reasoning_model(model))
+    }
+
+    fn set_reasoning_effort(&self, effort: ReasoningEffort) {
+        self.live_effort.set(effort);
+    }
+
+    fn reasoning_effort(&self) -> Option<ReasoningEffort> {
+        self.live_effort.or(self.options.reasoning.effort)
     }
 
     fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ErrorInfo>> {
