@@ -30,11 +30,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "[MODE]",
         "tool groups `compact` or `full`; alone toggles (also ctrl+o)",
     ),
-    (
-        "/model",
-        "NAME [EFFORT]",
-        "use another model (or reasoning effort: minimal, low, medium, high, xhigh) for later turns",
-    ),
+    ("/model", "NAME", "use another model for later turns"),
     (
         "/resume",
         "[ID]",
