@@ -2,6 +2,7 @@
 //! advertised with `available_commands_update`, and a prompt starting with one runs it
 //! instead of reaching the model.
 
+use corvid_core::models::ModelChoice;
 use corvid_protocol::Op;
 
 use agent_client_protocol::v1::schema::{
@@ -26,8 +27,8 @@ pub(crate) enum Reply {
     Stats,
     /// A fresh conversation in the same session.
     Clear,
-    /// Show the model (`None`) or switch later turns to it.
-    Model(Option<String>),
+    /// Show the model (nothing chosen), or switch later turns to a model, an effort or both.
+    Model(ModelChoice),
 }
 
 /// The command a prompt starts with; anything else (an unknown `/word`, a path such as
@@ -41,10 +42,9 @@ pub(crate) fn parse(prompt: &str) -> Option<Command> {
         "/stats" if arg.is_empty() => Some(Command::Reply(Reply::Stats)),
         "/clear" if arg.is_empty() => Some(Command::Reply(Reply::Clear)),
         "/compress" | "/compact" if arg.is_empty() => Some(Command::Task(Op::Compact)),
-        "/model" if arg.is_empty() => Some(Command::Reply(Reply::Model(None))),
-        "/model" if !arg.contains(char::is_whitespace) => {
-            Some(Command::Reply(Reply::Model(Some(arg.into()))))
-        }
+        "/model" => ModelChoice::parse(arg)
+            .ok()
+            .map(|choice| Command::Reply(Reply::Model(choice))),
         _ => None,
     }
 }
@@ -58,11 +58,15 @@ pub(crate) fn available(session_id: SessionId) -> SessionNotification {
             "compress",
             "Summarize the older conversation to free the context window",
         ),
-        AvailableCommand::new("model", "Show the model, or switch later turns to another").input(
-            AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(
-                "model name (empty shows the current one)",
-            )),
-        ),
+        AvailableCommand::new(
+            "model",
+            "Show the model, or switch later turns to another model or reasoning effort",
+        )
+        .input(AvailableCommandInput::Unstructured(
+            UnstructuredCommandInput::new(
+                "model name and/or effort (minimal, low, medium, high, xhigh); empty shows them",
+            ),
+        )),
     ];
     SessionNotification::new(
         session_id,
@@ -85,6 +89,7 @@ mod tests {
             "/compact",
             "/model",
             "/model gpt-5-mini",
+            "/model gpt-5 high",
             "/model two words",
             "/stats please",
             "/usr/bin is odd",
@@ -100,8 +105,15 @@ mod tests {
                 Some(Command::Reply(Reply::Clear)),
                 Some(Command::Task(Op::Compact)),
                 Some(Command::Task(Op::Compact)),
-                Some(Command::Reply(Reply::Model(None))),
-                Some(Command::Reply(Reply::Model(Some("gpt-5-mini".into())))),
+                Some(Command::Reply(Reply::Model(ModelChoice::default()))),
+                Some(Command::Reply(Reply::Model(ModelChoice {
+                    model: Some("gpt-5-mini".into()),
+                    effort: None
+                }))),
+                Some(Command::Reply(Reply::Model(ModelChoice {
+                    model: Some("gpt-5".into()),
+                    effort: Some(corvid_protocol::ReasoningEffort::High)
+                }))),
                 None,
                 None,
                 None,

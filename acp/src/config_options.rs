@@ -2,19 +2,23 @@
 //! `mode`), kept in step with the legacy `modes` field and `current_mode_update`, and a `model`
 //! select (category `model`), offered on `session/new`, `session/load` and `session/resume`
 //! and set with `session/set_config_option`. Clients such as CodeCompanion switch modes only
-//! through the option, and acpx picks a model only among the offered values.
+//! through the option, and acpx picks a model only among the offered values. A third select,
+//! `reasoning_effort` (category `thought_level`), is offered while the model takes an effort
+//! and kept in step with `/model NAME EFFORT`.
 
 use agent_client_protocol::v1::schema::{
     SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,
     SessionConfigSelectOption, SetSessionConfigOptionRequest,
 };
 use agent_client_protocol::{Error, ErrorCode};
-use corvid_protocol::ApprovalMode;
+use corvid_protocol::{ApprovalMode, ReasoningEffort};
 
 /// The config option id of the approval mode.
 pub(crate) const MODE: &str = "mode";
 /// The config option id of the main model.
 pub(crate) const MODEL: &str = "model";
+/// The config option id of the reasoning effort.
+pub(crate) const REASONING_EFFORT: &str = "reasoning_effort";
 
 /// The approval modes: id, name, description (the legacy `modes` field lists the same).
 pub(crate) const MODES: [(ApprovalMode, &str, &str); 4] = [
@@ -41,14 +45,23 @@ pub(crate) const MODES: [(ApprovalMode, &str, &str); 4] = [
 pub(crate) enum Requested {
     Mode(ApprovalMode),
     Model(String),
+    Effort(ReasoningEffort),
+}
+
+/// The `reasoning_effort` option of a model that takes an effort.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EffortOption {
+    pub current: ReasoningEffort,
+    pub choices: &'static [ReasoningEffort],
 }
 
 /// The options a session offers: the mode, then the model with the current value first among
-/// its choices.
+/// its choices, then the reasoning effort when the model takes one.
 pub(crate) fn options(
     mode: ApprovalMode,
     model: &str,
     models: &[String],
+    effort: Option<EffortOption>,
 ) -> Vec<SessionConfigOption> {
     let modes: Vec<SessionConfigSelectOption> = MODES
         .iter()
@@ -69,6 +82,23 @@ pub(crate) fn options(
             .description("The main model of later turns".to_owned())
             .category(SessionConfigOptionCategory::Model),
     ]
+    .into_iter()
+    .chain(effort.map(|effort| {
+        let choices: Vec<SessionConfigSelectOption> = effort
+            .choices
+            .iter()
+            .map(|e| SessionConfigSelectOption::new(e.as_str(), e.as_str()))
+            .collect();
+        SessionConfigOption::select(
+            REASONING_EFFORT,
+            "Reasoning effort",
+            effort.current.as_str(),
+            choices,
+        )
+        .description("How hard the model thinks in later turns".to_owned())
+        .category(SessionConfigOptionCategory::ThoughtLevel)
+    }))
+    .collect()
 }
 
 /// The mode or model a `session/set_config_option` asks for. Any model name the provider may
@@ -90,9 +120,22 @@ pub(crate) fn requested(req: &SetSessionConfigOptionRequest) -> Result<Requested
             .map(Requested::Mode)
             .ok_or_else(|| unknown_mode(&value)),
         MODEL => Ok(Requested::Model(value)),
+        REASONING_EFFORT => ReasoningEffort::parse(&value)
+            .map(Requested::Effort)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorCode::INVALID_PARAMS,
+                    format!(
+                        "unknown reasoning effort `{value}`; use minimal, low, medium, high or xhigh"
+                    ),
+                )
+            }),
         other => Err(Error::new(
             ErrorCode::INVALID_PARAMS,
-            format!("unknown config option `{other}`; corvid offers `{MODE}` and `{MODEL}`"),
+            format!(
+                "unknown config option `{other}`; corvid offers `{MODE}`, `{MODEL}` and \
+                 `{REASONING_EFFORT}`"
+            ),
         )),
     }
 }

@@ -356,7 +356,7 @@ impl Pump {
             if std::mem::replace(&mut state.mode, mode) == mode {
                 return;
             }
-            crate::config_options::options(mode, &state.model, &state.models)
+            state.config_options()
         };
         let session_id = self.mapper.session_id().clone();
         let update = crate::plan_mode::mode_update(session_id.clone(), mode);

@@ -19,7 +19,7 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, Client, Error, ErrorCode};
 use corvid_core::agent::{AgentConfig, AgentHandle, spawn_agent};
-use corvid_core::models::{CurrentModels, ModelListing};
+use corvid_core::models::{CurrentModels, Efforts, ModelListing};
 use corvid_core::session::spawn_recorded;
 use corvid_core::usage::UsageStats;
 use corvid_protocol::ApprovalMode;
@@ -285,6 +285,7 @@ async fn new_session(
         other_models: config.fallback_model.iter().cloned().collect(),
         stats: UsageStats::default(),
         listed: listed_models(server, &config).await,
+        efforts: Efforts::new(config.provider.clone()),
     };
     let handle = match server.factory.session_store() {
         Some(store) => {
@@ -430,6 +431,7 @@ fn set_config_option(
                 return Err(Error::new(ErrorCode::INTERNAL_ERROR, AGENT_GONE));
             }
         }
+        Requested::Effort(effort) => session.set_effort(effort)?,
         Requested::Mode(mode) => {
             if session.mode() != mode {
                 if !session.set_mode(mode) {

@@ -12,9 +12,9 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode, UntypedMessage};
 use corvid_core::agent::{EventReceiver, OpSender};
-use corvid_core::models::CurrentModels;
+use corvid_core::models::{CurrentModels, Efforts, ModelChoice};
 use corvid_core::usage::UsageStats;
-use corvid_protocol::{ApprovalMode, CoreEvent, ErrorInfo, Op, Usage};
+use corvid_protocol::{ApprovalMode, CoreEvent, ErrorInfo, Op, ReasoningEffort, Usage};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -56,6 +56,10 @@ pub(crate) struct State {
     /// The models the `model` config option offers: the configured ones, the provider's
     /// listing and every model chosen in this session.
     pub(crate) models: Vec<String>,
+    /// Which efforts a model takes, and the provider's current one.
+    pub(crate) efforts: Efforts,
+    /// The effort the client or `/model` chose (the provider's own until then).
+    pub(crate) effort: Option<ReasoningEffort>,
     /// Token usage per prompt id, turns and tool calls, for `/stats`.
     pub(crate) stats: UsageStats,
     pub(crate) prompt: Option<ActivePrompt>,
@@ -71,6 +75,23 @@ pub(crate) struct Start {
     /// The provider's models as known when the session is answered (cached or fresh), and
     /// the fresh listing still on its way.
     pub listed: CurrentModels,
+    /// The session provider's reasoning efforts.
+    pub efforts: Efforts,
+}
+
+impl State {
+    /// The config options as they stand: mode, model, and the effort while the model takes one.
+    pub(crate) fn config_options(&self) -> Vec<SessionConfigOption> {
+        let choices = self.efforts.for_model(&self.model);
+        let effort = (!choices.is_empty()).then(|| config_options::EffortOption {
+            current: self
+                .effort
+                .or_else(|| self.efforts.current())
+                .unwrap_or(ReasoningEffort::Medium),
+            choices,
+        });
+        config_options::options(self.mode, &self.model, &self.models, effort)
+    }
 }
 
 /// The prompt being answered: its responder, its cancellation, its usage so far.
@@ -104,6 +125,8 @@ impl Session {
             mode_echoes: VecDeque::new(),
             model: start.model,
             models,
+            efforts: start.efforts,
+            effort: None,
             stats: start.stats,
             prompt: None,
         }));
@@ -195,14 +218,56 @@ impl Session {
                     .to_owned(),
                 Err(_) => return refuse(responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE),
             },
-            Reply::Model(None) => format!("Model: {}", state.model),
-            Reply::Model(Some(model)) => {
-                if !self.switch_model_locked(state, &model) {
-                    return refuse(responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE);
+            Reply::Model(ModelChoice {
+                model: None,
+                effort: None,
+            }) => {
+                let effort = state
+                    .effort
+                    .or_else(|| state.efforts.current())
+                    .filter(|_| !state.efforts.for_model(&state.model).is_empty());
+                match effort {
+                    Some(effort) => format!(
+                        "Model: {} (reasoning effort {})",
+                        state.model,
+                        effort.as_str()
+                    ),
+                    None => format!("Model: {}", state.model),
                 }
-                // Keep the client's model selector in step with the command.
+            }
+            Reply::Model(choice) => {
+                let mut said = Vec::new();
+                if let Some(model) = &choice.model {
+                    if !self.switch_model_locked(state, model) {
+                        return refuse(responder, ErrorCode::INTERNAL_ERROR, AGENT_GONE);
+                    }
+                    said.push(format!("Model set to {model}"));
+                }
+                let refused = match choice.effort {
+                    Some(effort) => match self.set_effort_locked(state, effort) {
+                        Ok(()) => {
+                            said.push(format!("reasoning effort {}", effort.as_str()));
+                            None
+                        }
+                        Err(e) => Some(e.message),
+                    },
+                    None => None,
+                };
+                // Keep the client's selectors in step with the command.
                 self.send_config_options(state);
-                format!("Model set to {model} for later turns")
+                let mut reply = if said.is_empty() {
+                    String::new()
+                } else {
+                    format!("{} for later turns", said.join(", "))
+                };
+                if let Some(first) = reply.get(..1) {
+                    reply = first.to_uppercase() + &reply[1..];
+                }
+                if let Some(refused) = refused {
+                    let joint = if reply.is_empty() { "" } else { ". " };
+                    reply = format!("{reply}{joint}{refused}");
+                }
+                reply
             }
         };
         let sent = self
@@ -222,7 +287,7 @@ impl Session {
     /// The session's config options (the mode and model selectors).
     pub(crate) fn config_options(&self) -> Vec<SessionConfigOption> {
         let state = lock(&self.state);
-        config_options::options(state.mode, &state.model, &state.models)
+        state.config_options()
     }
 
     /// Once the client knows the session: the provider's fresh model listing, when it was
@@ -277,13 +342,10 @@ impl Session {
 
     /// Tells the client the config options' current values and choices.
     fn send_config_options(&self, state: &State) {
-        let update =
-            SessionNotification::new(
-                self.mapper.session_id().clone(),
-                SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
-                    config_options::options(state.mode, &state.model, &state.models),
-                )),
-            );
+        let update = SessionNotification::new(
+            self.mapper.session_id().clone(),
+            SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(state.config_options())),
+        );
         if let Err(e) = self.cx.send_notification(update) {
             tracing::debug!(error = %e, "could not send the config options");
         }
@@ -321,6 +383,30 @@ impl Session {
             state.models.push(model.to_owned());
         }
         true
+    }
+
+    /// Sets the reasoning effort of later turns; an error when the model takes none (or not
+    /// that one).
+    pub(crate) fn set_effort(&self, effort: ReasoningEffort) -> Result<(), Error> {
+        self.set_effort_locked(&mut lock(&self.state), effort)
+    }
+
+    fn set_effort_locked(&self, state: &mut State, effort: ReasoningEffort) -> Result<(), Error> {
+        if !state.efforts.for_model(&state.model).contains(&effort) {
+            return Err(Error::new(
+                ErrorCode::INVALID_PARAMS,
+                format!(
+                    "{} takes no reasoning effort `{}`; the effort stays as it was",
+                    state.model,
+                    effort.as_str()
+                ),
+            ));
+        }
+        self.ops
+            .submit(Op::SetReasoningEffort { effort })
+            .map_err(|_| Error::new(ErrorCode::INTERNAL_ERROR, AGENT_GONE))?;
+        state.effort = Some(effort);
+        Ok(())
     }
 
     /// Switches the approval mode for later calls.

@@ -163,7 +163,7 @@ async fn the_model_is_selectable_per_session_through_a_config_option() {
         .unwrap_err();
     assert_eq!(
         error.message,
-        "unknown config option `temperature`; corvid offers `mode` and `model`"
+        "unknown config option `temperature`; corvid offers `mode`, `model` and `reasoning_effort`"
     );
 }
 

@@ -319,3 +319,36 @@ async fn retryable_failures_are_retried_and_an_exhausted_quota_is_not() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_model_store_the_second_request_continues_the_first_response_with_only_the_output() {
+    let server = MockServer::start().await;
+    server.push(
+        Events::new()
+            .reasoning("**Listing** the folder first.")
+            .call_start("call_ls", "list_directory", "{\"path\":")
+            .call_end("call_ls", "list_directory", "{\"path\":\".\"}")
+            .completed(),
+    );
+    server.push(text_answer("There is a README.md."));
+    let sb = Sandbox::new();
+    let mut cmd = against(&sb, &server, &["-p", "what is here?"]);
+    sb.user_settings(
+        r#"{ "model": { "store": true },
+             "retry": { "maxAttempts": 3, "initialDelayMs": 1, "maxDelayMs": 2 } }"#,
+    );
+    cmd.env("OPENAI_API", "responses");
+    let out = run(cmd).await;
+    assert_success(&out);
+    assert_eq!(stdout(&out).trim(), "There is a README.md.");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].body["store"], true);
+    let body = &requests[1].body;
+    assert_eq!(body["store"], true);
+    assert_eq!(body["previous_response_id"], "resp_1");
+    let input = body["input"].as_array().unwrap();
+    assert_eq!(input.len(), 1, "{input:?}");
+    assert_eq!(input[0]["type"], "function_call_output");
+    assert_eq!(input[0]["call_id"], "call_ls");
+}

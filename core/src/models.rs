@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use corvid_protocol::{ErrorInfo, ErrorKind};
+use corvid_protocol::{ErrorInfo, ErrorKind, ReasoningEffort};
 use corvid_providers::Provider;
 use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
@@ -198,6 +198,68 @@ fn write_atomically(path: &Path, cached: &Cached) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The reasoning effort of a session's provider, for pickers (the TUI's `/model NAME
+/// EFFORT`, ACP's `reasoning_effort` option): which efforts a model takes, and the current one.
+#[derive(Clone)]
+pub struct Efforts(Arc<dyn Provider>);
+
+impl Efforts {
+    /// The efforts of `provider` (the session's main one).
+    pub fn new(provider: Arc<dyn Provider>) -> Self {
+        Self(provider)
+    }
+
+    /// The efforts `model` takes; empty when it takes none (the picker is not offered then).
+    pub fn for_model(&self, model: &str) -> &'static [ReasoningEffort] {
+        self.0.reasoning_efforts(model)
+    }
+
+    /// The effort later requests ask for; `None`: the server's default.
+    pub fn current(&self) -> Option<ReasoningEffort> {
+        self.0.reasoning_effort()
+    }
+}
+
+/// What `/model ARGS` asks for: nothing (show the model), a model, an effort, or both.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ModelChoice {
+    pub model: Option<String>,
+    pub effort: Option<ReasoningEffort>,
+}
+
+impl ModelChoice {
+    /// Reads `/model`'s arguments: `NAME`, `NAME EFFORT` or `EFFORT` alone (an effort word
+    /// such as `high` is never taken for a model name).
+    pub fn parse(args: &str) -> Result<Self, String> {
+        let words: Vec<&str> = args.split_whitespace().collect();
+        let effort = |word: &str| {
+            ReasoningEffort::parse(word).ok_or_else(|| {
+                format!(
+                    "unknown reasoning effort `{word}`: use minimal, low, medium, high or xhigh"
+                )
+            })
+        };
+        match words.as_slice() {
+            [] => Ok(Self::default()),
+            [word] => Ok(match ReasoningEffort::parse(word) {
+                Some(effort) => Self {
+                    model: None,
+                    effort: Some(effort),
+                },
+                None => Self {
+                    model: Some((*word).to_owned()),
+                    effort: None,
+                },
+            }),
+            [model, word] => Ok(Self {
+                model: Some((*model).to_owned()),
+                effort: Some(effort(word)?),
+            }),
+            _ => Err("use /model NAME [EFFORT], or /model EFFORT".to_owned()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
@@ -290,5 +352,34 @@ mod tests {
             (now.models, now.later.is_none()),
             (Vec::<String>::new(), true)
         );
+    }
+
+    #[test]
+    fn model_arguments_name_a_model_an_effort_or_both() {
+        let parse = |args: &str| ModelChoice::parse(args);
+        assert_eq!(parse(""), Ok(ModelChoice::default()));
+        assert_eq!(
+            parse("gpt-5 high"),
+            Ok(ModelChoice {
+                model: Some("gpt-5".into()),
+                effort: Some(ReasoningEffort::High)
+            })
+        );
+        assert_eq!(
+            parse(" xhigh "),
+            Ok(ModelChoice {
+                model: None,
+                effort: Some(ReasoningEffort::Xhigh)
+            })
+        );
+        assert_eq!(
+            parse("gemini-2.5-pro"),
+            Ok(ModelChoice {
+                model: Some("gemini-2.5-pro".into()),
+                effort: None
+            })
+        );
+        assert!(parse("gpt-5 max").unwrap_err().contains("`max`"));
+        assert!(parse("a b c").is_err());
     }
 }

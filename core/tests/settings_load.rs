@@ -480,7 +480,7 @@ fn the_context_window_and_compaction_settings_are_read_and_bad_values_named() {
 fn model_api_responses_picks_the_responses_api_with_the_openai_key_url_and_reasoning() {
     let mut fx = Fixture::new();
     fx.user(
-        r#"{"model": {"provider": "openai", "api": "responses",
+        r#"{"model": {"provider": "openai", "api": "responses", "store": true,
             "reasoningEffort": "high", "reasoningSummary": "concise"}}"#,
     );
     fx.env("OPENAI_API_KEY", "sk-o")
@@ -495,6 +495,7 @@ fn model_api_responses_picks_the_responses_api_with_the_openai_key_url_and_reaso
         s.model.reasoning_summary,
         Some(corvid_providers::ReasoningSummary::Concise)
     );
+    assert_eq!(s.model.store, Some(true));
     let env = fx.env.clone();
     let resolved = corvid_core::settings::resolve_provider(&s, |k| env.get(k).cloned()).unwrap();
     assert_eq!(resolved.kind, ProviderKind::OpenaiResponses);
@@ -541,6 +542,9 @@ fn an_unknown_model_api_or_reasoning_value_is_an_error_naming_the_field() {
     fx.user(r#"{"model": {"reasoningSummary": "short"}}"#);
     let msg = fx.load(&Overrides::default()).unwrap_err().to_string();
     assert!(msg.contains("`model.reasoningSummary` is `short`"), "{msg}");
+    fx.user(r#"{"model": {"store": "yes"}}"#);
+    let msg = fx.load(&Overrides::default()).unwrap_err().to_string();
+    assert!(msg.contains("model.store"), "{msg}");
     fx.user("{}");
     fx.env("OPENAI_API", "assistants");
     let msg = fx.load(&Overrides::default()).unwrap_err().to_string();

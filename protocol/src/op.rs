@@ -40,6 +40,9 @@ pub enum Op {
     SetApprovalMode { mode: ApprovalMode },
     /// Switch the main model for later turns.
     SetModel { model: String },
+    /// Set the reasoning effort of later turns (models that take none ignore it, with a
+    /// warning).
+    SetReasoningEffort { effort: ReasoningEffort },
     /// Compact the conversation now (`/compress`): its older part becomes a summary, as when
     /// the context window fills up. Runs as a task of its own; refused while a task runs.
     Compact,
@@ -56,6 +59,45 @@ impl Op {
             images: Vec::new(),
             context: Vec::new(),
         }
+    }
+}
+
+/// How hard a reasoning model thinks (`model.reasoningEffort`, `/model NAME EFFORT`, ACP's
+/// `reasoning_effort` option), in the words the OpenAI APIs use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReasoningEffort {
+    Minimal,
+    Low,
+    Medium,
+    High,
+    Xhigh,
+}
+
+impl ReasoningEffort {
+    /// Every value, in settings order (for error messages and pickers).
+    pub const ALL: [Self; 5] = [
+        Self::Minimal,
+        Self::Low,
+        Self::Medium,
+        Self::High,
+        Self::Xhigh,
+    ];
+
+    /// The settings and wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Minimal => "minimal",
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+            Self::Xhigh => "xhigh",
+        }
+    }
+
+    /// Parses a settings or flag value.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.as_str() == s)
     }
 }
 

@@ -35,7 +35,19 @@ pub fn classify_http_error_at(
         .message
         .clone()
         .unwrap_or_else(|| raw_message(status, body));
-    let kind = classify(Some(status), &details, &message);
+    let mut kind = classify(Some(status), &details, &message);
+    // Gemini answers a wrong key with 400 INVALID_ARGUMENT; its reason says what it is.
+    if kind == ErrorKind::BadRequest && json.as_ref().is_some_and(google_key_invalid) {
+        kind = ErrorKind::Auth;
+    }
+    let wait = retry_after_ms(headers, now)
+        .or_else(|| json.as_ref().and_then(google_retry_delay))
+        // OpenAI's 429 may name the wait only in its message.
+        .or_else(|| {
+            (kind == ErrorKind::RateLimited)
+                .then(|| retry_delay_in_message(&message))
+                .flatten()
+        });
     let request_id = header(headers, "x-request-id")
         .or_else(|| header(headers, "request-id"))
         .or(details.request_id);
@@ -44,8 +56,7 @@ pub fn classify_http_error_at(
         message,
         status: Some(status),
         request_id,
-        retry_after_ms: retry_after_ms(headers, now)
-            .or_else(|| json.as_ref().and_then(google_retry_delay)),
+        retry_after_ms: wait,
     }
 }
 
@@ -326,6 +337,19 @@ pub(crate) fn google_retry_delay(body: &Value) -> Option<u64> {
             .ok()?;
         (secs.is_finite() && secs >= 0.0).then(|| (secs * 1000.0).round() as u64)
     })
+}
+
+/// Whether a Google error body's `ErrorInfo` detail says the API key is not valid.
+fn google_key_invalid(body: &Value) -> bool {
+    let details = body
+        .get("error")
+        .unwrap_or(body)
+        .get("details")
+        .and_then(Value::as_array);
+    details
+        .into_iter()
+        .flatten()
+        .any(|d| d.get("reason").and_then(Value::as_str) == Some("API_KEY_INVALID"))
 }
 
 pub(crate) fn retry_delay_in_message(message: &str) -> Option<u64> {

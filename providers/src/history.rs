@@ -3,6 +3,8 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::hash::{DefaultHasher, Hasher};
+use std::io;
 
 use corvid_protocol::{Message, Part, Role, ToolResult};
 
@@ -109,6 +111,26 @@ fn answer_calls<'a>(calls: &[(&str, &str)], next: Option<Turn<'a>>) -> Turn<'a> 
         role: Role::User,
         parts,
     }
+}
+
+/// A message's fingerprint: SipHash of its JSON form (to recognise a history seen before
+/// without holding on to it).
+pub(crate) fn fingerprint(message: &Message) -> u64 {
+    struct Feed(DefaultHasher);
+    impl io::Write for Feed {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.write(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut feed = Feed(DefaultHasher::new());
+    // Writing a message cannot fail (string keys, finite numbers, an infallible writer); a
+    // failure would only make the fingerprint differ (the history then reads as new).
+    let _ = serde_json::to_writer(&mut feed, message);
+    feed.0.finish()
 }
 
 fn merge_roles(messages: &[Message]) -> Vec<Turn<'_>> {

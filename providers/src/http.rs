@@ -253,6 +253,11 @@ impl Endpoint {
         endpoint
     }
 
+    /// The size caps its responses are read within.
+    pub(crate) fn limits(&self) -> StreamLimits {
+        self.reading.limits
+    }
+
     /// The host the requests go to.
     pub(crate) fn host(&self) -> Option<&str> {
         self.url.host_str()
@@ -286,8 +291,14 @@ impl Endpoint {
 
     /// A streaming request: items are yielded as soon as the chunk that completes them arrives.
     pub(crate) fn stream(self, body: RequestBody, protocol: WireProtocol) -> EventStream {
+        let decoder = StreamDecoder::with_limits(protocol, self.reading.limits);
+        self.stream_decoding(body, decoder)
+    }
+
+    /// [`Self::stream`] through a decoder the caller set up (one that notes what it saw).
+    pub(crate) fn stream_decoding(self, body: RequestBody, decoder: StreamDecoder) -> EventStream {
         let redactor = self.reading.redactor.clone();
-        let state = State::Send(Box::new((self, encoded(body), protocol)));
+        let state = State::Send(Box::new((self, encoded(body), decoder)));
         stream::unfold(state, next_item)
             .map(move |item| item.map_err(|e| reported(&redactor, e)))
             .boxed()
@@ -367,7 +378,7 @@ fn reported(redactor: &Redactor, error: ErrorInfo) -> ErrorInfo {
 }
 
 enum State {
-    Send(Box<(Endpoint, Result<Bytes, ErrorInfo>, WireProtocol)>),
+    Send(Box<(Endpoint, Result<Bytes, ErrorInfo>, StreamDecoder)>),
     Body(Box<Body>),
     Over,
 }
@@ -400,14 +411,14 @@ async fn next_item(mut state: State) -> Option<(StreamItem, State)> {
         state = match state {
             State::Over => return None,
             State::Send(request) => {
-                let (endpoint, body, protocol) = *request;
+                let (endpoint, body, decoder) = *request;
                 let reading = endpoint.reading.clone();
                 let sent = match body {
                     Ok(body) => endpoint.send(body).await,
                     Err(error) => Err(error),
                 };
                 match sent {
-                    Ok(response) => open_body(response, protocol, reading).await,
+                    Ok(response) => open_body(response, decoder, reading).await,
                     Err(error) => return Some((Err(error), State::Over)),
                 }
             }
@@ -443,10 +454,10 @@ async fn next_item(mut state: State) -> Option<(StreamItem, State)> {
 
 /// Starts reading a successful response: a stream, a whole JSON answer (some servers and
 /// proxies ignore `stream: true`), or something that is no model response at all.
-async fn open_body(response: reqwest::Response, protocol: WireProtocol, reading: Reading) -> State {
+async fn open_body(response: reqwest::Response, decoder: StreamDecoder, reading: Reading) -> State {
+    let protocol = decoder.protocol();
     let content_type = body::content_type(&response);
     let mut chunks = response.bytes_stream().boxed();
-    let decoder = StreamDecoder::with_limits(protocol, reading.limits);
     let mut body = Body {
         chunks: stream::empty().boxed(),
         decoder,

@@ -7,7 +7,9 @@
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
-pub use corvid_protocol::{Completion, ErrorInfo, ModelRequest, StreamEvent, StreamItem};
+pub use corvid_protocol::{
+    Completion, ErrorInfo, ModelRequest, ReasoningEffort, StreamEvent, StreamItem,
+};
 
 pub mod demo;
 
@@ -30,6 +32,20 @@ pub trait Provider: Send + Sync {
     /// The models the server offers, for model pickers; empty when the provider cannot tell.
     fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ErrorInfo>> {
         Box::pin(futures::future::ready(Ok(Vec::new())))
+    }
+
+    /// The reasoning efforts `model` takes through this provider, for pickers (`/model`,
+    /// ACP's `reasoning_effort` option); empty when it takes none.
+    fn reasoning_efforts(&self, _model: &str) -> &'static [ReasoningEffort] {
+        &[]
+    }
+
+    /// Sets the reasoning effort of later requests; a provider without one ignores it.
+    fn set_reasoning_effort(&self, _effort: ReasoningEffort) {}
+
+    /// The effort later requests ask for (chosen or configured); `None`: the server's default.
+    fn reasoning_effort(&self) -> Option<ReasoningEffort> {
+        None
     }
 
     /// Where this provider's requests go (credentials redacted), so what a server lists can
@@ -64,8 +80,8 @@ pub use gemini::GeminiProvider;
 pub use http::{ApiKey, ConfigError, ProviderConfig};
 pub use limits::StreamLimits;
 pub use openai_chat::OpenAiChatProvider;
-pub use openai_responses::OpenAiResponsesProvider;
-pub use reasoning::{Reasoning, ReasoningEffort, ReasoningSummary};
+pub use openai_responses::{OpenAiResponsesProvider, ResponseStorage};
+pub use reasoning::{Reasoning, ReasoningSummary};
 pub use redact::Redactor;
 pub use wire::{
     Emitted, StreamDecoder, WireProtocol, collect_completion, decode_body, decode_whole_response,

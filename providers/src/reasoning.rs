@@ -1,40 +1,48 @@
 //! How much a reasoning model thinks and what it tells about it (`model.reasoningEffort`,
 //! `model.reasoningSummary`), in the words the OpenAI APIs use.
 
-/// `model.reasoningEffort`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReasoningEffort {
-    Minimal,
-    Low,
-    Medium,
-    High,
-    Xhigh,
-}
+use std::sync::{Arc, Mutex, PoisonError};
 
-impl ReasoningEffort {
-    /// Every value, in settings order (for error messages and pickers).
-    pub const ALL: [Self; 5] = [
-        Self::Minimal,
-        Self::Low,
-        Self::Medium,
-        Self::High,
-        Self::Xhigh,
-    ];
+pub use corvid_protocol::ReasoningEffort;
 
-    /// The settings and wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Minimal => "minimal",
-            Self::Low => "low",
-            Self::Medium => "medium",
-            Self::High => "high",
-            Self::Xhigh => "xhigh",
-        }
+/// The effort chosen while the session runs (`/model NAME EFFORT`, ACP's `reasoning_effort`
+/// option), shared by a provider's clones; once set it wins over the configured one.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LiveEffort(Arc<Mutex<Option<ReasoningEffort>>>);
+
+impl LiveEffort {
+    pub(crate) fn set(&self, effort: ReasoningEffort) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(effort);
     }
 
-    /// Parses a settings or flag value.
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|e| e.as_str() == s)
+    /// The effort asked for: the chosen one, else `configured`.
+    pub(crate) fn or(&self, configured: Option<ReasoningEffort>) -> Option<ReasoningEffort> {
+        let live = *self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        live.or(configured)
+    }
+
+    /// The effort of a request to a model that takes one (`takes_effort`) or not: a chosen
+    /// effort is never sent to a model that takes none (the session may have switched to one
+    /// since), a configured one always is (the user asked for it).
+    pub(crate) fn for_request(
+        &self,
+        configured: Option<ReasoningEffort>,
+        takes_effort: bool,
+    ) -> Option<ReasoningEffort> {
+        if takes_effort {
+            self.or(configured)
+        } else {
+            configured
+        }
+    }
+}
+
+/// Every effort, for models that take one; none for the others.
+pub(crate) fn efforts_if(supported: bool) -> &'static [ReasoningEffort] {
+    if supported {
+        &ReasoningEffort::ALL
+    } else {
+        &[]
     }
 }
 

@@ -74,6 +74,7 @@ enum Parser {
 /// The stream is over after the first `Finished` or `Err`; later bytes are ignored.
 pub struct StreamDecoder {
     sse: SseDecoder,
+    protocol: WireProtocol,
     parser: Parser,
     done: bool,
     limits: StreamLimits,
@@ -107,11 +108,27 @@ impl StreamDecoder {
         };
         Self {
             sse: SseDecoder::with_max_line(limits.max_line_bytes),
+            protocol,
             parser,
             done: false,
             limits,
             received: 0,
         }
+    }
+
+    /// A Responses API decoder that notes the id of the response it completes in `slot`.
+    pub(crate) fn responses_noting_id(
+        limits: StreamLimits,
+        slot: crate::openai_responses::ResponseIdSlot,
+    ) -> Self {
+        let mut decoder = Self::with_limits(WireProtocol::OpenAiResponses, limits);
+        decoder.parser = Parser::Responses(OpenAiResponsesParser::noting_response_id(slot));
+        decoder
+    }
+
+    /// The protocol this decoder speaks.
+    pub fn protocol(&self) -> WireProtocol {
+        self.protocol
     }
 
     /// How many data-carrying SSE events were framed so far (diagnostics; the `at` counter).

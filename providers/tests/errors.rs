@@ -222,3 +222,33 @@ async fn a_refused_connection_is_a_network_error_without_the_key() {
     assert_eq!(error.kind, ErrorKind::Network);
     assert!(!format!("{error} {error:?}").contains("sk-never-shown"));
 }
+
+/// The bodies OpenAI (Chat Completions and Responses alike) and Gemini send for a wrong
+/// key, a rate limit and a request over the context window, as their documentation and
+/// issue reports show them.
+#[test]
+fn real_openai_and_gemini_error_bodies_are_classified_like_the_other_providers() {
+    let openai_401 = r#"{"error": {"message": "Incorrect API key provided: sk-proj-********************abcd. You can find your API key at https://platform.openai.com/account/api-keys.", "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}}"#;
+    let openai_429 = r#"{"error": {"message": "Rate limit reached for gpt-5.1-codex in organization org-abc on tokens per min (TPM): Limit 30000, Used 29850, Requested 1024. Please try again in 1.748s. Visit https://platform.openai.com/account/rate-limits to learn more.", "type": "tokens", "param": null, "code": "rate_limit_exceeded"}}"#;
+    let openai_quota = r#"{"error": {"message": "You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}"#;
+    let openai_context = r#"{"error": {"message": "Your input exceeds the context window of this model. Please adjust your input and try again.", "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}}"#;
+    let gemini_key = r#"{"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT", "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com", "metadata": {"service": "generativelanguage.googleapis.com"}}]}}"#;
+    let gemini_429 = r#"{"error": {"code": 429, "message": "You exceeded your current quota, please check your plan and billing details.", "status": "RESOURCE_EXHAUSTED", "details": [{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests", "quotaId": "GenerateRequestsPerMinutePerProjectPerModel-FreeTier", "quotaValue": "10"}]}, {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "27s"}]}}"#;
+    let gemini_context = r#"{"error": {"code": 400, "message": "The input token count (1250123) exceeds the maximum number of tokens allowed (1048576).", "status": "INVALID_ARGUMENT"}}"#;
+    let gemini_503 = r#"{"error": {"code": 503, "message": "The model is overloaded. Please try again later.", "status": "UNAVAILABLE"}}"#;
+    let got = |status, body| {
+        let e = classify(status, &[], body);
+        (e.kind, e.retry_after_ms)
+    };
+    assert_eq!(got(401, openai_401), (ErrorKind::Auth, None));
+    assert_eq!(got(429, openai_429), (ErrorKind::RateLimited, Some(1748)));
+    assert_eq!(got(429, openai_quota).0, ErrorKind::RateLimited);
+    assert_eq!(got(400, openai_context), (ErrorKind::ContextTooLong, None));
+    assert_eq!(got(400, gemini_key), (ErrorKind::Auth, None));
+    assert_eq!(got(429, gemini_429), (ErrorKind::RateLimited, Some(27_000)));
+    assert_eq!(got(400, gemini_context), (ErrorKind::ContextTooLong, None));
+    assert_eq!(got(503, gemini_503), (ErrorKind::Overloaded, None));
+    // A header's wait wins over the one in the message.
+    let e = classify(429, &[("retry-after-ms", "500")], openai_429);
+    assert_eq!(e.retry_after_ms, Some(500));
+}

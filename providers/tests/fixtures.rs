@@ -134,7 +134,7 @@ fn decode_in_chunks(f: &Fixture, cuts: &[usize]) -> Vec<Emitted> {
 #[test]
 fn every_stream_fixture_decodes_to_what_its_sidecar_states() {
     let fixtures = stream_fixtures();
-    assert_eq!(fixtures.len(), 39, "fixture set changed");
+    assert_eq!(fixtures.len(), 40, "fixture set changed");
     for f in &fixtures {
         let emitted = decode_body(f.protocol().expect("protocol"), &f.body);
         assert_eq!(
@@ -192,7 +192,7 @@ proptest! {
 
     #[test]
     fn random_chunk_splits_never_change_what_is_decoded(
-        which in 0usize..39,
+        which in 0usize..40,
         raw_cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..40),
     ) {
         let fixtures = stream_fixtures();

@@ -194,3 +194,92 @@ async fn a_cut_stream_is_retryable_truncation_without_calls_and_the_retry_succee
     assert_eq!(retry.text, "Hello there! How can I help?");
     assert_eq!(server.requests().len(), 2);
 }
+
+fn replay(server: &MockServer, name: &str) {
+    let fixture = fixtures::load(&format!("gemini-api/{name}"));
+    server.push(ScriptedResponse::sse(fixtures::split_into_events(
+        &fixture.body,
+    )));
+}
+
+/// The texts of the last user turn of a sent body.
+fn last_user_texts(body: &serde_json::Value) -> Vec<String> {
+    let contents = body["contents"].as_array().unwrap();
+    let last = contents.last().unwrap();
+    assert_eq!(last["role"], "user");
+    last["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_malformed_call_is_retryable_and_the_retry_of_that_request_carries_a_nudge_once() {
+    let server = MockServer::start().await;
+    replay(&server, "malformed_function_call");
+    replay(&server, "text_only");
+    replay(&server, "text_only");
+    let provider = provider(&server);
+    let asked = request(vec![Message::user_text("read config.toml")]);
+    let first = common::drain(provider.stream(asked.clone())).await;
+    let error = first.last().cloned().unwrap().unwrap_err();
+    assert!(error.is_retryable(), "{error:?}");
+    assert!(
+        error.message.contains("print(default_api.read_file"),
+        "{}",
+        error.message
+    );
+    // The agent retries the same request: it goes out with the nudge, and succeeds.
+    let retry = common::drain(provider.stream(asked.clone())).await;
+    assert!(retry.iter().all(Result::is_ok), "{retry:?}");
+    // Answered: the next request is the conversation as it is, without a nudge.
+    common::drain(provider.stream(asked)).await;
+
+    let sent = server.requests();
+    assert_eq!(last_user_texts(&sent[0].body), ["read config.toml"]);
+    let nudged = last_user_texts(&sent[1].body);
+    assert_eq!(nudged[0], "read config.toml");
+    assert!(
+        nudged[1].starts_with("Your last reply ended in a malformed function call."),
+        "{nudged:?}"
+    );
+    assert_eq!(last_user_texts(&sent[2].body), ["read config.toml"]);
+}
+
+#[tokio::test]
+async fn a_second_malformed_answer_to_the_nudge_is_a_clear_error_that_is_not_retried() {
+    let server = MockServer::start().await;
+    replay(&server, "malformed_function_call");
+    replay(&server, "malformed_function_call");
+    let provider = provider(&server);
+    let asked = request(vec![Message::user_text("read config.toml")]);
+    common::drain(provider.stream(asked.clone())).await;
+    let second = common::drain(provider.stream(asked)).await;
+    let error = second.last().cloned().unwrap().unwrap_err();
+    assert_eq!(error.kind, ErrorKind::BadResponse);
+    assert!(!error.is_retryable());
+    assert_eq!(
+        error.message,
+        "Gemini produced a malformed function call again after being asked to write it anew \
+         (MALFORMED_FUNCTION_CALL: Malformed function call: print(default_api.read_file(path=\"config.toml\", limit=))); \
+         corvid does not retry it a second time: rephrase the request, or switch models with /model"
+    );
+    assert!(!second.iter().any(|i| matches!(
+        i,
+        Ok(StreamEvent::ToolCall(_)) | Ok(StreamEvent::ToolPreparing { .. })
+    )));
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn a_malformed_answer_to_another_request_is_not_nudged() {
+    let server = MockServer::start().await;
+    replay(&server, "malformed_function_call");
+    replay(&server, "text_only");
+    let provider = provider(&server);
+    common::drain(provider.stream(request(vec![Message::user_text("one")]))).await;
+    common::drain(provider.stream(request(vec![Message::user_text("two")]))).await;
+    assert_eq!(last_user_texts(&server.requests()[1].body), ["two"]);
+}

@@ -504,6 +504,33 @@ fn slash_model_switches_the_model_and_slash_quit_exits() {
 }
 
 #[test]
+fn slash_model_takes_a_reasoning_effort_with_or_without_a_model() {
+    let mut a = app();
+    assert_eq!(
+        a.command("/model gpt-5 high"),
+        vec![
+            Action::Submit(Op::SetModel {
+                model: "gpt-5".into()
+            }),
+            Action::Submit(Op::SetReasoningEffort {
+                effort: corvid_protocol::ReasoningEffort::High
+            }),
+        ]
+    );
+    assert_eq!(a.status.model, "gpt-5");
+    assert_eq!(
+        a.command("/model minimal"),
+        vec![Action::Submit(Op::SetReasoningEffort {
+            effort: corvid_protocol::ReasoningEffort::Minimal
+        })]
+    );
+    assert_eq!(a.status.model, "gpt-5");
+    assert_eq!(a.command("/model gpt-5 max"), Vec::new());
+    let text = format!("{:?}", a.chat.transcript());
+    assert!(text.contains("unknown reasoning effort `max`"), "{text}");
+}
+
+#[test]
 fn slash_stats_reports_usage_per_prompt_id_turns_and_tool_calls() {
     let mut a = app();
     let usage = |i, o| Usage {

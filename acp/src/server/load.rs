@@ -95,6 +95,7 @@ pub(super) async fn load_session(
     }
     let other_models = config.fallback_model.iter().cloned().collect();
     let listed = listed_models(server, &config).await;
+    let efforts = corvid_core::models::Efforts::new(config.provider.clone());
     let resumed = spawn_resumed(config, &store, &loaded).map_err(|e| load_error(&id, e))?;
     if history == History::Replay {
         replay(&mapper, &resumed.transcript, &server.output).await?;
@@ -106,6 +107,7 @@ pub(super) async fn load_session(
         other_models,
         stats: UsageStats::default(),
         listed,
+        efforts,
     };
     for event in &resumed.transcript {
         start.stats.observe(event);

@@ -531,6 +531,20 @@ pub(super) async fn run_session(
                             events.emit(CoreEvent::ModelChanged { from, to: model });
                         }
                     }
+                    Op::SetReasoningEffort { effort } => {
+                        let model = lock(&shared.model).clone();
+                        if stat.provider.reasoning_efforts(&model).contains(&effort) {
+                            stat.provider.set_reasoning_effort(effort);
+                        } else {
+                            events.emit(CoreEvent::Warning {
+                                message: format!(
+                                    "{model} takes no reasoning effort through {}; the effort \
+                                     stays as it was",
+                                    stat.provider.name()
+                                ),
+                            });
+                        }
+                    }
                     Op::ClearHistory => {
                         settle_finished(&mut running, &mut state, &events, &shared).await;
                         if running.is_some() {

@@ -28,6 +28,7 @@ pub(super) struct Partial {
     pub api: Option<super::OpenAiApi>,
     pub reasoning_effort: Option<corvid_providers::ReasoningEffort>,
     pub reasoning_summary: Option<corvid_providers::ReasoningSummary>,
+    pub store: Option<bool>,
     pub fast_model: Option<FastModelSetting>,
     pub compact_mode: Option<bool>,
     pub emit_tool_use_summaries: Option<bool>,
@@ -86,6 +87,7 @@ impl Partial {
         over(&mut self.api, higher.api);
         over(&mut self.reasoning_effort, higher.reasoning_effort);
         over(&mut self.reasoning_summary, higher.reasoning_summary);
+        over(&mut self.store, higher.store);
         over(&mut self.fast_model, higher.fast_model);
         over(&mut self.compact_mode, higher.compact_mode);
         over(
@@ -143,6 +145,7 @@ impl Partial {
         s.model.api = self.api;
         s.model.reasoning_effort = self.reasoning_effort;
         s.model.reasoning_summary = self.reasoning_summary;
+        s.model.store = self.store;
         s.fast_model = self.fast_model;
         if let Some(v) = self.compact_mode {
             s.ui.compact_mode = v;
@@ -367,6 +370,7 @@ impl Validator<'_> {
                 "maxOutputTokens" => self.out.max_output_tokens = self.number(&key, v)?,
                 "supportsImages" => self.out.supports_images = self.boolean(&key, v)?,
                 "autoCompact" => self.out.auto_compact = self.boolean(&key, v)?,
+                "store" => self.out.store = self.boolean(&key, v)?,
                 "api" => {
                     self.out.api = match self.string(&key, v)? {
                         None => None,

@@ -126,6 +126,9 @@ pub struct ModelSettings {
     /// `model.reasoningSummary`: the Responses API's reasoning summary (default `auto` on
     /// reasoning models).
     pub reasoning_summary: Option<corvid_providers::ReasoningSummary>,
+    /// `model.store`: the Responses API keeps the session's responses and later turns send
+    /// only their new items (`previous_response_id`); default false (stateless).
+    pub store: Option<bool>,
 }
 
 /// `model.api`: the two OpenAI APIs.

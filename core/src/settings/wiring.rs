@@ -9,7 +9,7 @@ use corvid_providers::demo::{DEFAULT_PACING, DemoProvider};
 use corvid_providers::limits::DEFAULT_IDLE_TIMEOUT;
 use corvid_providers::{
     AnthropicProvider, ApiKey, GeminiProvider, OpenAiChatProvider, OpenAiResponsesProvider,
-    Provider, ProviderConfig, Reasoning,
+    Provider, ProviderConfig, Reasoning, ResponseStorage,
 };
 use corvid_tools::shell::{EnvFilter, ShellPolicy};
 
@@ -58,6 +58,10 @@ pub fn agent_config(
         reasoning: Reasoning {
             effort: settings.model.reasoning_effort,
             summary: settings.model.reasoning_summary,
+        },
+        storage: match settings.model.store {
+            Some(true) => ResponseStorage::Stored,
+            Some(false) | None => ResponseStorage::Stateless,
         },
     };
     let provider = build_provider(&main, cwd, pacing, &endpoint)?;
@@ -309,6 +313,7 @@ struct Endpoint {
     other_secrets: Vec<ApiKey>,
     session_id: String,
     reasoning: Reasoning,
+    storage: ResponseStorage,
 }
 
 /// A provider for one resolved endpoint.
@@ -339,7 +344,8 @@ fn build_provider(
         ProviderKind::OpenaiResponses => Arc::new(
             OpenAiResponsesProvider::new(&config())?
                 .with_cache_key(endpoint.session_id.clone())
-                .with_reasoning(endpoint.reasoning),
+                .with_reasoning(endpoint.reasoning)
+                .with_storage(endpoint.storage),
         ),
         ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(&config())?),
         ProviderKind::Gemini => {

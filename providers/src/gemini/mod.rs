@@ -1,11 +1,13 @@
 //! Gemini API (`POST {baseUrl}/models/{model}:streamGenerateContent?alt=sse`): thoughts,
 //! thought signatures carried across turns, whole function calls per chunk.
 
+mod malformed;
 mod parser;
 pub(crate) mod request;
 mod schema;
 mod signature;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use corvid_protocol::{Completion, ErrorInfo, ModelRequest};
@@ -16,9 +18,10 @@ use reqwest::header::HeaderName;
 pub(crate) use parser::{GeminiParser, decode_whole};
 
 use crate::http::{ConfigError, Endpoint, ProviderConfig};
-use crate::reasoning::Reasoning;
+use crate::reasoning::{LiveEffort, Reasoning, ReasoningEffort, efforts_if};
 use crate::wire::{WireProtocol, collect_completion};
 use crate::{EventStream, Provider};
+use malformed::LastMalformed;
 use request::{BodyOptions, build_body};
 
 /// The Gemini API's default base URL.
@@ -29,6 +32,8 @@ pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1
 pub struct GeminiProvider {
     endpoint: Arc<Endpoint>,
     options: Arc<BodyOptions>,
+    malformed: Arc<LastMalformed>,
+    live_effort: LiveEffort,
 }
 
 impl GeminiProvider {
@@ -46,6 +51,8 @@ impl GeminiProvider {
         Ok(Self {
             endpoint: Arc::new(endpoint),
             options: Arc::new(BodyOptions::default()),
+            malformed: Arc::default(),
+            live_effort: LiveEffort::default(),
         })
     }
 
@@ -62,6 +69,22 @@ impl GeminiProvider {
         self.endpoint.at(&path, Some("alt=sse"))
     }
 
+    /// The options of a request to `model`: the configured ones with the effort chosen since.
+    fn options_now(&self, model: &str) -> Cow<'_, BodyOptions> {
+        let configured = self.options.reasoning.effort;
+        match self
+            .live_effort
+            .for_request(configured, request::thinks(model))
+        {
+            effort if effort == configured => Cow::Borrowed(&self.options),
+            effort => {
+                let mut options = BodyOptions::clone(&self.options);
+                options.reasoning.effort = effort;
+                Cow::Owned(options)
+            }
+        }
+    }
+
     /// The body of a streaming request for `request`, as sent (benchmarks and debugging).
     pub fn request_body(&self, request: &ModelRequest) -> serde_json::Result<Vec<u8>> {
         build_body(request, &self.options)
@@ -74,14 +97,30 @@ impl Provider for GeminiProvider {
     }
 
     fn stream(&self, request: ModelRequest) -> EventStream {
-        let body = build_body(&request, &self.options);
-        self.stream_endpoint(&request.model)
-            .stream(body, WireProtocol::Gemini)
+        let asked = request.clone();
+        let (request, nudged) = malformed::prepare(&self.malformed, request);
+        let body = build_body(&request, &self.options_now(&request.model));
+        let events = self
+            .stream_endpoint(&request.model)
+            .stream(body, WireProtocol::Gemini);
+        malformed::watch(events, Arc::clone(&self.malformed), asked, nudged)
     }
 
     fn complete(&self, request: ModelRequest) -> BoxFuture<'static, Result<Completion, ErrorInfo>> {
         let stream = self.stream(request);
         Box::pin(async move { collect_completion(stream.collect::<Vec<_>>().await) })
+    }
+
+    fn reasoning_efforts(&self, model: &str) -> &'static [ReasoningEffort] {
+        efforts_if(request::thinks(model))
+    }
+
+    fn set_reasoning_effort(&self, effort: ReasoningEffort) {
+        self.live_effort.set(effort);
+    }
+
+    fn reasoning_effort(&self) -> Option<ReasoningEffort> {
+        self.live_effort.or(self.options.reasoning.effort)
     }
 
     fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ErrorInfo>> {

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::malformed::first_error;
 use super::signature::{On, Signed, is_base64};
 use crate::error::{classify_stream_error, google_retry_delay};
 use crate::sse::{BodyEnd, SseEvent};
@@ -183,15 +184,10 @@ impl crate::wire::WireParser for GeminiParser {
             "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII"
             | "IMAGE_SAFETY" => FinishReason::ContentFilter,
             "MALFORMED_FUNCTION_CALL" | "UNEXPECTED_TOOL_CALL" => {
-                // The model's own slip: asking again usually works, so it is retryable.
-                let detail = candidate.finish_message.unwrap_or_default();
-                let message = format!(
-                    "Gemini produced a malformed function call ({reason}); retrying may help. {detail}"
-                );
-                out.push(Emitted::err(
-                    at,
-                    ErrorInfo::new(ErrorKind::Server, message.trim_end().to_owned()),
-                ));
+                // The model's own slip: asking again usually works, so it is retryable (the
+                // provider nudges the retry, once: see `malformed`).
+                let error = first_error(&reason, candidate.finish_message.as_deref());
+                out.push(Emitted::err(at, error));
                 return true;
             }
             other => FinishReason::Other(other.to_ascii_lowercase()),

@@ -118,7 +118,7 @@ fn budget(effort: ReasoningEffort) -> u32 {
 }
 
 /// Whether `model` thinks (2.5 and later); older models reject `thinkingConfig`.
-fn thinks(model: &str) -> bool {
+pub(crate) fn thinks(model: &str) -> bool {
     let name = model.rsplit('/').next().unwrap_or(model);
     !(name.starts_with("gemini-1") || name.starts_with("gemini-2.0"))
 }

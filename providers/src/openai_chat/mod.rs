@@ -14,7 +14,7 @@ pub(crate) use parser::decode_whole;
 pub use request::MaxTokensField;
 
 use crate::http::{ConfigError, Endpoint, ProviderConfig};
-use crate::reasoning::ReasoningEffort;
+use crate::reasoning::{LiveEffort, ReasoningEffort, efforts_if, is_reasoning_model};
 use crate::wire::WireProtocol;
 use crate::{EventStream, Provider};
 use request::{Delivery, build_body};
@@ -25,6 +25,7 @@ pub struct OpenAiChatProvider {
     endpoint: Arc<Endpoint>,
     max_tokens_field: MaxTokensField,
     reasoning_effort: Option<ReasoningEffort>,
+    live_effort: LiveEffort,
 }
 
 impl OpenAiChatProvider {
@@ -48,6 +49,7 @@ impl OpenAiChatProvider {
             endpoint: Arc::new(endpoint),
             max_tokens_field,
             reasoning_effort: None,
+            live_effort: LiveEffort::default(),
         })
     }
 
@@ -57,7 +59,8 @@ impl OpenAiChatProvider {
             request,
             Delivery::Stream,
             self.max_tokens_field,
-            self.reasoning_effort,
+            self.live_effort
+                .for_request(self.reasoning_effort, is_reasoning_model(&request.model)),
         )
     }
 
@@ -84,7 +87,8 @@ impl Provider for OpenAiChatProvider {
             &request,
             Delivery::Stream,
             self.max_tokens_field,
-            self.reasoning_effort,
+            self.live_effort
+                .for_request(self.reasoning_effort, is_reasoning_model(&request.model)),
         );
         Endpoint::clone(&self.endpoint).stream(body, WireProtocol::OpenAiChat)
     }
@@ -94,7 +98,8 @@ impl Provider for OpenAiChatProvider {
             &request,
             Delivery::Whole,
             self.max_tokens_field,
-            self.reasoning_effort,
+            self.live_effort
+                .for_request(self.reasoning_effort, is_reasoning_model(&request.model)),
         );
         let endpoint = Endpoint::clone(&self.endpoint);
         Box::pin(endpoint.complete(body, WireProtocol::OpenAiChat))
@@ -102,6 +107,18 @@ impl Provider for OpenAiChatProvider {
 
     fn endpoint(&self) -> Option<String> {
         Some(self.endpoint.shown_url().to_owned())
+    }
+
+    fn reasoning_efforts(&self, model: &str) -> &'static [ReasoningEffort] {
+        efforts_if(is_reasoning_model(model))
+    }
+
+    fn set_reasoning_effort(&self, effort: ReasoningEffort) {
+        self.live_effort.set(effort);
+    }
+
+    fn reasoning_effort(&self) -> Option<ReasoningEffort> {
+        self.live_effort.or(self.reasoning_effort)
     }
 
     fn list_models(&self) -> BoxFuture<'static, Result<Vec<String>, ErrorInfo>> {

@@ -72,6 +72,9 @@ pub(super) struct ContentPart {
 /// The part of a terminal event's response object corvid reads.
 #[derive(Deserialize)]
 pub(super) struct Response {
+    /// The response's id: what `previous_response_id` names on the next request.
+    #[serde(default)]
+    pub(super) id: Option<String>,
     #[serde(default)]
     pub(super) usage: Option<RawUsage>,
     #[serde(default)]

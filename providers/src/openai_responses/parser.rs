@@ -5,6 +5,7 @@
 //! byte; calls are released only at `response.completed`. There is no `[DONE]`.
 
 use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use corvid_protocol::{ErrorInfo, ErrorKind, FinishReason, StreamEvent, ToolCall};
 use serde::Deserialize;
@@ -36,6 +37,24 @@ pub struct OpenAiResponsesParser {
     streamed_text: HashSet<String>,
     decoded_any: bool,
     non_json: NonJsonLine,
+    /// Where the id of a completed response is noted (`model.store: true` chains on it).
+    response_id: Option<ResponseIdSlot>,
+}
+
+/// The id of the response a stream completed, shared between its decoder and the provider
+/// that chains the next request on it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ResponseIdSlot(Arc<Mutex<Option<String>>>);
+
+impl ResponseIdSlot {
+    /// The id noted, if the response completed with one.
+    pub(crate) fn take(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+
+    fn note(&self, id: String) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(id);
+    }
 }
 
 impl WireParser for OpenAiResponsesParser {
@@ -85,6 +104,14 @@ impl WireParser for OpenAiResponsesParser {
 }
 
 impl OpenAiResponsesParser {
+    /// A parser that notes the id of the response it completes in `slot`.
+    pub(crate) fn noting_response_id(slot: ResponseIdSlot) -> Self {
+        Self {
+            response_id: Some(slot),
+            ..Self::default()
+        }
+    }
+
     /// Applies one event; returns `true` once it ended the stream.
     fn apply(
         &mut self,
@@ -146,6 +173,12 @@ impl OpenAiResponsesParser {
             "response.completed" => {
                 let response = read_response(event.response);
                 self.push_usage(&response, at, out);
+                if let (Some(slot), Some(id)) = (
+                    &self.response_id,
+                    response.as_ref().and_then(|r| r.id.clone()),
+                ) {
+                    slot.note(id);
+                }
                 let calls = std::mem::take(&mut self.calls);
                 let reason = if calls.is_empty() {
                     FinishReason::Stop

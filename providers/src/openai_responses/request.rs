@@ -11,6 +11,7 @@ use corvid_protocol::{ImageData, JsonText, ModelRequest, Part, Role, ToolSchema}
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use super::ResponseStorage;
 use crate::history::{Turn, paired};
 use crate::openai_chat::request::{Arguments, DataUrl};
 use crate::reasoning::{Reasoning, ReasoningSummary};
@@ -21,6 +22,18 @@ pub(crate) struct BodyOptions {
     /// `prompt_cache_key`: the session id, so a session's requests share the cache.
     pub cache_key: Option<String>,
     pub reasoning: Reasoning,
+    /// `model.store`: whether the server keeps responses (and so can be chained on).
+    pub storage: ResponseStorage,
+}
+
+/// A request that continues a stored response: only the items after it are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Continuation<'a> {
+    /// The stored response the request continues.
+    pub previous_response_id: &'a str,
+    /// How many of the request's messages that response already holds (its own output
+    /// included): what it covers is not sent again.
+    pub covered: usize,
 }
 
 /// The JSON body of `POST /responses`, borrowing from its request.
@@ -48,6 +61,8 @@ struct Body<'a> {
     include: &'static [&'static str],
     #[serde(skip_serializing_if = "Option::is_none")]
     prompt_cache_key: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    previous_response_id: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -125,14 +140,17 @@ struct OutputItem<'a> {
     output: Cow<'a, str>,
 }
 
-/// The JSON body of `POST /responses` (always a stream), serialized.
+/// The JSON body of `POST /responses` (always a stream), serialized: the whole conversation,
+/// or with `continuation` only what the stored response does not hold yet.
 pub(crate) fn build_body(
     request: &ModelRequest,
     options: &BodyOptions,
+    continuation: Option<Continuation<'_>>,
 ) -> serde_json::Result<Vec<u8>> {
     let turns = paired(&request.messages);
+    let skip = continuation.map_or(0, |c| turns_held(&request.messages, c.covered));
     let mut input = Vec::with_capacity(turns.len() + 1);
-    for turn in &turns {
+    for turn in turns.get(skip..).unwrap_or_default() {
         push_items(turn, &mut input);
     }
     let has_tools = !request.tools.is_empty();
@@ -158,15 +176,28 @@ pub(crate) fn build_body(
         max_output_tokens: request.max_output_tokens,
         temperature: request.temperature,
         stream: true,
-        store: false,
+        store: options.storage == ResponseStorage::Stored,
         include: if reasoning.is_some() {
             &["reasoning.encrypted_content"]
         } else {
             &[]
         },
         prompt_cache_key: options.cache_key.as_deref(),
+        previous_response_id: continuation.map(|c| c.previous_response_id),
     };
     serde_json::to_vec(&body)
+}
+
+/// How many of the paired turns of `messages` come from its first `covered` messages, which
+/// end with the stored response's own output (an assistant message). Pairing those alone
+/// answers that output's calls with placeholders, which belong to the rest: they are not
+/// counted.
+fn turns_held(messages: &[corvid_protocol::Message], covered: usize) -> usize {
+    let mut held = paired(messages.get(..covered).unwrap_or(messages));
+    if held.last().is_some_and(|t| t.role == Role::User) {
+        held.pop();
+    }
+    held.len()
 }
 
 fn push_items<'a>(turn: &'a Turn<'_>, out: &mut Vec<Item<'a>>) {
@@ -280,7 +311,7 @@ mod tests {
     use std::sync::Arc;
 
     fn sent(request: &ModelRequest, options: &BodyOptions) -> Value {
-        let bytes = build_body(request, options).unwrap();
+        let bytes = build_body(request, options, None).unwrap();
         serde_json::from_slice(&bytes).unwrap()
     }
 
@@ -331,6 +362,7 @@ mod tests {
                 effort: Some(ReasoningEffort::High),
                 summary: None,
             },
+            storage: ResponseStorage::Stateless,
         };
         let body = sent(
             &request(
@@ -455,6 +487,7 @@ mod tests {
                 effort: Some(ReasoningEffort::Minimal),
                 summary: Some(ReasoningSummary::Off),
             },
+            storage: ResponseStorage::Stateless,
         };
         let body = sent(
             &request("o4-mini", vec![Message::user_text("hi")]),

@@ -103,13 +103,7 @@ impl App {
             ),
             "/view" => self.view_command(arg),
             "/model" if arg.is_empty() => info(self, format!("Model: {}", self.status.model)),
-            "/model" => {
-                self.status.model = arg.to_string();
-                info(self, format!("Model set to {arg} for later turns"));
-                return vec![Action::Submit(Op::SetModel {
-                    model: arg.to_string(),
-                })];
-            }
+            "/model" => return self.model_command(arg),
             // The model's history is cleared with the screen; mid-task the core would keep it,
             // so neither is cleared then.
             "/clear" if self.chat.is_running() => self.chat.commit(HistoryCell::Notice(
@@ -132,6 +126,35 @@ impl App {
             )),
         }
         Vec::new()
+    }
+
+    /// `/model NAME [EFFORT]` or `/model EFFORT`: the model and reasoning effort of later
+    /// turns (the agent warns when the model takes no effort).
+    fn model_command(&mut self, arg: &str) -> Vec<Action> {
+        let choice = match corvid_core::models::ModelChoice::parse(arg) {
+            Ok(choice) => choice,
+            Err(message) => {
+                self.notice(NoticeKind::Warning, message);
+                return Vec::new();
+            }
+        };
+        let mut actions = Vec::new();
+        let mut said = Vec::new();
+        if let Some(model) = choice.model {
+            self.status.model = model.clone();
+            said.push(format!("Model set to {model}"));
+            actions.push(Action::Submit(Op::SetModel { model }));
+        }
+        if let Some(effort) = choice.effort {
+            said.push(format!("reasoning effort {}", effort.as_str()));
+            actions.push(Action::Submit(Op::SetReasoningEffort { effort }));
+        }
+        let mut text = format!("{} for later turns", said.join(", "));
+        if let Some(first) = text.get(..1) {
+            text = first.to_uppercase() + &text[1..];
+        }
+        self.notice(NoticeKind::Info, text);
+        actions
     }
 
     /// `/view [compact|full]`: sets the display mode (alone: toggles it), like Ctrl+O.
