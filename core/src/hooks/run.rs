@@ -3,6 +3,7 @@
 
 use std::ffi::OsString;
 use std::path::Path;
+use std::time::Duration;
 
 use corvid_tools::hooks_runner::{HookCommand, run_hook};
 use corvid_tools::shell::EnvFilter;
@@ -78,7 +79,24 @@ impl Hooks {
     /// Runs every handler `payload` selects, in parallel, and combines their decisions. With
     /// none configured it returns at once without starting anything.
     pub async fn run(&self, ctx: &HookContext, payload: &HookPayload) -> HookOutcome {
-        let handlers = self.matching(payload);
+        self.run_within(ctx, payload, None).await
+    }
+
+    /// [`Self::run`] where no handler runs longer than `budget` (the handlers run in
+    /// parallel, so the event takes at most that long): for events at the end of a session,
+    /// which must not hold its exit up.
+    pub async fn run_within(
+        &self,
+        ctx: &HookContext,
+        payload: &HookPayload,
+        budget: Option<Duration>,
+    ) -> HookOutcome {
+        let mut handlers = self.matching(payload);
+        if let Some(budget) = budget {
+            for handler in &mut handlers {
+                handler.timeout = handler.timeout.min(budget);
+            }
+        }
         if handlers.is_empty() {
             return HookOutcome::none(payload.event);
         }
