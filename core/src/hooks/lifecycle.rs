@@ -28,6 +28,9 @@ pub struct Lifecycle {
     emit: Emit,
     /// Bumped by everything the user does: an idle timer fires only if it is unchanged.
     activity: Arc<AtomicU64>,
+    /// The running idle timer, stopped when the user acts or the session ends (it holds the
+    /// event stream open while it waits).
+    timer: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 impl Lifecycle {
@@ -47,6 +50,7 @@ impl Lifecycle {
             mode,
             emit,
             activity: Arc::default(),
+            timer: Mutex::default(),
         };
         let source = if resumed {
             StartSource::Resume
@@ -70,6 +74,13 @@ impl Lifecycle {
     /// The user did something (any operation): a pending idle notification is dropped.
     pub fn active(&self) {
         self.activity.fetch_add(1, Ordering::AcqRel);
+        self.stop_timer();
+    }
+
+    fn stop_timer(&self) {
+        if let Some(timer) = self.timer.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            timer.abort();
+        }
     }
 
     /// A task ended: unless the user acts within [`IDLE_AFTER`], `Notification`
@@ -83,7 +94,7 @@ impl Lifecycle {
             self.mode.clone(),
             self.emit.clone(),
         );
-        tokio::spawn(async move {
+        let timer = tokio::spawn(async move {
             tokio::time::sleep(IDLE_AFTER).await;
             if activity.load(Ordering::Acquire) != seen {
                 return;
@@ -92,6 +103,14 @@ impl Lifecycle {
             let message = "corvid is waiting for your input".to_owned();
             hooks.spawn_notification(&cwd, mode, "idle_prompt", message, move |e| emit(e));
         });
+        let old = self
+            .timer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(timer.abort_handle());
+        if let Some(old) = old {
+            old.abort();
+        }
     }
 
     /// `/clear`: `SessionEnd` (`clear`), then `SessionStart` (`clear`) in the background.
@@ -104,6 +123,7 @@ impl Lifecycle {
     /// short budget.
     pub async fn end(&self) {
         self.activity.fetch_add(1, Ordering::AcqRel);
+        self.stop_timer();
         self.end_with("other").await;
     }
 

@@ -10,6 +10,7 @@
 
 mod block;
 pub mod claude_names;
+pub mod condition;
 pub mod config;
 pub mod contract;
 pub mod lifecycle;

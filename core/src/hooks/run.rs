@@ -5,6 +5,8 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
 
+use serde_json::Value;
+
 use corvid_tools::hooks_runner::{HookCommand, run_hook};
 use corvid_tools::shell::EnvFilter;
 
@@ -67,6 +69,12 @@ impl Hooks {
                 || (payload.event.uses_matcher() && !handler.matcher.matches_any(&names))
             {
                 continue;
+            }
+            if let (Some(condition), Some((name, _))) = (&handler.condition, &payload.tool) {
+                let input = payload.fields.get("tool_input").unwrap_or(&Value::Null);
+                if !condition.covers(name, input, &payload.cwd) {
+                    continue;
+                }
             }
             match selected.iter_mut().find(|h| h.command == handler.command) {
                 Some(same) => same.block_on_error |= handler.block_on_error,
@@ -254,5 +262,20 @@ mod tests {
             .run(&ctx(dir.path()), &payload)
             .await;
         assert!(user.reports[0].stdout.starts_with("key=sk-secret"));
+    }
+
+    #[tokio::test]
+    async fn a_handler_with_if_runs_only_for_the_calls_its_rule_covers() {
+        let dir = tempfile::tempdir().unwrap();
+        let block = r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo no git today >&2; exit 2", "if": "Bash(git *)"}]}]}}"#;
+        let hooks = hooks(dir.path(), block);
+        let outcome = hooks
+            .run(&ctx(dir.path()), &shell_call(dir.path(), "git push"))
+            .await;
+        assert_eq!(outcome.decision, Decision::Block("no git today".into()));
+        let outcome = hooks
+            .run(&ctx(dir.path()), &shell_call(dir.path(), "ls"))
+            .await;
+        assert!(outcome.reports.is_empty());
     }
 }
