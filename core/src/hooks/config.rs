@@ -220,7 +220,7 @@ impl HooksConfig {
             if scope == HookScope::Project {
                 let place = reader.location(&at);
                 reader.warnings.push(format!(
-                    "{place}: `importClaudeHooks` is read from your own settings file only                      (ignored)"
+                    "{place}: `importClaudeHooks` is read from your own settings file only (ignored)"
                 ));
             }
         }
