@@ -54,6 +54,12 @@ pub async fn run(
             return ExitCode::FAILURE;
         }
     }
+    // Let the session end before the process does, so `SessionEnd` hooks run (within their
+    // 1.5 s budget; the bound here only guards against a session that does not close).
+    let (ops, mut events) = agent.split();
+    drop(ops);
+    let closed = async { while events.next_event().await.is_ok() {} };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(3), closed).await;
     match (&outcome.error, outcome.stop_reason) {
         (Some(error), _) => {
             // A server's error text is as untrusted as the model's.

@@ -135,6 +135,7 @@ async fn ask(
         always_scope: scope.label(&ctx.stat.cwd),
         server: server.map(str::to_owned),
     });
+    super::exec::notify_hooks(ctx, "permission_prompt", &call.name);
     let decision = tokio::select! {
         biased;
         _ = ctx.cancel.cancelled() => {

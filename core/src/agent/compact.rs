@@ -6,12 +6,15 @@ use corvid_protocol::{
 };
 use futures::StreamExt;
 
+use super::exec::emit_hook_notices;
 use super::plan_mode;
 use super::session::{SessionState, TaskCtx, lock};
 use crate::context::compaction::{
     COMPACTION_SYSTEM, compacted_history, split_point, summary_request,
 };
 use crate::context::meter::message_bytes;
+use crate::hooks::Decision;
+use crate::hooks::session_events::StartSource;
 
 /// The share of the window kept verbatim after a compaction (the recent turns); the rest of
 /// the history becomes the summary.
@@ -60,6 +63,16 @@ pub(super) async fn compact(
             "there is nothing to compact: the conversation is a single message",
         ));
     };
+    if let Some(hooks) = &ctx.stat.policy.hooks {
+        let mode = *lock(&ctx.shared.approval_mode);
+        let manual = trigger == Trigger::Requested;
+        let outcome = hooks.pre_compact(&ctx.stat.cwd, mode, manual).await;
+        emit_hook_notices(ctx, &outcome);
+        if let Decision::Block(reason) = outcome.decision {
+            let message = format!("a PreCompact hook kept the conversation as it is: {reason}");
+            return Err(ErrorInfo::new(ErrorKind::BadRequest, message));
+        }
+    }
     tracing::info!(
         ?trigger,
         split,
@@ -79,7 +92,20 @@ pub(super) async fn compact(
         max_output_tokens: Some(SUMMARY_MAX_TOKENS),
         temperature: None,
     };
-    let summary = summarize(ctx, request).await?;
+    let mut summary = summarize(ctx, request).await?;
+    if let Some(hooks) = &ctx.stat.policy.hooks {
+        // What `SessionStart` (`compact`) adds survives in the summary the model reads next.
+        let (mode, model) = (
+            *lock(&ctx.shared.approval_mode),
+            lock(&ctx.shared.model).clone(),
+        );
+        let outcome =
+            (hooks.session_start(&ctx.stat.cwd, mode, StartSource::Compact, &model)).await;
+        emit_hook_notices(ctx, &outcome);
+        for context in outcome.context {
+            summary.push_str(&format!("\n\nSessionStart hook context: {context}"));
+        }
+    }
     let kept = &state.history[split..];
     let kept_messages = u32::try_from(kept.len()).unwrap_or(u32::MAX);
     let history = compacted_history(&summary, kept);

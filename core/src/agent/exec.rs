@@ -314,8 +314,22 @@ async fn pre_tool_hook(
     Some(Ok(outcome.decision))
 }
 
-/// Shows every front end what a hook event did that the user must see.
+/// Fires `Notification` of `kind` in the background (a permission prompt for `tool`).
+pub(super) fn notify_hooks(ctx: &TaskCtx, kind: &'static str, tool: &str) {
+    if let Some(hooks) = &ctx.stat.policy.hooks {
+        let mode = *lock(&ctx.shared.approval_mode);
+        let message = format!("corvid needs your permission to use {tool}");
+        let events = ctx.events.clone();
+        hooks.spawn_notification(&ctx.stat.cwd, mode, kind, message, move |e| events.emit(e));
+    }
+}
+
+/// Shows every front end what a hook event did that the user must see; a handler's
+/// `continue: false` ends the task (as a cancel does, so every card ends properly).
 pub(super) fn emit_hook_notices(ctx: &TaskCtx, outcome: &HookOutcome) {
+    if outcome.stop.is_some() {
+        ctx.cancel.cancel();
+    }
     for event in hook_events(outcome) {
         ctx.events.emit(event);
     }

@@ -20,6 +20,7 @@ use super::ids::ids_in_history;
 use super::{AgentConfig, EventHook, HistoryObserver};
 use crate::context::ContextMeter;
 use crate::context::meter::message_bytes;
+use crate::hooks::lifecycle::Lifecycle;
 use crate::retry::RetryPolicy;
 use crate::summary::SummaryConfig;
 
@@ -445,6 +446,20 @@ pub(super) async fn run_session(
         stat.tools = super::subagent::with_task_tool(&stat, &shared, &events, limits, types);
     }
     let stat = Arc::new(stat);
+    let lifecycle = stat.policy.hooks.as_ref().map(|hooks| {
+        let out = events.clone();
+        let (mode, model) = (shared.approval_mode.clone(), lock(&shared.model).clone());
+        let resumed = !config.history.is_empty();
+        let emit = Arc::new(move |e| out.emit(e));
+        Lifecycle::start(
+            (**hooks).clone(),
+            stat.cwd.clone(),
+            mode,
+            resumed,
+            &model,
+            emit,
+        )
+    });
     let mut state = SessionState {
         used_ids: ids_in_history(&config.history),
         history_bytes: config.history.iter().map(message_bytes).sum(),
@@ -464,9 +479,11 @@ pub(super) async fn run_session(
                 if let Some(r) = running.take() {
                     take_back(&mut state, joined, &events, &r.task_id, &shared);
                 }
+                lifecycle.iter().for_each(Lifecycle::idle);
             }
             op = ops.recv() => {
                 let Some(op) = op else { break };
+                lifecycle.iter().for_each(Lifecycle::active);
                 match op {
                     op @ (Op::UserTurn { .. } | Op::UserShell { .. } | Op::Compact | Op::Steer { .. }) => {
                         settle_finished(&mut running, &mut state, &events, &shared).await;
@@ -556,6 +573,10 @@ pub(super) async fn run_session(
                             state.replace_history(Messages::default());
                             lock(&shared.reads).clear();
                             events.emit(CoreEvent::HistoryCleared);
+                            if let Some(lifecycle) = &lifecycle {
+                                let model = lock(&shared.model).clone();
+                                lifecycle.cleared(&model).await;
+                            }
                         }
                     }
                 }
@@ -565,6 +586,9 @@ pub(super) async fn run_session(
     shared.close_approvals();
     if let Some(r) = running.take() {
         take_back(&mut state, r.handle.await, &events, &r.task_id, &shared);
+    }
+    if let Some(lifecycle) = &lifecycle {
+        lifecycle.end().await;
     }
 }
 

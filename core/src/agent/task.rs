@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use corvid_protocol::{
     CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, ImageData, Message, ModelRequest,
-    Part, Role, SUBAGENT_PROMPT_ID, StopReason, ToolCall,
+    Part, Role, StopReason, ToolCall,
 };
 
 use super::attempt::{AttemptEnd, AttemptOutput, discard_prepared, run_attempt};
@@ -52,6 +52,7 @@ pub(super) async fn run_task(
     let summaries = SummaryTracker::new();
     let mut context = context;
     if let Some(hooks) = &ctx.stat.policy.hooks {
+        context.extend(hooks.start_context().await);
         let mode = *lock(&ctx.shared.approval_mode);
         let run = hooks.user_prompt_submit(&ctx.stat.cwd, mode, &prompt);
         let outcome = tokio::select! {
@@ -145,9 +146,8 @@ pub(super) async fn run_turns(
             if !finished.parts.is_empty() {
                 state.append(assistant(finished.parts, Vec::new()));
             }
-            // A subagent's end is `SubagentStop`, not the session's `Stop`.
+            // A subagent's hooks fire `SubagentStop` here instead of the session's `Stop`.
             if finished.reason == FinishReason::Stop
-                && ctx.usage_prompt_id != SUBAGENT_PROMPT_ID
                 && let Some(hooks) = &ctx.stat.policy.hooks
             {
                 match stop_hook(ctx, hooks, &mut stop_blocks, intent.as_deref()).await {

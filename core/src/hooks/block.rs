@@ -110,6 +110,7 @@ impl Reader<'_> {
         let mut command = None;
         let mut timeout = DEFAULT_TIMEOUT;
         let mut block_on_error = false;
+        let mut condition = None;
         let mut kind = None;
         for (key, value) in fields {
             at.push(Step::Key(key.clone()));
@@ -138,6 +139,24 @@ impl Reader<'_> {
                         None => return Err(self.wrong_type(at, "a number of seconds", value)),
                     }
                 }
+                "if" => match value {
+                    Value::String(rule) if event.is_tool_event() => {
+                        condition =
+                            Some(super::condition::Condition::parse(rule).map_err(|e| {
+                                self.error(at, &format!("is not a permission rule: it {e}"))
+                            })?);
+                    }
+                    Value::String(_) => {
+                        return Err(self.error(
+                            at,
+                            "applies only to tool events (PreToolUse, PostToolUse, \
+                             PostToolUseFailure)",
+                        ));
+                    }
+                    other => {
+                        return Err(self.wrong_type(at, "a string such as \"Bash(git *)\"", other));
+                    }
+                },
                 "onError" => match value {
                     Value::String(s) if s == "block" => block_on_error = true,
                     Value::String(s) if s == "continue" => {}
@@ -177,6 +196,7 @@ impl Reader<'_> {
             command,
             timeout,
             block_on_error,
+            condition,
             source: HookSource {
                 path: self.path.to_owned(),
                 scope: self.scope,

@@ -51,6 +51,8 @@ pub struct Handler {
     /// `onError: "block"`: a crash, timeout, exit 127 or unparseable output blocks instead of
     /// letting the action go ahead.
     pub block_on_error: bool,
+    /// `if`: the handler runs only for tool calls this rule covers.
+    pub condition: Option<super::condition::Condition>,
     pub source: HookSource,
 }
 
@@ -218,7 +220,7 @@ impl HooksConfig {
             if scope == HookScope::Project {
                 let place = reader.location(&at);
                 reader.warnings.push(format!(
-                    "{place}: `importClaudeHooks` is read from your own settings file only                      (ignored)"
+                    "{place}: `importClaudeHooks` is read from your own settings file only (ignored)"
                 ));
             }
         }
@@ -239,6 +241,7 @@ impl HooksConfig {
             h.event == handler.event
                 && h.matcher.as_str() == handler.matcher.as_str()
                 && h.command == handler.command
+                && h.condition == handler.condition
         }) {
             Some(same) => {
                 same.block_on_error |= handler.block_on_error;

@@ -43,6 +43,8 @@ pub struct HookPayload {
     pub fields: Map<String, Value>,
     /// For tool events: corvid's tool name and input, to map `updatedInput` back.
     pub tool: Option<(String, Value)>,
+    /// For tool events: the folder relative paths of an `if` rule are anchored in.
+    pub cwd: PathBuf,
 }
 
 impl HookPayload {
@@ -53,6 +55,7 @@ impl HookPayload {
             match_names: Vec::new(),
             fields: Map::new(),
             tool: None,
+            cwd: PathBuf::new(),
         }
     }
 
@@ -85,6 +88,7 @@ impl HookPayload {
                 ("tool_use_id".to_owned(), Value::from(call_id)),
             ]),
             tool: Some((name.to_owned(), input.clone())),
+            cwd: cwd.to_owned(),
         }
     }
 
@@ -325,6 +329,7 @@ mod tests {
             command: "./h.sh".into(),
             timeout: Duration::from_secs(5),
             block_on_error,
+            condition: None,
             source: HookSource {
                 path: "/u/settings.json".into(),
                 scope: HookScope::User,

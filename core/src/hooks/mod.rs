@@ -10,13 +10,16 @@
 
 mod block;
 pub mod claude_names;
+pub mod condition;
 pub mod config;
 pub mod contract;
+pub mod lifecycle;
 mod locate;
 pub mod matcher;
 pub mod outcome;
 mod run;
 pub mod session;
+pub mod session_events;
 
 pub use config::{Handler, HookConfigError, HookScope, HookSource, HooksConfig};
 pub use contract::{HookContext, HookPayload};
@@ -40,7 +43,7 @@ pub enum HookEvent {
     PostToolUseFailure,
     /// The agent is about to end its turn.
     Stop,
-    /// A subagent is about to end.
+    /// A subagent is about to end; matcher on its type.
     SubagentStop,
     /// The conversation is about to be compacted; matcher on `manual|auto`.
     PreCompact,
@@ -100,7 +103,7 @@ impl HookEvent {
         self.is_tool_event()
             || matches!(
                 self,
-                Self::SessionStart | Self::PreCompact | Self::Notification
+                Self::SessionStart | Self::SubagentStop | Self::PreCompact | Self::Notification
             )
     }
 }

@@ -3,6 +3,9 @@
 
 use std::ffi::OsString;
 use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
 
 use corvid_tools::hooks_runner::{HookCommand, run_hook};
 use corvid_tools::shell::EnvFilter;
@@ -67,6 +70,12 @@ impl Hooks {
             {
                 continue;
             }
+            if let (Some(condition), Some((name, _))) = (&handler.condition, &payload.tool) {
+                let input = payload.fields.get("tool_input").unwrap_or(&Value::Null);
+                if !condition.covers(name, input, &payload.cwd) {
+                    continue;
+                }
+            }
             match selected.iter_mut().find(|h| h.command == handler.command) {
                 Some(same) => same.block_on_error |= handler.block_on_error,
                 None => selected.push(handler.clone()),
@@ -78,7 +87,24 @@ impl Hooks {
     /// Runs every handler `payload` selects, in parallel, and combines their decisions. With
     /// none configured it returns at once without starting anything.
     pub async fn run(&self, ctx: &HookContext, payload: &HookPayload) -> HookOutcome {
-        let handlers = self.matching(payload);
+        self.run_within(ctx, payload, None).await
+    }
+
+    /// [`Self::run`] where no handler runs longer than `budget` (the handlers run in
+    /// parallel, so the event takes at most that long): for events at the end of a session,
+    /// which must not hold its exit up.
+    pub async fn run_within(
+        &self,
+        ctx: &HookContext,
+        payload: &HookPayload,
+        budget: Option<Duration>,
+    ) -> HookOutcome {
+        let mut handlers = self.matching(payload);
+        if let Some(budget) = budget {
+            for handler in &mut handlers {
+                handler.timeout = handler.timeout.min(budget);
+            }
+        }
         if handlers.is_empty() {
             return HookOutcome::none(payload.event);
         }
@@ -236,5 +262,20 @@ mod tests {
             .run(&ctx(dir.path()), &payload)
             .await;
         assert!(user.reports[0].stdout.starts_with("key=sk-secret"));
+    }
+
+    #[tokio::test]
+    async fn a_handler_with_if_runs_only_for_the_calls_its_rule_covers() {
+        let dir = tempfile::tempdir().unwrap();
+        let block = r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo no git today >&2; exit 2", "if": "Bash(git *)"}]}]}}"#;
+        let hooks = hooks(dir.path(), block);
+        let outcome = hooks
+            .run(&ctx(dir.path()), &shell_call(dir.path(), "git push"))
+            .await;
+        assert_eq!(outcome.decision, Decision::Block("no git today".into()));
+        let outcome = hooks
+            .run(&ctx(dir.path()), &shell_call(dir.path(), "ls"))
+            .await;
+        assert!(outcome.reports.is_empty());
     }
 }

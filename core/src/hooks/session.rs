@@ -3,6 +3,8 @@
 //! hook logic of its own.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use corvid_protocol::{ApprovalMode, ApprovalPreview, CoreEvent};
 use corvid_tools::ApprovalNeed;
@@ -14,33 +16,81 @@ use super::{Decision, HookContext, HookEvent, HookOutcome, HookPayload, Hooks};
 /// How many times in a row Stop handlers may keep the agent working (Claude's limit).
 pub const MAX_STOP_BLOCKS: u32 = 8;
 
-/// A session's hooks with what every event's input says about the session.
-#[derive(Debug)]
+/// A session's hooks with what every event's input says about the session. Cheap to clone:
+/// a subagent's copy ([`Self::for_agent`]) shares the session's state and adds its identity.
+#[derive(Debug, Clone)]
 pub struct SessionHooks {
-    hooks: Hooks,
-    session_id: String,
+    pub(super) hooks: Arc<Hooks>,
     project_dir: PathBuf,
+    /// The session's id and transcript, set again when the session is recorded or resumed.
+    session: Arc<Mutex<(String, Option<PathBuf>)>>,
+    /// `SessionStart` context waiting for the next prompt; locked while SessionStart runs,
+    /// so a prompt sent at once still waits for it.
+    pub(super) start_context: Arc<tokio::sync::Mutex<Vec<String>>>,
+    /// Inside a subagent: its id and type (`agent_id`, `agent_type`).
+    agent: Option<(String, String)>,
 }
 
 impl SessionHooks {
     /// `project_dir` is where handlers run (`CLAUDE_PROJECT_DIR`).
     pub fn new(hooks: Hooks, session_id: String, project_dir: PathBuf) -> Self {
         Self {
-            hooks,
-            session_id,
+            hooks: Arc::new(hooks),
             project_dir,
+            session: Arc::new(Mutex::new((session_id, None))),
+            start_context: Arc::default(),
+            agent: None,
         }
     }
 
-    fn context(&self, cwd: &Path, mode: ApprovalMode) -> HookContext {
+    /// Names the session's id and its transcript file (`transcript_path`), once the recording
+    /// exists (or a resumed session's id replaced the new one).
+    pub fn attach(&self, session_id: &str, transcript: Option<&Path>) {
+        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        *session = (session_id.to_owned(), transcript.map(Path::to_owned));
+    }
+
+    /// The hooks of a subagent `id` of type `kind`: every input carries `agent_id` and
+    /// `agent_type`, and its end is `SubagentStop`.
+    pub fn for_agent(&self, id: &str, kind: &str) -> Self {
+        Self {
+            agent: Some((id.to_owned(), kind.to_owned())),
+            ..self.clone()
+        }
+    }
+
+    /// Whether these are a subagent's hooks.
+    pub fn in_agent(&self) -> bool {
+        self.agent.is_some()
+    }
+
+    pub(super) fn context(&self, cwd: &Path, mode: ApprovalMode) -> HookContext {
+        let (session_id, transcript_path) = self
+            .session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         HookContext {
-            session_id: self.session_id.clone(),
-            transcript_path: None,
+            session_id,
+            transcript_path,
             project_dir: self.project_dir.clone(),
             cwd: cwd.to_owned(),
             approval_mode: mode,
-            agent: None,
+            agent: self.agent.clone(),
         }
+    }
+
+    /// Runs `payload`'s handlers; each runs at most `budget` when one is given.
+    pub(super) async fn fire(
+        &self,
+        cwd: &Path,
+        mode: ApprovalMode,
+        payload: &HookPayload,
+        budget: Option<Duration>,
+    ) -> HookOutcome {
+        self.hooks
+            .run_within(&self.context(cwd, mode), payload, budget)
+            .await
     }
 
     /// `PreToolUse` for corvid's tool `name` called with `input`.
@@ -53,7 +103,7 @@ impl SessionHooks {
         input: &Value,
     ) -> HookOutcome {
         let payload = HookPayload::tool(HookEvent::PreToolUse, name, call_id, input, cwd);
-        self.hooks.run(&self.context(cwd, mode), &payload).await
+        self.fire(cwd, mode, &payload, None).await
     }
 
     /// `PostToolUse` (or `PostToolUseFailure` when `failed`) after the call's result.
@@ -75,7 +125,7 @@ impl SessionHooks {
         };
         let payload =
             HookPayload::tool(event, name, call_id, input, cwd).with(key, Value::from(response));
-        self.hooks.run(&self.context(cwd, mode), &payload).await
+        self.fire(cwd, mode, &payload, None).await
     }
 
     /// `UserPromptSubmit`: the user's prompt, before the model sees it.
@@ -87,10 +137,11 @@ impl SessionHooks {
     ) -> HookOutcome {
         let payload =
             HookPayload::new(HookEvent::UserPromptSubmit).with("prompt", Value::from(prompt));
-        self.hooks.run(&self.context(cwd, mode), &payload).await
+        self.fire(cwd, mode, &payload, None).await
     }
 
-    /// `Stop`: the agent is about to end its turn; `active` after a Stop handler kept it going.
+    /// `Stop` (`SubagentStop` inside a subagent): the agent is about to end its turn; `active`
+    /// after a stop handler kept it going.
     pub async fn stop(
         &self,
         cwd: &Path,
@@ -98,13 +149,29 @@ impl SessionHooks {
         active: bool,
         last_message: Option<&str>,
     ) -> HookOutcome {
-        let payload = HookPayload::new(HookEvent::Stop)
+        let event = if self.agent.is_some() {
+            HookEvent::SubagentStop
+        } else {
+            HookEvent::Stop
+        };
+        let mut payload = HookPayload::new(event)
             .with("stop_hook_active", Value::Bool(active))
             .with(
                 "last_assistant_message",
                 last_message.map_or(Value::Null, Value::from),
             );
-        self.hooks.run(&self.context(cwd, mode), &payload).await
+        if let Some((_, kind)) = &self.agent {
+            // The subagent's messages are recorded in the session's transcript.
+            let ctx = self.context(cwd, mode);
+            let transcript = ctx
+                .transcript_path
+                .map(|p| p.to_string_lossy().into_owned());
+            payload = payload.matching(kind).with(
+                "agent_transcript_path",
+                transcript.map_or(Value::Null, Value::from),
+            );
+        }
+        self.fire(cwd, mode, &payload, None).await
     }
 }
 
@@ -163,6 +230,9 @@ pub fn hook_events(outcome: &HookOutcome) -> Vec<CoreEvent> {
         }
         for warning in &report.warnings {
             events.push(event("warning", warning));
+        }
+        if let Some(reason) = &effect.stop {
+            events.push(event("stop", reason));
         }
         if let Some(message) = &effect.system_message {
             events.push(event("message", message));

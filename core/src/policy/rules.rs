@@ -178,6 +178,11 @@ impl Rule {
                 .is_some_and(|rest| rest.starts_with("__"))
     }
 
+    /// Whether the rule covers the call the way a deny rule would (a hook's `if`).
+    pub fn covers(&self, s: &Subject<'_>) -> bool {
+        self.refuses(s)
+    }
+
     /// Whether this deny-side rule refuses the call: it matches any part of a command, or any
     /// spelling of any path.
     fn refuses(&self, s: &Subject<'_>) -> bool {

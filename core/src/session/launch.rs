@@ -27,6 +27,9 @@ pub fn spawn_recorded(config: AgentConfig, store: &SessionStore) -> Recorded {
     match store.create(&config.cwd, &config.session_id, &config.model) {
         Ok(recorder) => Recorded {
             handle: {
+                if let Some(hooks) = &config.policy.hooks {
+                    hooks.attach(&config.session_id, Some(recorder.path()));
+                }
                 let recorder = recorder.redacting(&config.policy.recorded_secrets);
                 spawn_agent_observed(config, Arc::new(recorder))
             },
@@ -77,6 +80,9 @@ pub fn spawn_resumed(
         .reopen(loaded)?
         .redacting(&config.policy.recorded_secrets);
     config.session_id = loaded.header.session_id.clone();
+    if let Some(hooks) = &config.policy.hooks {
+        hooks.attach(&config.session_id, Some(recorder.path()));
+    }
     config.history = loaded.history();
     if let Some(model) = loaded.recorded_model() {
         config.model = model.to_owned();

@@ -26,7 +26,9 @@ pub(super) async fn run_child(
         .model
         .clone()
         .unwrap_or_else(|| lock(&env.shared.model).clone());
-    let stat = env.child_static(agent);
+    let mut stat = env.child_static(agent);
+    stat.policy.hooks = (stat.policy.hooks.take())
+        .map(|hooks| Arc::new(hooks.for_agent(&tool_ctx.call_id, &agent.name)));
     let max_turns = stat.policy.max_turns;
     let (events, changes) = env.events.for_child(&tool_ctx.call_id);
     let ctx = TaskCtx {
