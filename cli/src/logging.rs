@@ -7,33 +7,47 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use corvid_core::settings::{corvid_home, process_env};
-use tracing_subscriber::EnvFilter;
+use corvid_core::telemetry::CONTENT_TARGET;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::telemetry::BoxedLayer;
 
 /// Env var holding the log filter, e.g. `CORVID_LOG=corvid_core=debug`.
 const LOG_ENV: &str = "CORVID_LOG";
 
-/// Installs the subscriber: stderr, or for the terminal UI (which owns stderr's terminal too)
-/// `$CORVID_HOME/logs/corvid.log`.
-pub fn init(interactive: bool) {
+/// Installs the subscriber: the log on stderr, or for the terminal UI (which owns stderr's
+/// terminal too) in `$CORVID_HOME/logs/corvid.log`, beside the `telemetry` layers (none
+/// unless telemetry is on). Each layer filters for itself.
+pub fn init(interactive: bool, telemetry: Vec<BoxedLayer>) {
     let filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new("warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    if interactive {
-        let Some(dir) = corvid_home(process_env).map(|home| home.join("logs")) else {
-            return;
-        };
-        let file = private_log(&dir);
-        if let Ok(file) = file {
-            let _ = builder
-                .with_ansi(false)
-                .with_writer(Mutex::new(file))
-                .try_init();
-        }
+    // Prompt text and tool output are for telemetry that asked for them, not for the log.
+    let filter = match format!("{CONTENT_TARGET}=off").parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    };
+    let fmt = tracing_subscriber::fmt::layer();
+    let log: Option<BoxedLayer> = if interactive {
+        corvid_home(process_env)
+            .map(|home| home.join("logs"))
+            .and_then(|dir| private_log(&dir).ok())
+            .map(|file| {
+                fmt.with_ansi(false)
+                    .with_writer(Mutex::new(file))
+                    .with_filter(filter)
+                    .boxed()
+            })
     } else {
-        let _ = builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .with_writer(std::io::stderr)
-            .try_init();
-    }
+        Some(
+            fmt.with_ansi(std::io::stderr().is_terminal())
+                .with_writer(std::io::stderr)
+                .with_filter(filter)
+                .boxed(),
+        )
+    };
+    let layers: Vec<BoxedLayer> = log.into_iter().chain(telemetry).collect();
+    let _ = tracing_subscriber::registry().with(layers).try_init();
 }
 
 /// The log may quote commands, paths and model output: it is created `0600` in a `0700`

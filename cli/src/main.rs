@@ -16,6 +16,7 @@ mod replay;
 mod sessions;
 mod sessions_cmd;
 mod shutdown;
+mod telemetry;
 mod trust_prompt;
 mod wiring;
 
@@ -50,8 +51,6 @@ fn main() -> ExitCode {
     // reqwest is built without a default crypto provider; a second install is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let interactive = cli.prompt.is_none() && !cli.acp;
-    logging::init(interactive);
-
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -62,7 +61,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let telemetry = {
+        let _in_runtime = runtime.enter();
+        let (layers, telemetry) = telemetry::start().unzip();
+        logging::init(interactive, layers.unwrap_or_default());
+        telemetry
+    };
     let code = runtime.block_on(run(cli));
+    // Before the runtime stops: the grpc exporter's connection runs on it.
+    if let Some(telemetry) = telemetry {
+        telemetry.flush();
+    }
     // Do not wait for stragglers (a blocked stdin reader, a summary past its use).
     runtime.shutdown_timeout(Duration::from_millis(100));
     code

@@ -13,4 +13,5 @@ pub mod retry;
 pub mod session;
 pub mod settings;
 pub mod summary;
+pub mod telemetry;
 pub mod usage;

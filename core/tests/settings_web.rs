@@ -1,5 +1,6 @@
-//! `web.allowPrivate` (issue 31): only the user's own settings may open private hosts to
-//! `web_fetch`; a trusted project's file cannot.
+//! User-level-only keys a trusted project's file cannot set: `web.allowPrivate` (issue 31):
+//! only the user's own settings may open private hosts to `web_fetch`; and `telemetry`
+//! (issue 33): a repository must not make corvid export its sessions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -58,4 +59,19 @@ fn an_invalid_web_allow_private_entry_is_an_error_naming_the_key() {
     );
     let err = load_from(&files, Trust::Trusted, |_| None, &Overrides::default()).unwrap_err();
     assert!(err.to_string().contains("web.allowPrivate"), "{err}");
+}
+
+#[test]
+fn a_project_telemetry_block_is_ignored_with_a_warning_and_the_users_is_no_unknown_key() {
+    let (_, warnings, file) = load(
+        r#"{"telemetry": {"enabled": false}}"#,
+        r#"{"telemetry": {"enabled": true, "logPrompts": true}}"#,
+    );
+    assert_eq!(
+        warnings,
+        vec![format!(
+            "{file}: settings key `telemetry` can only be set in your user settings, \
+             not in a project file (ignored)"
+        )]
+    );
 }

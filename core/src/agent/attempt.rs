@@ -49,6 +49,8 @@ pub(super) async fn run_attempt(
     }
     // Sending the request is bulk work; the other sessions' ready chunks go first.
     bulk::after_ready_work().await;
+    let sent = std::time::Instant::now();
+    let mut first = true;
     let mut stream = ctx.stat.provider.stream(request);
     let end = loop {
         let item = tokio::select! {
@@ -66,6 +68,10 @@ pub(super) async fn run_attempt(
             Some(Err(err)) => break AttemptEnd::Failed(err),
             Some(Ok(event)) => event,
         };
+        if first && !matches!(event, StreamEvent::Usage(_)) {
+            first = false;
+            crate::telemetry::first_token(sent.elapsed());
+        }
         match event {
             StreamEvent::Text { text } => {
                 append_text(&mut out.parts, &text, false);

@@ -5,6 +5,7 @@ use corvid_protocol::{
     COMPACTION_PROMPT_ID, CoreEvent, ErrorInfo, ErrorKind, ModelRequest, StopReason, StreamEvent,
 };
 use futures::StreamExt;
+use tracing::{Instrument, Span};
 
 use super::exec::emit_hook_notices;
 use super::plan_mode;
@@ -15,6 +16,7 @@ use crate::context::compaction::{
 use crate::context::meter::message_bytes;
 use crate::hooks::Decision;
 use crate::hooks::session_events::StartSource;
+use crate::telemetry;
 
 /// The share of the window kept verbatim after a compaction (the recent turns); the rest of
 /// the history becomes the summary.
@@ -33,6 +35,17 @@ pub(super) enum Trigger {
     Requested,
 }
 
+impl Trigger {
+    /// The name telemetry records.
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Threshold => "threshold",
+            Self::Overflow => "overflow",
+            Self::Requested => "requested",
+        }
+    }
+}
+
 /// The estimated size in tokens of the next main request with the current history.
 pub(super) fn next_request_tokens(ctx: &TaskCtx, state: &SessionState) -> u64 {
     let fixed = plan_mode::system_prompt(ctx).len() as u64 + plan_mode::tool_bytes(ctx);
@@ -49,6 +62,25 @@ pub(super) fn due(ctx: &TaskCtx, state: &SessionState) -> bool {
 /// Replaces the older part of the history with a summary written by the main model, keeping
 /// the recent turns verbatim. On failure the history is unchanged.
 pub(super) async fn compact(
+    ctx: &TaskCtx,
+    state: &mut SessionState,
+    trigger: Trigger,
+) -> Result<(), ErrorInfo> {
+    let model = lock(&ctx.shared.model).clone();
+    let span = telemetry::compaction_span(&model, trigger.as_str());
+    let result = compact_history(ctx, state, trigger)
+        .instrument(span.clone())
+        .await;
+    let outcome = match &result {
+        Ok(()) => "compacted",
+        Err(e) if e.kind == ErrorKind::Cancelled => "cancelled",
+        Err(_) => "failed",
+    };
+    telemetry::compaction_finished(&span, outcome);
+    result
+}
+
+async fn compact_history(
     ctx: &TaskCtx,
     state: &mut SessionState,
     trigger: Trigger,
@@ -85,14 +117,14 @@ pub(super) async fn compact(
         .limit(&model)
         .saturating_sub(u64::from(SUMMARY_MAX_TOKENS));
     let request = ModelRequest {
-        model,
+        model: model.clone(),
         system: COMPACTION_SYSTEM.to_owned(),
         messages: summary_request(&state.history[..split], state.meter.bytes(room)).into(),
         tools: Vec::new(),
         max_output_tokens: Some(SUMMARY_MAX_TOKENS),
         temperature: None,
     };
-    let mut summary = summarize(ctx, request).await?;
+    let mut summary = summarize(ctx, request, &model).await?;
     if let Some(hooks) = &ctx.stat.policy.hooks {
         // What `SessionStart` (`compact`) adds survives in the summary the model reads next.
         let (mode, model) = (
@@ -143,7 +175,7 @@ pub(super) async fn compact(
 }
 
 /// Streams the summarizing request and returns its text (counted under `compaction`).
-async fn summarize(ctx: &TaskCtx, request: ModelRequest) -> Result<String, ErrorInfo> {
+async fn summarize(ctx: &TaskCtx, request: ModelRequest, model: &str) -> Result<String, ErrorInfo> {
     let mut stream = ctx.stat.provider.stream(request);
     let mut text = String::new();
     let mut finished = false;
@@ -159,10 +191,13 @@ async fn summarize(ctx: &TaskCtx, request: ModelRequest) -> Result<String, Error
             None => break,
             Some(Err(err)) => return Err(err),
             Some(Ok(StreamEvent::Text { text: t })) => text.push_str(&t),
-            Some(Ok(StreamEvent::Usage(usage))) => ctx.events.emit(CoreEvent::Usage {
-                prompt_id: COMPACTION_PROMPT_ID.to_owned(),
-                usage,
-            }),
+            Some(Ok(StreamEvent::Usage(usage))) => {
+                telemetry::tokens(model, COMPACTION_PROMPT_ID, &usage);
+                ctx.events.emit(CoreEvent::Usage {
+                    prompt_id: COMPACTION_PROMPT_ID.to_owned(),
+                    usage,
+                });
+            }
             Some(Ok(StreamEvent::Finished { .. })) => {
                 finished = true;
                 break;
@@ -186,12 +221,15 @@ async fn summarize(ctx: &TaskCtx, request: ModelRequest) -> Result<String, Error
 }
 
 /// `/compress`: a task that only compacts.
-pub(super) async fn run_compaction_task(ctx: TaskCtx, state: &mut SessionState) {
+pub(super) async fn run_compaction_task(ctx: TaskCtx, state: &mut SessionState, span: Span) {
     ctx.events.emit(CoreEvent::TaskStarted {
         task_id: ctx.task_id.clone(),
         prompt: "/compress".to_owned(),
     });
-    let (stop_reason, error) = match compact(&ctx, state, Trigger::Requested).await {
+    let compacted = compact(&ctx, state, Trigger::Requested)
+        .instrument(span.clone())
+        .await;
+    let (stop_reason, error) = match compacted {
         Ok(()) => (StopReason::EndTurn, None),
         Err(e) if e.kind == ErrorKind::Cancelled => (StopReason::Cancelled, None),
         Err(e) => (
@@ -202,6 +240,8 @@ pub(super) async fn run_compaction_task(ctx: TaskCtx, state: &mut SessionState) 
             }),
         ),
     };
+    telemetry::task_finished(&span, stop_reason);
+    drop(span);
     ctx.events.emit(CoreEvent::TaskFinished {
         task_id: ctx.task_id.clone(),
         stop_reason,

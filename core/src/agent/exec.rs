@@ -25,6 +25,7 @@ use super::session::{TaskCtx, lock};
 use crate::context::tool_results::history_text;
 use crate::images::result_images;
 use crate::summary::SummaryCall;
+use crate::telemetry;
 
 /// How long a cancelled tool may take to report how it stopped before it is abandoned.
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
@@ -113,7 +114,18 @@ pub(super) async fn run_batch(
 }
 
 async fn run_group(ctx: &TaskCtx, group: Vec<Planned>) -> Vec<CallEnd> {
-    futures::future::join_all(group.into_iter().map(|p| run_call(ctx, p))).await
+    futures::future::join_all(group.into_iter().map(|p| {
+        let span = telemetry::tool_span(&p.call.name, &p.call.call_id, &p.call.args);
+        telemetry::tool_call(span, p.call.name.clone(), run_call(ctx, p), |end| {
+            let outcome = match (end.reached_result, end.result.is_error) {
+                (false, _) => "not_started",
+                (true, true) => "error",
+                (true, false) => "success",
+            };
+            (outcome, end.result.output.as_str())
+        })
+    }))
+    .await
 }
 
 fn tool_context(ctx: &TaskCtx, call_id: &str) -> ToolContext {
@@ -183,9 +195,15 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
         return not_started(ctx, call, prepared);
     };
     let (need, hook_allows) = gate_approval(&hook, need, &display.title);
-    let asked = match plan_mode::decide(ctx, &call, tool.as_ref(), &display, need, hook_allows)
-        .await
-    {
+    let asking = std::time::Instant::now();
+    let approval = plan_mode::decide(ctx, &call, tool.as_ref(), &display, need, hook_allows).await;
+    if matches!(
+        approval,
+        Approval::Granted { asked: true } | Approval::Denied(_)
+    ) {
+        crate::telemetry::approval_waited(asking.elapsed());
+    }
+    let asked = match approval {
         Approval::Granted { asked } => asked,
         Approval::Denied(message) => return finished_without_running(ctx, call, message, shows),
         Approval::DeniedUnasked(message) => {

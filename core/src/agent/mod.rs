@@ -139,6 +139,7 @@ fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) ->
     }
     let tools = config.tools.clone();
     let hook = Arc::new(OnceLock::new());
+    crate::telemetry::session_started();
     tokio::spawn(session::run_session(
         config,
         observer,

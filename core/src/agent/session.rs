@@ -353,8 +353,8 @@ struct TaskEnd {
 }
 
 /// Runs `op`'s task on `state`, catching a panic so the state comes back either way.
-async fn run_caught(ctx: TaskCtx, mut state: SessionState, op: Op) -> TaskEnd {
-    let run = super::user_shell::run_job(ctx, &mut state, op);
+async fn run_caught(ctx: TaskCtx, mut state: SessionState, op: Op, span: tracing::Span) -> TaskEnd {
+    let run = super::user_shell::run_job(ctx, &mut state, op, span);
     let panicked = AssertUnwindSafe(run).catch_unwind().await.is_err();
     TaskEnd { state, panicked }
 }
@@ -523,7 +523,8 @@ pub(super) async fn run_session(
                         if matches!(op, Op::UserTurn { .. }) {
                             shared.steers.open();
                         }
-                        let handle = tokio::spawn(run_caught(ctx, state.hand_over(), op));
+                        let span = crate::telemetry::task_span(&session_id, &task_id);
+                        let handle = tokio::spawn(run_caught(ctx, state.hand_over(), op, span));
                         running = Some(Running { handle, cancel, task_id, done });
                     }
                     Op::Cancel => {

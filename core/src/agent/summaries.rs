@@ -64,6 +64,7 @@ impl SummaryTracker {
             // The usage goes out before the label or its drop: that one settles the batch, and
             // a front end waiting for the last settlement (headless) stops reading there.
             if let Some(usage) = outcome.as_ref().and_then(|o| o.usage) {
+                crate::telemetry::tokens(&cfg.model, SUMMARY_PROMPT_ID, &usage);
                 ctx.events.emit(CoreEvent::Usage {
                     prompt_id: SUMMARY_PROMPT_ID.to_owned(),
                     usage,

@@ -6,6 +6,7 @@ use corvid_protocol::{
     CoreEvent, DiscardReason, ErrorInfo, ErrorKind, FinishReason, ImageData, Message, ModelRequest,
     Part, Role, StopReason, ToolCall,
 };
+use tracing::Instrument;
 
 use super::attempt::{AttemptEnd, AttemptOutput, discard_prepared, run_attempt};
 use super::compact::{self, Trigger};
@@ -17,6 +18,7 @@ use super::summaries::SummaryTracker;
 use crate::hooks::session::MAX_STOP_BLOCKS;
 use crate::hooks::{Decision, SessionHooks};
 use crate::policy::MaxTurns;
+use crate::telemetry;
 
 /// Consecutive rate-limited/overloaded failures after which the fallback model is tried even
 /// if attempts remain: the main model is unlikely to recover within this task.
@@ -37,19 +39,39 @@ enum TurnEnd {
     Failed(ErrorInfo),
 }
 
-/// Runs one task for `prompt` on the session's state.
+/// Runs one task for `prompt` on the session's state, in its telemetry `span` (closed
+/// before `TaskFinished` goes out, so a front end that exits on it finds it complete).
 pub(super) async fn run_task(
     ctx: TaskCtx,
     state: &mut SessionState,
     prompt: String,
     images: Vec<ImageData>,
     context: Vec<String>,
+    span: tracing::Span,
 ) {
     ctx.events.emit(CoreEvent::TaskStarted {
         task_id: ctx.task_id.clone(),
         prompt: prompt.clone(),
     });
     let summaries = SummaryTracker::new();
+    let (stop_reason, error) = prompt_turns(&ctx, state, prompt, images, context, &summaries)
+        .instrument(span.clone())
+        .await;
+    telemetry::task_finished(&span, stop_reason);
+    drop(span);
+    summaries.finish_task(&ctx, stop_reason, error);
+}
+
+/// Appends the prompt (after the UserPromptSubmit hooks) and runs the turns it starts.
+async fn prompt_turns(
+    ctx: &TaskCtx,
+    state: &mut SessionState,
+    prompt: String,
+    images: Vec<ImageData>,
+    context: Vec<String>,
+    summaries: &SummaryTracker,
+) -> (StopReason, Option<ErrorInfo>) {
+    telemetry::prompt(&prompt);
     let mut context = context;
     if let Some(hooks) = &ctx.stat.policy.hooks {
         context.extend(hooks.start_context().await);
@@ -57,34 +79,27 @@ pub(super) async fn run_task(
         let run = hooks.user_prompt_submit(&ctx.stat.cwd, mode, &prompt);
         let outcome = tokio::select! {
             biased;
-            _ = ctx.cancel.cancelled() => {
-                summaries.finish_task(&ctx, StopReason::Cancelled, None);
-                return;
-            }
+            _ = ctx.cancel.cancelled() => return (StopReason::Cancelled, None),
             outcome = run => outcome,
         };
-        emit_hook_notices(&ctx, &outcome);
+        emit_hook_notices(ctx, &outcome);
         if let Decision::Block(reason) = outcome.decision {
             let message = format!("a UserPromptSubmit hook blocked this prompt: {reason}");
             let err = ErrorInfo::new(ErrorKind::BadRequest, message);
-            summaries.finish_task(&ctx, StopReason::Error, Some(err));
-            return;
+            return (StopReason::Error, Some(err));
         }
         context.extend(outcome.context);
     }
     let model = lock(&ctx.shared.model).clone();
     match crate::images::user_message(prompt, context, images, &model, ctx.stat.policy.images) {
         Ok(message) => state.append(message),
-        Err(err) => {
-            summaries.finish_task(&ctx, StopReason::Error, Some(err));
-            return;
-        }
+        Err(err) => return (StopReason::Error, Some(err)),
     }
-    let (stop_reason, error) = run_turns(&ctx, state, &summaries).await;
+    let (stop_reason, error) = run_turns(ctx, state, summaries).await;
     if let Some(warning) = steer::untaken_warning(&ctx.shared.steers.close()) {
         ctx.events.emit(warning);
     }
-    summaries.finish_task(&ctx, stop_reason, error);
+    (stop_reason, error)
 }
 
 /// Runs turns until the model stops calling tools (or the task must stop), on `state`.
@@ -262,8 +277,14 @@ async fn run_turn(
             temperature: None,
         };
         let sent_bytes = request.system.len() as u64 + tool_bytes + state.history_bytes();
-        let (out, end) = run_attempt(ctx, request, &state.used_ids).await;
+        let span = telemetry::request_span(&model, ctx.usage_prompt_id, attempt - 1);
+        let (out, end) = run_attempt(ctx, request, &state.used_ids)
+            .instrument(span.clone())
+            .await;
+        telemetry::request_finished(&span, out.usage.as_ref(), attempt_outcome(&end));
+        drop(span);
         if let Some(usage) = out.usage {
+            telemetry::tokens(&model, ctx.usage_prompt_id, &usage);
             ctx.events.emit(CoreEvent::Usage {
                 prompt_id: ctx.usage_prompt_id.to_owned(),
                 usage,
@@ -376,6 +397,16 @@ async fn run_turn(
             _ = tokio::time::sleep(delay) => {}
         }
         attempt += 1;
+    }
+}
+
+/// How an attempt ended, as its request span says it.
+fn attempt_outcome(end: &AttemptEnd) -> &'static str {
+    match end {
+        AttemptEnd::Finished(_) => "finished",
+        AttemptEnd::Cancelled => "cancelled",
+        AttemptEnd::Failed(err) if err.kind == ErrorKind::Cancelled => "cancelled",
+        AttemptEnd::Failed(_) => "failed",
     }
 }
 

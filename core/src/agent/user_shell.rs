@@ -5,6 +5,7 @@
 
 use corvid_protocol::{CoreEvent, Message, Op, Provenance, StopReason, ToolOutput, ToolStatus};
 use serde_json::json;
+use tracing::{Instrument, Span};
 
 use super::ids::generated_call_id;
 use super::live_feed::LiveFeed;
@@ -87,15 +88,16 @@ fn finish(ctx: &TaskCtx, stop_reason: StopReason, error: Option<String>) {
 
 /// Runs the task an operation starts: a model task for a user turn, the command for
 /// `!command`, a compaction for `/compress` (other operations start none).
-pub(super) async fn run_job(ctx: TaskCtx, state: &mut SessionState, op: Op) {
+/// `span` is the task's telemetry span.
+pub(super) async fn run_job(ctx: TaskCtx, state: &mut SessionState, op: Op, span: Span) {
     match op {
         Op::UserTurn {
             prompt,
             images,
             context,
-        } => run_task(ctx, state, prompt, images, context).await,
-        Op::UserShell { command } => run_user_shell(ctx, state, command).await,
-        Op::Compact => super::compact::run_compaction_task(ctx, state).await,
+        } => run_task(ctx, state, prompt, images, context, span).await,
+        Op::UserShell { command } => run_user_shell(ctx, state, command).instrument(span).await,
+        Op::Compact => super::compact::run_compaction_task(ctx, state, span).await,
         _ => {}
     }
 }

@@ -60,6 +60,8 @@ pub(super) struct Partial {
     pub context_file_names: Option<Vec<String>>,
     /// `web.allowPrivate` (user-level only, see `project_limits`).
     pub web_allow_private: Option<Vec<String>>,
+    /// Whether the file has a `telemetry` block (user-level only; the binary reads it).
+    pub telemetry: bool,
 }
 
 impl Partial {
@@ -352,6 +354,8 @@ impl Validator<'_> {
                 "$schema" => {}
                 // Read and validated by `crate::hooks::config`, which reports their errors.
                 "hooks" | "disableAllHooks" | "importClaudeHooks" => {}
+                // Read by the binary's telemetry set-up, from the user's file only.
+                "telemetry" => self.out.telemetry = true,
                 _ => self.unknown(key),
             }
         }

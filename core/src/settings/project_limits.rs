@@ -141,6 +141,13 @@ const LIMITED_KEYS: &[LimitedKey] = &[
         limit: Limit::UserLevel(|p| p.web_allow_private.take().is_some()),
     },
     LimitedKey {
+        // Whether and what corvid exports: a repository must not send the session to its
+        // collector. The binary reads the block from the user's file alone; this row only
+        // tells the user a project's block is ignored.
+        key: "telemetry",
+        limit: Limit::UserLevel(|p| std::mem::take(&mut p.telemetry)),
+    },
+    LimitedKey {
         key: "tools.allow",
         limit: Limit::UserLevel(|p| !std::mem::take(&mut p.allow).is_empty()),
     },

@@ -1,0 +1,223 @@
+//! Whether telemetry is on, and how: the `telemetry` block of the user's own settings file and
+//! `CORVID_ENABLE_TELEMETRY`. A project's file is never read here: a repository must not make
+//! corvid send its sessions anywhere (the core warns that a project's block is ignored). Where
+//! the export goes is the standard `OTEL_EXPORTER_OTLP_*` environment, read by the exporter.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// Env var that turns telemetry on (`1`, `true`) or off (`0`, `false`) over the settings.
+pub const ENABLE_ENV: &str = "CORVID_ENABLE_TELEMETRY";
+
+/// The telemetry set-up of a run that exports.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Config {
+    /// `telemetry.logPrompts`: prompt text, tool input and tool output go out too.
+    pub log_prompts: bool,
+    /// `telemetry.prices`: per model, what a million tokens cost (for `corvid.cost`).
+    pub prices: BTreeMap<String, Price>,
+}
+
+/// A model's prices in US dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    /// Input read from the provider's cache (default: the input price).
+    pub cached_input: f64,
+}
+
+impl Price {
+    /// What a response with these counts cost; `cached` is part of `input`.
+    pub fn cost(&self, input: u64, cached: u64, output: u64) -> f64 {
+        let fresh = input.saturating_sub(cached);
+        (fresh as f64 * self.input
+            + cached as f64 * self.cached_input
+            + output as f64 * self.output)
+            / 1_000_000.0
+    }
+}
+
+/// The set-up from the user's settings text (`None` when there is no file) and the
+/// environment: `Ok(None)` when telemetry is off, `Err` naming the key or variable that is
+/// wrong (telemetry then stays off; the caller warns).
+pub fn resolve(
+    user_settings: Option<&str>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<Config>, String> {
+    let block = match user_settings {
+        Some(text) => telemetry_block(text)?,
+        None => None,
+    };
+    let from_file = match &block {
+        Some(b) => flag(b, "enabled")?,
+        None => false,
+    };
+    let enabled = match env(ENABLE_ENV).as_deref().map(str::trim) {
+        None | Some("") => from_file,
+        Some("1" | "true") => true,
+        Some("0" | "false") => false,
+        Some(other) => {
+            return Err(format!(
+                "{ENABLE_ENV}={other} is not understood; use 1 to turn telemetry on or 0 to \
+                 turn it off (telemetry stays off)"
+            ));
+        }
+    };
+    if !enabled {
+        return Ok(None);
+    }
+    let Some(block) = block else {
+        return Ok(Some(Config::default()));
+    };
+    Ok(Some(Config {
+        log_prompts: flag(&block, "logPrompts")?,
+        prices: prices(&block)?,
+    }))
+}
+
+/// The `telemetry` object of a settings file (JSON with comments); a file the core cannot
+/// read either is reported by the core, so it only means "no block" here.
+fn telemetry_block(text: &str) -> Result<Option<serde_json::Map<String, Value>>, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Ok(Value::Object(mut root)) = json5::from_str::<Value>(text) else {
+        return Ok(None);
+    };
+    match root.remove("telemetry") {
+        None => Ok(None),
+        Some(Value::Object(block)) => Ok(Some(block)),
+        Some(_) => Err("settings key `telemetry` must be an object (telemetry stays off)".into()),
+    }
+}
+
+fn flag(block: &serde_json::Map<String, Value>, key: &str) -> Result<bool, String> {
+    match block.get(key) {
+        None => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(format!(
+            "settings key `telemetry.{key}` must be true or false (telemetry stays off)"
+        )),
+    }
+}
+
+fn prices(block: &serde_json::Map<String, Value>) -> Result<BTreeMap<String, Price>, String> {
+    let wrong = |model: &str| {
+        format!(
+            "settings key `telemetry.prices.{model}` must be an object like {{\"input\": 3, \
+             \"output\": 15, \"cachedInput\": 0.3}} in dollars per million tokens (telemetry \
+             stays off)"
+        )
+    };
+    let Some(table) = block.get("prices") else {
+        return Ok(BTreeMap::new());
+    };
+    let Value::Object(table) = table else {
+        return Err(
+            "settings key `telemetry.prices` must be an object keyed by model name \
+                    (telemetry stays off)"
+                .into(),
+        );
+    };
+    let mut out = BTreeMap::new();
+    for (model, entry) in table {
+        let number = |key: &str| match entry.get(key) {
+            Some(v) => v.as_f64().filter(|n| n.is_finite() && *n >= 0.0),
+            None => None,
+        };
+        let (Some(input), Some(output)) = (number("input"), number("output")) else {
+            return Err(wrong(model));
+        };
+        let cached_input = match entry.get("cachedInput") {
+            None => input,
+            Some(_) => number("cachedInput").ok_or_else(|| wrong(model))?,
+        };
+        out.insert(
+            model.clone(),
+            Price {
+                input,
+                output,
+                cached_input,
+            },
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |key| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn telemetry_is_off_without_the_setting_or_the_variable() {
+        assert_eq!(resolve(None, env(&[])), Ok(None));
+        assert_eq!(resolve(Some(r#"{"ui": {}}"#), env(&[])), Ok(None));
+        assert_eq!(
+            resolve(Some(r#"{"telemetry": {"logPrompts": true}}"#), env(&[])),
+            Ok(None)
+        );
+    }
+
+    #[test]
+    fn the_variable_turns_telemetry_on_and_off_over_the_settings() {
+        assert_eq!(
+            resolve(None, env(&[(ENABLE_ENV, "1")])),
+            Ok(Some(Config::default()))
+        );
+        let on = r#"{"telemetry": {"enabled": true, "logPrompts": true}}"#;
+        assert_eq!(resolve(Some(on), env(&[(ENABLE_ENV, "0")])), Ok(None));
+        assert_eq!(
+            resolve(Some(on), env(&[])),
+            Ok(Some(Config {
+                log_prompts: true,
+                prices: BTreeMap::new()
+            }))
+        );
+        assert!(
+            resolve(Some(on), env(&[(ENABLE_ENV, "yes")]))
+                .unwrap_err()
+                .contains(ENABLE_ENV)
+        );
+    }
+
+    #[test]
+    fn prices_are_read_per_model_and_price_the_cached_input_apart() {
+        let text = r#"{
+            // comments are fine
+            "telemetry": {"enabled": true, "prices": {
+                "m": {"input": 2, "output": 8, "cachedInput": 0.5},
+                "n": {"input": 1, "output": 4}
+            }}
+        }"#;
+        let config = resolve(Some(text), env(&[])).unwrap().unwrap();
+        let m = config.prices["m"];
+        assert_eq!(m.cost(1_000_000, 500_000, 1_000_000), 1.0 + 0.25 + 8.0);
+        assert_eq!(config.prices["n"].cached_input, 1.0);
+    }
+
+    #[test]
+    fn a_wrong_value_names_its_key_and_keeps_telemetry_off() {
+        for (text, key) in [
+            (r#"{"telemetry": true}"#, "`telemetry`"),
+            (r#"{"telemetry": {"enabled": "yes"}}"#, "telemetry.enabled"),
+            (
+                r#"{"telemetry": {"enabled": true, "prices": {"m": {"input": -1, "output": 1}}}}"#,
+                "telemetry.prices.m",
+            ),
+        ] {
+            let err = resolve(Some(text), env(&[])).unwrap_err();
+            assert!(err.contains(key), "{err}");
+        }
+    }
+}

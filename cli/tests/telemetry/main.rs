@@ -1,0 +1,325 @@
+//! Telemetry (issue 33 item 4): the real binary in headless mode against the loopback mock
+//! provider, exporting to a loopback OTLP collector over http/protobuf and grpc; what it
+//! exports, what it keeps back without `telemetry.logPrompts`, and that it stays silent and
+//! offline unless the user turned it on.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod collector;
+#[path = "../common/mod.rs"]
+mod common;
+
+use collector::{Collector, SpanSeen, Transport};
+use common::{Sandbox, assert_success, chunk, json_lines, run, text_turn, usage_chunk};
+use corvid_testkit::{MockServer, ScriptedResponse, sse_event};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+const PROMPT: &str = "list the files, prompt-marker-7731";
+/// A file only the `list_directory` output names.
+const OUTPUT_MARKER: &str = "output-marker-5519.txt";
+
+fn tool_turn() -> ScriptedResponse {
+    ScriptedResponse::sse(vec![
+        chunk(json!({"role": "assistant", "content": "Looking."}), None),
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                   "function": {"name": "list_directory", "arguments": "{\"path\":\".\"}"}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        usage_chunk(),
+        sse_event("[DONE]"),
+    ])
+}
+
+/// A two-turn task with one tool call, exporting to `collector` (telemetry turned on by the
+/// variable unless `settings` turns it on).
+async fn exported_run(
+    collector: &Collector,
+    transport: Transport,
+    settings: Option<&str>,
+) -> std::process::Output {
+    let server = MockServer::start().await;
+    server.push(tool_turn());
+    server.push(text_turn("Done."));
+    let sb = Sandbox::new();
+    std::fs::write(sb.project_dir().join(OUTPUT_MARKER), "x").unwrap();
+    let mut cmd = sb.against(
+        &server,
+        "sk-test",
+        &["-p", PROMPT, "--output-format", "stream-json"],
+    );
+    cmd.env("OPENAI_MODEL", "mock-model")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)
+        .env(
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+            match transport {
+                Transport::HttpProtobuf => "http/protobuf",
+                Transport::Grpc => "grpc",
+            },
+        )
+        // A loaded test machine must not lose the export to the exit's bound.
+        .env("CORVID_TELEMETRY_FLUSH_MS", "60000");
+    match settings {
+        Some(text) => {
+            sb.user_settings(text);
+        }
+        None => {
+            cmd.env("CORVID_ENABLE_TELEMETRY", "1");
+        }
+    }
+    let out = run(cmd).await;
+    assert_success(&out);
+    out
+}
+
+fn named<'a>(spans: &'a [SpanSeen], name: &str) -> Vec<&'a SpanSeen> {
+    spans.iter().filter(|s| s.name == name).collect()
+}
+
+fn attr<'a>(span: &'a SpanSeen, key: &str) -> &'a str {
+    span.attrs
+        .get(key)
+        .unwrap_or_else(|| panic!("span {} has no `{key}`: {:?}", span.name, span.attrs))
+}
+
+/// The spans and metrics every exporting run sends, whatever the transport.
+fn assert_task_exported(collector: &Collector) {
+    let spans = collector.spans();
+    let task = named(&spans, "corvid.task");
+    assert_eq!(task.len(), 1, "{spans:#?}");
+    let task = task[0];
+    assert_eq!(attr(task, "stop_reason"), "end_turn");
+    assert!(attr(task, "session.id").len() > 8);
+    assert!(attr(task, "task.id").starts_with(attr(task, "session.id")));
+
+    let requests = named(&spans, "corvid.model_request");
+    assert_eq!(requests.len(), 2, "{spans:#?}");
+    for request in &requests {
+        assert_eq!(request.parent_span_id, task.span_id);
+        let keys = [
+            "model",
+            "prompt_id",
+            "retries",
+            "input_tokens",
+            "output_tokens",
+            "cached_tokens",
+            "outcome",
+        ];
+        let got: Vec<&str> = keys.iter().map(|k| attr(request, k)).collect();
+        assert_eq!(got, ["mock-model", "main", "0", "10", "5", "0", "finished"]);
+        assert!(attr(request, "ttft_ms").parse::<u64>().is_ok());
+    }
+
+    let tools = named(&spans, "corvid.tool_call");
+    assert_eq!(tools.len(), 1, "{spans:#?}");
+    let tool = tools[0];
+    assert_eq!(tool.parent_span_id, task.span_id);
+    assert_eq!(
+        (
+            attr(tool, "tool"),
+            attr(tool, "call_id"),
+            attr(tool, "outcome")
+        ),
+        ("list_directory", "call_1", "success")
+    );
+    assert!(attr(tool, "duration_ms").parse::<u64>().is_ok());
+
+    let metrics = collector.metrics();
+    for name in [
+        "corvid.tokens",
+        "corvid.tool.duration",
+        "corvid.session.count",
+    ] {
+        assert!(metrics.contains_key(name), "no {name} in {metrics:#?}");
+    }
+    let tokens = &metrics["corvid.tokens"];
+    let of_type = |kind: &str| {
+        tokens
+            .iter()
+            .find(|(a, _)| {
+                a["type"] == kind && a["model"] == "mock-model" && a["prompt_id"] == "main"
+            })
+            .map(|(_, v)| *v)
+    };
+    assert_eq!(
+        (of_type("input"), of_type("output")),
+        (Some(20.0), Some(10.0))
+    );
+    assert_eq!(metrics["corvid.session.count"][0].1, 1.0);
+    let durations = &metrics["corvid.tool.duration"];
+    assert_eq!(durations.len(), 1);
+    assert_eq!(durations[0].0["tool"], "list_directory");
+    assert_eq!(durations[0].0["outcome"], "success");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_headless_run_exports_its_spans_and_metrics_over_http_without_any_content() {
+    let collector = Collector::start(Transport::HttpProtobuf).await;
+    let out = exported_run(&collector, Transport::HttpProtobuf, None).await;
+    assert_task_exported(&collector);
+    assert!(!collector.saw_text("prompt-marker-7731"));
+    assert!(!collector.saw_text(OUTPUT_MARKER));
+    assert!(
+        !collector.saw_text("\"path\""),
+        "the tool input left the machine"
+    );
+    assert!(!collector.metrics().contains_key("corvid.cost"));
+    // stdout is still the headless output and nothing else.
+    assert_eq!(json_lines(&out).last().unwrap()["type"], "result");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_log_prompts_the_prompt_tool_input_and_output_are_exported_and_prices_give_a_cost() {
+    let collector = Collector::start(Transport::HttpProtobuf).await;
+    let settings = r#"{"telemetry": {"enabled": true, "logPrompts": true,
+        "prices": {"mock-model": {"input": 1000000, "output": 2000000}}}}"#;
+    exported_run(&collector, Transport::HttpProtobuf, Some(settings)).await;
+    assert_task_exported(&collector);
+    let spans = collector.spans();
+    let task = named(&spans, "corvid.task")[0];
+    assert_eq!(task.events[0].0, "corvid.prompt");
+    assert_eq!(task.events[0].1["prompt"], PROMPT);
+    let tool = named(&spans, "corvid.tool_call")[0];
+    let events: Vec<&str> = tool.events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(events, ["corvid.tool_input", "corvid.tool_output"]);
+    assert_eq!(tool.events[0].1["tool_input"], r#"{"path":"."}"#);
+    assert!(tool.events[1].1["tool_output"].contains(OUTPUT_MARKER));
+    // Two responses of 10 input and 5 output tokens at $1 and $2 a token.
+    let cost = &collector.metrics()["corvid.cost"];
+    assert_eq!(cost.len(), 1);
+    assert_eq!(cost[0].1, 2.0 * (10.0 + 5.0 * 2.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_headless_run_exports_over_grpc_too() {
+    let collector = Collector::start(Transport::Grpc).await;
+    exported_run(&collector, Transport::Grpc, None).await;
+    assert_task_exported(&collector);
+    assert!(!collector.saw_text("prompt-marker-7731"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_user_turning_it_on_nothing_connects_even_if_the_project_asks() {
+    let collector = Collector::start(Transport::HttpProtobuf).await;
+    let server = MockServer::start().await;
+    server.push(text_turn("Hi."));
+    let sb = Sandbox::new();
+    // A hostile repository's file, trusted or not, does not turn telemetry on.
+    let project = sb.project_dir().join(".corvid");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("settings.json"),
+        r#"{"telemetry": {"enabled": true, "logPrompts": true}}"#,
+    )
+    .unwrap();
+    let mut cmd = sb.against(&server, "sk-test", &["-p", "hello"]);
+    cmd.env("OPENAI_MODEL", "mock-model")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)
+        .env("CORVID_TELEMETRY_FLUSH_MS", "60000");
+    let out = run(cmd).await;
+    assert_success(&out);
+    assert_eq!(collector.connections(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_collector_leaves_stdout_and_stderr_clean() {
+    // A port nobody listens on any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server = MockServer::start().await;
+    server.push(text_turn("Hi."));
+    let sb = Sandbox::new();
+    let mut cmd = sb.against(
+        &server,
+        "sk-test",
+        &["-p", "hello", "--output-format", "stream-json"],
+    );
+    cmd.env("OPENAI_MODEL", "mock-model")
+        .env("CORVID_ENABLE_TELEMETRY", "1")
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{port}"),
+        );
+    let out = run(cmd).await;
+    assert_success(&out);
+    assert_eq!(common::stderr(&out), "");
+    let kinds: Vec<String> = json_lines(&out).iter().map(common::kind).collect();
+    assert_eq!(kinds.last().map(String::as_str), Some("result"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acp_session_exports_its_task_and_keeps_stdout_pure_json_rpc() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let collector = Collector::start(Transport::HttpProtobuf).await;
+    let sb = Sandbox::new();
+    let mut corvid = sb
+        .corvid(&["--acp", "--demo"])
+        .env("CORVID_ENABLE_TELEMETRY", "1")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)
+        .env("CORVID_TELEMETRY_FLUSH_MS", "60000")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = corvid.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(corvid.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    // Sends one request and reads up to its answer, keeping every line.
+    let mut ask = async |message: serde_json::Value| {
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+        loop {
+            let line = lines.next_line().await.unwrap().expect("an answer");
+            let frame: serde_json::Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout is not JSON-RPC: {line}: {e}"));
+            seen.push(frame.clone());
+            if frame["method"] == "session/request_permission" {
+                // The demo's shell command: rejected, so the task goes on without it.
+                let reject = frame["params"]["options"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|o| o["kind"] == "reject_once")
+                    .unwrap()["optionId"]
+                    .clone();
+                let answer = json!({"jsonrpc": "2.0", "id": frame["id"],
+                    "result": {"outcome": {"outcome": "selected", "optionId": reject}}});
+                stdin
+                    .write_all(format!("{answer}\n").as_bytes())
+                    .await
+                    .unwrap();
+            } else if frame["id"] == message["id"] {
+                return frame;
+            }
+        }
+    };
+    ask(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": 1}}))
+    .await;
+    let new = ask(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                         "params": {"cwd": sb.project_dir(), "mcpServers": []}}))
+    .await;
+    let session = new["result"]["sessionId"].as_str().unwrap().to_owned();
+    let done = ask(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                          "params": {"sessionId": session,
+                                     "prompt": [{"type": "text", "text": "look around"}]}}),
+    )
+    .await;
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    drop(stdin);
+    assert!(corvid.wait().await.unwrap().success());
+
+    let spans = collector.spans();
+    let task = named(&spans, "corvid.task");
+    assert_eq!(task.len(), 1, "{spans:#?}");
+    assert_eq!(attr(task[0], "session.id"), session);
+    assert!(!named(&spans, "corvid.model_request").is_empty());
+    assert_eq!(collector.metrics()["corvid.session.count"][0].1, 1.0);
+    assert!(!collector.saw_text("look around"));
+}
