@@ -59,6 +59,7 @@ pub(super) struct Partial {
     pub context_file_names: Option<Vec<String>>,
     /// `web.allowPrivate` (user-level only, see `project_limits`).
     pub web_allow_private: Option<Vec<String>>,
+    pub checkpoints_enabled: Option<bool>,
 }
 
 impl Partial {
@@ -123,6 +124,7 @@ impl Partial {
         over(&mut self.mcp_max_tools, higher.mcp_max_tools);
         over(&mut self.max_result_tokens, higher.max_result_tokens);
         over(&mut self.web_allow_private, higher.web_allow_private);
+        over(&mut self.checkpoints_enabled, higher.checkpoints_enabled);
         over(&mut self.context_file_names, higher.context_file_names);
     }
 
@@ -208,6 +210,9 @@ impl Partial {
         s.context.file_names = self.context_file_names;
         if let Some(list) = self.web_allow_private {
             s.web.allow_private = list;
+        }
+        if let Some(v) = self.checkpoints_enabled {
+            s.checkpoints.enabled = v;
         }
         s
     }
@@ -342,6 +347,17 @@ impl Validator<'_> {
                                 self.out.web_allow_private = Some(list);
                             }
                             _ => self.unknown(&format!("web.{k}")),
+                        }
+                    }
+                }
+                "checkpoints" => {
+                    for (k, v) in self.section("checkpoints", value)? {
+                        match k.as_str() {
+                            "enabled" => {
+                                self.out.checkpoints_enabled =
+                                    self.boolean("checkpoints.enabled", v)?
+                            }
+                            _ => self.unknown(&format!("checkpoints.{k}")),
                         }
                     }
                 }
@@ -483,7 +499,11 @@ impl Validator<'_> {
                     self.out.approval_mode = match self.string(&key, v)? {
                         None => None,
                         Some(s) => Some(ApprovalMode::parse(&s).ok_or_else(|| {
-                            self.invalid(&key, &s, "`default`, `auto-edit`, `yolo` or `plan`")
+                            self.invalid(
+                                &key,
+                                &s,
+                                "`default`, `auto`, `auto-edit`, `yolo` or `plan`",
+                            )
                         })?),
                     };
                 }
