@@ -94,8 +94,13 @@ pub enum ApprovalNeed {
     None,
     /// A file edit: approved automatically in `auto-edit` and `yolo`.
     Edit(ApprovalPreview),
-    /// A command: approved automatically only in `yolo`.
+    /// A command: approved automatically only in `yolo` (and, when the core finds it only
+    /// reads, in every mode but `plan`).
     Execute(ApprovalPreview),
+    /// A shell command the OS sandbox confines (writes only in the workspace and temp dirs, no
+    /// network): like [`Self::Execute`], and also approved automatically in `auto` while undo
+    /// can take its changes back.
+    Sandboxed(ApprovalPreview),
     /// Asked in every approval mode, `yolo` included, with `reason` shown on the request
     /// (e.g. the shell sandbox could not be set up, so the command would run unconfined).
     Escalated {
