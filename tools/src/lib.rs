@@ -150,6 +150,11 @@ pub trait Tool: Send + Sync {
     fn mutates_call(&self, _args: &Value) -> bool {
         self.mutates()
     }
+    /// The web host the call reaches (`docs.rs`), lower-case, for tools that reach one: the
+    /// core asks, remembers "always" and matches `tool(domain:...)` rules per domain.
+    fn domain(&self, _args: &Value) -> Option<String> {
+        None
+    }
     /// Whether plan mode offers and runs it: tools that change nothing, and planning aids.
     fn allowed_in_plan_mode(&self) -> bool {
         !self.mutates()

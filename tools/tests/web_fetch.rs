@@ -392,7 +392,8 @@ fn web_fetch_is_a_builtin_fetch_tool_titled_by_domain() {
     assert_eq!(tool.kind(), corvid_protocol::ToolKind::Fetch);
     let display = tool.display(&json!({"url": "https://docs.rs/url/latest/url/"}), &ctx());
     assert_eq!(display.title, "Fetch docs.rs");
-    assert!(!tool.allowed_in_plan_mode());
+    // Offered in plan mode; the core refuses it there unless a rule allows its domain.
+    assert!(tool.allowed_in_plan_mode());
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! Whether a call may run. In order: a failed plan refuses; a deny rule or a remembered
 //! "reject always" refuses without asking; an escalated call is asked in every mode; a call
 //! touching a protected path is asked in every mode but `yolo` (only an "always" given for
-//! that very file skips the question); otherwise the mode (see `policy::unasked`: read-only
+//! that very file skips the question); in `plan`, only an allow rule, a remembered "always"
+//! or a hook lets it run and the rest is refused unasked; otherwise the mode (see
+//! `policy::unasked`: read-only
 //! commands, and in `auto` what undo can take back), an allow rule or a remembered "allow
 //! always" (or a PreToolUse hook's `allow`) lets it run, and anything left is asked.
 
@@ -86,10 +88,12 @@ pub(super) async fn approve(
         .chain(display.locations.iter().map(|l| l.path.clone()))
         .collect();
     let paths = touched(&ctx.stat.cwd, &named);
+    let domain = tool.domain(&call.args);
     let subject = Subject {
         tool: tool.name(),
         command: command.as_ref(),
         file: file.as_deref(),
+        domain: domain.as_deref(),
         paths: &paths,
     };
     let server = match tool.provenance() {
@@ -147,7 +151,24 @@ pub(super) async fn approve(
     if automatic || hook_allows || policy.rules.allow(&subject) || remembered {
         return Approval::Granted { asked: false };
     }
+    if mode == ApprovalMode::Plan {
+        // Plan mode asks only whether to leave it: what is not allowed already is refused.
+        return Approval::DeniedUnasked(plan_mode_message(call, subject.domain));
+    }
     ask(ctx, call, display, preview, None, &subject, server).await
+}
+
+fn plan_mode_message(call: &ToolCall, domain: Option<&str>) -> String {
+    let rule = match domain {
+        Some(domain) => format!("`{}(domain:{domain})`", call.name),
+        None => format!("`{}`", call.name),
+    };
+    format!(
+        "plan mode: this `{}` call needs approval, and plan mode asks nothing but whether to \
+         leave it, so it was refused; it did not run. Plan without it, or do it after the plan \
+         is approved (the user can also allow it with a tools.allow rule such as {rule}).",
+        call.name
+    )
 }
 
 /// Asks the user, remembers an "always" answer for the call's scope (or its MCP `server`),

@@ -123,9 +123,16 @@ impl Tool for WebFetch {
         false
     }
 
-    /// A fetch sends data out (in its URL), so plan mode does not run it.
+    /// Offered in plan mode, where the core refuses it unasked unless a rule or an earlier
+    /// "always" allows its domain: a fetch sends data out (in its URL).
     fn allowed_in_plan_mode(&self) -> bool {
-        false
+        true
+    }
+
+    fn domain(&self, args: &Value) -> Option<String> {
+        let url = Url::parse(args.get("url")?.as_str()?.trim()).ok()?;
+        let host = url.host_str()?.trim_end_matches('.').to_ascii_lowercase();
+        (!host.is_empty()).then_some(host)
     }
 
     fn display(&self, args: &Value, _ctx: &ToolContext) -> ToolDisplay {
