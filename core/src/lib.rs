@@ -14,3 +14,4 @@ pub mod session;
 pub mod settings;
 pub mod summary;
 pub mod usage;
+pub mod web_prompt;

@@ -456,3 +456,28 @@ fn a_session_tool_replaces_the_builtin_web_fetch_in_place() {
     let session_dyn: Arc<dyn Tool> = session;
     assert!(Arc::ptr_eq(&got, &session_dyn));
 }
+
+#[tokio::test]
+async fn a_prompt_is_handed_to_the_core_with_the_page_and_never_served_from_another_calls_cache() {
+    let port = serve(vec![(
+        "/doc",
+        Reply::Page("text/plain", "the answer is 42".into()),
+    )])
+    .await;
+    let tool = WebFetch::new(allow(&[format!("127.0.0.1:{port}")]), resolver(&[]));
+    let url = format!("http://127.0.0.1:{port}/doc");
+    let first = tool
+        .execute(json!({"url": url, "prompt": "what is the answer?"}), ctx())
+        .await
+        .unwrap();
+    assert_eq!(first.raw["prompt"], json!("what is the answer?"));
+    assert!(first.text.contains("the answer is 42"));
+    // The cached page carries no prompt of its own: each call brings its own.
+    let second = tool.execute(json!({"url": url}), ctx()).await.unwrap();
+    assert_eq!(second.raw.get("prompt"), None);
+    let third = tool
+        .execute(json!({"url": url, "prompt": "another"}), ctx())
+        .await
+        .unwrap();
+    assert_eq!(third.raw["prompt"], json!("another"));
+}
