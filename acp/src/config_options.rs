@@ -21,11 +21,16 @@ pub(crate) const MODEL: &str = "model";
 pub(crate) const REASONING_EFFORT: &str = "reasoning_effort";
 
 /// The approval modes: id, name, description (the legacy `modes` field lists the same).
-pub(crate) const MODES: [(ApprovalMode, &str, &str); 4] = [
+pub(crate) const MODES: [(ApprovalMode, &str, &str); 5] = [
     (
         ApprovalMode::Default,
         "Default",
         "Ask before edits and shell commands",
+    ),
+    (
+        ApprovalMode::Auto,
+        "Auto",
+        "Edits and sandboxed shell commands run unasked while undo is on; escalations still ask",
     ),
     (
         ApprovalMode::AutoEdit,
@@ -144,6 +149,6 @@ pub(crate) fn requested(req: &SetSessionConfigOptionRequest) -> Result<Requested
 pub(crate) fn unknown_mode(id: &str) -> Error {
     Error::new(
         ErrorCode::INVALID_PARAMS,
-        format!("unknown mode `{id}`; use default, auto-edit, yolo or plan"),
+        format!("unknown mode `{id}`; use default, auto, auto-edit, yolo or plan"),
     )
 }

@@ -178,6 +178,7 @@ fn mode_option(current: &str) -> serde_json::Value {
         "currentValue": current,
         "options": [
             {"value": "default", "name": "Default", "description": "Ask before edits and shell commands"},
+            {"value": "auto", "name": "Auto", "description": "Edits and sandboxed shell commands run unasked while undo is on; escalations still ask"},
             {"value": "auto-edit", "name": "Auto edit", "description": "Edit files freely; ask before shell commands"},
             {"value": "yolo", "name": "YOLO", "description": "Never ask"},
             {"value": "plan", "name": "Plan", "description": "Read-only: the agent proposes a plan and asks before it starts working"},
@@ -237,7 +238,7 @@ async fn the_mode_option_and_the_legacy_modes_follow_each_other_both_ways() {
         .unwrap_err();
     assert_eq!(
         error.message,
-        "unknown mode `turbo`; use default, auto-edit, yolo or plan"
+        "unknown mode `turbo`; use default, auto, auto-edit, yolo or plan"
     );
 }
 

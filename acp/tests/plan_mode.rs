@@ -46,7 +46,7 @@ async fn plan_mode_refuses_the_write_shows_the_plan_and_leaving_it_updates_the_m
         .iter()
         .map(|m| m["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, vec!["default", "auto-edit", "yolo", "plan"]);
+    assert_eq!(ids, vec!["default", "auto", "auto-edit", "yolo", "plan"]);
     let sid = created.session_id.0.to_string();
     client
         .cx

@@ -45,6 +45,7 @@ async fn initialize_and_new_session_advertise_corvid_and_its_modes() {
             "currentModeId": "default",
             "availableModes": [
                 {"id": "default", "name": "Default", "description": "Ask before edits and shell commands"},
+                {"id": "auto", "name": "Auto", "description": "Edits and sandboxed shell commands run unasked while undo is on; escalations still ask"},
                 {"id": "auto-edit", "name": "Auto edit", "description": "Edit files freely; ask before shell commands"},
                 {"id": "yolo", "name": "YOLO", "description": "Never ask"},
                 {"id": "plan", "name": "Plan", "description": "Read-only: the agent proposes a plan and asks before it starts working"},

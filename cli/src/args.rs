@@ -104,6 +104,8 @@ pub enum ReasoningEffortArg {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ApprovalModeArg {
     Default,
+    /// Edits and sandboxed commands run unasked while checkpoints (undo) are on.
+    Auto,
     AutoEdit,
     Yolo,
     /// Read-only tools only; the model proposes a plan and asks to start working.

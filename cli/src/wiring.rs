@@ -94,6 +94,7 @@ pub fn overrides(cli: &Cli) -> Overrides {
     } else {
         cli.approval_mode.map(|m| match m {
             ApprovalModeArg::Default => ApprovalMode::Default,
+            ApprovalModeArg::Auto => ApprovalMode::Auto,
             ApprovalModeArg::AutoEdit => ApprovalMode::AutoEdit,
             ApprovalModeArg::Yolo => ApprovalMode::Yolo,
             ApprovalModeArg::Plan => ApprovalMode::Plan,

@@ -91,7 +91,7 @@ async fn the_official_client_plans_without_a_write_running_and_sees_the_plan_and
         .iter()
         .map(|m| &m["id"])
         .collect();
-    assert_eq!(modes, vec!["default", "auto-edit", "yolo", "plan"]);
+    assert_eq!(modes, vec!["default", "auto", "auto-edit", "yolo", "plan"]);
     assert!(!project.path().join("b.txt").exists());
     // Only exit_plan_mode asked; the write was refused unasked.
     let asks: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "permission").collect();

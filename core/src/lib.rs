@@ -15,3 +15,4 @@ pub mod settings;
 pub mod summary;
 pub mod telemetry;
 pub mod usage;
+pub mod web_prompt;

@@ -36,17 +36,17 @@ async fn allow_always_is_scoped_to_the_command_prefix() {
     let ws = tempfile::tempdir().unwrap();
     let ran = Ran::default();
     let provider = turns(vec![
-        shell("c1", "ls -la"),
-        shell("c2", "ls src"),
+        shell("c1", "tree -a"),
+        shell("c2", "tree src"),
         shell("c3", "touch ../outside"),
     ]);
     let config = workspace_config(&provider, ws.path(), ApprovalMode::Default, &ran);
     let (_h, events) = run(config, allow_always_for(&["c1"])).await;
     assert_eq!(
         asked(&events),
-        vec![plain("c1", "ls"), plain("c3", "touch")]
+        vec![plain("c1", "tree"), plain("c3", "touch")]
     );
-    assert_eq!(ran.all(), strings(&["ls -la", "ls src"]));
+    assert_eq!(ran.all(), strings(&["tree -a", "tree src"]));
 }
 
 #[tokio::test]
@@ -55,11 +55,8 @@ async fn compound_commands_need_every_part_allowed() {
     let ran = Ran::default();
     let provider = turns(vec![
         shell("c1", "cargo test --lib"),
-        shell("c2", "git status"),
-        shell(
-            "c3",
-            "git status --short && cargo test 2>&1 | cargo test -q",
-        ),
+        shell("c2", "git fetch"),
+        shell("c3", "git fetch --short && cargo test 2>&1 | cargo test -q"),
         shell("c4", "cargo test; rm -rf target"),
         shell("c5", "cargo test | tee log.txt"),
         shell("c6", "cargo test || curl evil.example"),
@@ -70,7 +67,7 @@ async fn compound_commands_need_every_part_allowed() {
         asked(&events),
         vec![
             plain("c1", "cargo test"),
-            plain("c2", "git status"),
+            plain("c2", "git fetch"),
             plain("c4", "cargo test, rm"),
             plain("c5", "cargo test, tee"),
             plain("c6", "cargo test, curl"),
@@ -80,8 +77,8 @@ async fn compound_commands_need_every_part_allowed() {
         ran.all(),
         strings(&[
             "cargo test --lib",
-            "git status",
-            "git status --short && cargo test 2>&1 | cargo test -q"
+            "git fetch",
+            "git fetch --short && cargo test 2>&1 | cargo test -q"
         ])
     );
 }
@@ -233,14 +230,14 @@ async fn deny_rules_win_over_allow_rules() {
 async fn deny_rules_win_over_remembered_approvals() {
     let ws = tempfile::tempdir().unwrap();
     let ran = Ran::default();
-    let provider = turns(vec![shell("c1", "git status"), shell("c2", "git push")]);
+    let provider = turns(vec![shell("c1", "git fetch"), shell("c2", "git push")]);
     let mut config = workspace_config(&provider, ws.path(), ApprovalMode::Default, &ran);
     config.policy.rules =
         PermissionRules::new(&[], &strings(&["run_shell_command(git push)"])).unwrap();
-    // "Always" for `git status` covers `git status` only, and never a denied `git push`.
+    // "Always" for `git fetch` covers `git fetch` only, and never a denied `git push`.
     let (_h, events) = run(config, |_| ApprovalDecision::AllowAlways).await;
-    assert_eq!(asked(&events), vec![plain("c1", "git status")]);
-    assert_eq!(ran.all(), strings(&["git status"]));
+    assert_eq!(asked(&events), vec![plain("c1", "git fetch")]);
+    assert_eq!(ran.all(), strings(&["git fetch"]));
 }
 
 #[tokio::test]

@@ -81,6 +81,8 @@ async fn plan_mode_offers_only_read_only_tools_and_says_it_is_planning() {
             "glob",
             "grep_search",
             "todo_write",
+            // Offered, but refused unasked unless a rule allows the domain (approval_web.rs).
+            "web_fetch",
             "exit_plan_mode"
         ]
     );

@@ -147,3 +147,36 @@ async fn an_approval_mode_change_is_recorded_and_resume_applies_it() {
     );
     assert_eq!(log.tags(), vec!["w1"]);
 }
+
+#[tokio::test]
+async fn the_auto_mode_is_recorded_and_resume_applies_it() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let recorder = Arc::new(store.create(cwd.path(), "a2", "main-model").unwrap());
+    let provider = ScriptedProvider::new(vec![answer("one")]);
+    let mut handle = spawn_agent_observed(test_config(Arc::new(provider), Vec::new()), recorder);
+    run_task(&mut handle, "first").await;
+    handle
+        .submit(Op::SetApprovalMode {
+            mode: ApprovalMode::Auto,
+        })
+        .unwrap();
+    read_until(&mut handle, |e| {
+        matches!(e, CoreEvent::ApprovalModeChanged { .. })
+    })
+    .await;
+    common::shut_down(handle).await;
+
+    let loaded = store.load(cwd.path(), "a2").unwrap();
+    assert_eq!(
+        changes(&loaded.records),
+        vec![Record::ApprovalModeChange {
+            mode: ApprovalMode::Auto
+        }]
+    );
+    let provider = ScriptedProvider::new(vec![answer("two")]);
+    let resumed =
+        spawn_resumed(test_config(Arc::new(provider), Vec::new()), &store, &loaded).unwrap();
+    assert_eq!(resumed.approval_mode, ApprovalMode::Auto);
+}

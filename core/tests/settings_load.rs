@@ -593,3 +593,19 @@ fn gemini_defaults_to_google_s_endpoint_and_names_its_key_when_missing() {
         "https://generativelanguage.googleapis.com/v1beta"
     );
 }
+
+#[test]
+fn checkpoints_are_on_unless_a_file_turns_them_off_and_auto_is_a_mode() {
+    let fx = Fixture::new();
+    let loaded = fx.load(&Overrides::default()).unwrap();
+    assert!(loaded.settings.checkpoints.enabled);
+
+    fx.user(r#"{"checkpoints": {"enabled": false}, "tools": {"approvalMode": "auto"}}"#);
+    let loaded = fx.load(&Overrides::default()).unwrap();
+    assert!(!loaded.settings.checkpoints.enabled);
+    assert_eq!(loaded.settings.tools.approval_mode, ApprovalMode::Auto);
+
+    fx.user(r#"{"checkpoints": {"enabled": "yes"}}"#);
+    let msg = fx.load(&Overrides::default()).unwrap_err().to_string();
+    assert!(msg.contains("checkpoints.enabled"), "{msg}");
+}

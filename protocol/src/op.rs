@@ -108,6 +108,10 @@ pub enum ApprovalMode {
     /// Ask before edits and shell commands.
     #[default]
     Default,
+    /// What undo can take back runs unasked: edits, and shell commands the OS sandbox keeps
+    /// inside the workspace without network. Only while undo (checkpoints) is on; escalations
+    /// and protected paths are still asked. Without undo it asks like `default`.
+    Auto,
     /// Edits are approved; shell commands are still asked.
     AutoEdit,
     /// Never ask.
@@ -118,10 +122,11 @@ pub enum ApprovalMode {
 }
 
 impl ApprovalMode {
-    /// The wire and settings name (`default`, `auto-edit`, `yolo`, `plan`).
+    /// The wire and settings name (`default`, `auto`, `auto-edit`, `yolo`, `plan`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Default => "default",
+            Self::Auto => "auto",
             Self::AutoEdit => "auto-edit",
             Self::Yolo => "yolo",
             Self::Plan => "plan",
@@ -132,6 +137,7 @@ impl ApprovalMode {
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "default" => Some(Self::Default),
+            "auto" => Some(Self::Auto),
             "auto-edit" | "auto_edit" | "autoEdit" => Some(Self::AutoEdit),
             "yolo" => Some(Self::Yolo),
             "plan" => Some(Self::Plan),

@@ -94,8 +94,13 @@ pub enum ApprovalNeed {
     None,
     /// A file edit: approved automatically in `auto-edit` and `yolo`.
     Edit(ApprovalPreview),
-    /// A command: approved automatically only in `yolo`.
+    /// A command: approved automatically only in `yolo` (and, when the core finds it only
+    /// reads, in every mode but `plan`).
     Execute(ApprovalPreview),
+    /// A shell command the OS sandbox confines (writes only in the workspace and temp dirs, no
+    /// network): like [`Self::Execute`], and also approved automatically in `auto` while undo
+    /// can take its changes back.
+    Sandboxed(ApprovalPreview),
     /// Asked in every approval mode, `yolo` included, with `reason` shown on the request
     /// (e.g. the shell sandbox could not be set up, so the command would run unconfined).
     Escalated {
@@ -144,6 +149,11 @@ pub trait Tool: Send + Sync {
     /// (a `task` whose agent type only reads runs beside other read-only calls).
     fn mutates_call(&self, _args: &Value) -> bool {
         self.mutates()
+    }
+    /// The web host the call reaches (`docs.rs`), lower-case, for tools that reach one: the
+    /// core asks, remembers "always" and matches `tool(domain:...)` rules per domain.
+    fn domain(&self, _args: &Value) -> Option<String> {
+        None
     }
     /// Whether plan mode offers and runs it: tools that change nothing, and planning aids.
     fn allowed_in_plan_mode(&self) -> bool {

@@ -171,7 +171,10 @@ impl Tool for RunShellCommand {
                                 .to_owned(),
                         }
                     }
-                    Ok(_) => ApprovalNeed::Execute(preview),
+                    Ok(_) if ctx.shell.sandbox == SandboxLevel::Off => {
+                        ApprovalNeed::Execute(preview)
+                    }
+                    Ok(_) => ApprovalNeed::Sandboxed(preview),
                     Err(why) => ApprovalNeed::Escalated {
                         preview,
                         reason: format!(

@@ -191,14 +191,14 @@ async fn an_already_cancelled_call_runs_nothing() {
 }
 
 #[tokio::test]
-async fn shell_commands_need_execute_approval_and_valid_arguments() {
+async fn confined_shell_commands_need_sandboxed_approval_and_valid_arguments() {
     let ws = Workspace::new();
     let ctx = ws.ctx();
     assert_eq!(
         RunShellCommand
             .approval(&json!({"command": "cargo test"}), &ctx)
             .await,
-        ApprovalNeed::Execute(ApprovalPreview::Command {
+        ApprovalNeed::Sandboxed(ApprovalPreview::Command {
             command: "cargo test".to_owned()
         })
     );

@@ -392,7 +392,8 @@ fn web_fetch_is_a_builtin_fetch_tool_titled_by_domain() {
     assert_eq!(tool.kind(), corvid_protocol::ToolKind::Fetch);
     let display = tool.display(&json!({"url": "https://docs.rs/url/latest/url/"}), &ctx());
     assert_eq!(display.title, "Fetch docs.rs");
-    assert!(!tool.allowed_in_plan_mode());
+    // Offered in plan mode; the core refuses it there unless a rule allows its domain.
+    assert!(tool.allowed_in_plan_mode());
 }
 
 #[test]
@@ -454,4 +455,29 @@ fn a_session_tool_replaces_the_builtin_web_fetch_in_place() {
     let got = registry.get("web_fetch").unwrap();
     let session_dyn: Arc<dyn Tool> = session;
     assert!(Arc::ptr_eq(&got, &session_dyn));
+}
+
+#[tokio::test]
+async fn a_prompt_is_handed_to_the_core_with_the_page_and_never_served_from_another_calls_cache() {
+    let port = serve(vec![(
+        "/doc",
+        Reply::Page("text/plain", "the answer is 42".into()),
+    )])
+    .await;
+    let tool = WebFetch::new(allow(&[format!("127.0.0.1:{port}")]), resolver(&[]));
+    let url = format!("http://127.0.0.1:{port}/doc");
+    let first = tool
+        .execute(json!({"url": url, "prompt": "what is the answer?"}), ctx())
+        .await
+        .unwrap();
+    assert_eq!(first.raw["prompt"], json!("what is the answer?"));
+    assert!(first.text.contains("the answer is 42"));
+    // The cached page carries no prompt of its own: each call brings its own.
+    let second = tool.execute(json!({"url": url}), ctx()).await.unwrap();
+    assert_eq!(second.raw.get("prompt"), None);
+    let third = tool
+        .execute(json!({"url": url, "prompt": "another"}), ctx())
+        .await
+        .unwrap();
+    assert_eq!(third.raw["prompt"], json!("another"));
 }

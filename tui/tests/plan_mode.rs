@@ -37,7 +37,7 @@ fn status_line(app: &App) -> String {
 fn shift_tab_cycles_through_plan_mode_and_the_status_line_shows_it() {
     let mut a = app(ApprovalMode::Default);
     let mut seen = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..4 {
         let actions = shift_tab(&mut a);
         let [Action::Submit(Op::SetApprovalMode { mode })] = actions.as_slice() else {
             panic!("expected one mode switch, got {actions:?}");
@@ -52,6 +52,7 @@ fn shift_tab_cycles_through_plan_mode_and_the_status_line_shows_it() {
     assert_eq!(
         seen,
         vec![
+            ApprovalMode::Auto,
             ApprovalMode::AutoEdit,
             ApprovalMode::Plan,
             ApprovalMode::Default

@@ -68,7 +68,7 @@ async fn the_official_client_switches_modes_through_the_config_option_and_the_le
         (
             &json!("mode"),
             &json!("default"),
-            vec!["default", "auto-edit", "yolo", "plan"]
+            vec!["default", "auto", "auto-edit", "yolo", "plan"]
         )
     );
     assert_eq!(created["modes"]["currentModeId"], json!("default"));

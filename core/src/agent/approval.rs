@@ -1,8 +1,11 @@
 //! Whether a call may run. In order: a failed plan refuses; a deny rule or a remembered
 //! "reject always" refuses without asking; an escalated call is asked in every mode; a call
 //! touching a protected path is asked in every mode but `yolo` (only an "always" given for
-//! that very file skips the question); otherwise the mode, an allow rule or a remembered
-//! "allow always" (or a PreToolUse hook's `allow`) lets it run, and anything left is asked.
+//! that very file skips the question); in `plan`, only an allow rule, a remembered "always"
+//! or a hook lets it run and the rest is refused unasked; otherwise the mode (see
+//! `policy::unasked`: read-only
+//! commands, and in `auto` what undo can take back), an allow rule or a remembered "allow
+//! always" (or a PreToolUse hook's `allow`) lets it run, and anything left is asked.
 
 use std::path::PathBuf;
 
@@ -13,9 +16,19 @@ use corvid_tools::{ApprovalNeed, Tool};
 
 use super::session::{TaskCtx, lock};
 use crate::policy::path_pattern::touched;
+use crate::policy::read_only::reads_only;
 use crate::policy::rules::{Rule, Subject};
 use crate::policy::scope::{Reach, Scope};
 use crate::policy::shell_words::CommandLine;
+use crate::policy::unasked::{Call, Confinement, mode_allows, protected_in_command};
+
+/// What the tool's plan says the call is, before the mode decides.
+#[derive(Clone, Copy)]
+enum Kind {
+    Edit,
+    Run(Confinement),
+    Other,
+}
 
 /// The decision on one call.
 pub(super) enum Approval {
@@ -37,23 +50,34 @@ pub(super) async fn approve(
     hook_allows: bool,
 ) -> Approval {
     let mode = *lock(&ctx.shared.approval_mode);
-    let (preview, automatic, escalation) = match need {
+    let policy = &ctx.stat.policy;
+    let (preview, kind, escalation) = match need {
         // Nothing to approve, but a deny rule (`read_file(.env)`) still applies.
-        ApprovalNeed::None => (None, true, None),
+        ApprovalNeed::None => (None, Kind::Other, None),
         ApprovalNeed::Refuse(err) => return Approval::DeniedUnasked(err.message),
-        // Named modes, not `!= Default`: a new mode (plan) must not approve edits by accident.
-        ApprovalNeed::Edit(preview) => (
-            Some(preview),
-            matches!(mode, ApprovalMode::AutoEdit | ApprovalMode::Yolo),
-            None,
-        ),
-        ApprovalNeed::Execute(preview) => (Some(preview), mode == ApprovalMode::Yolo, None),
-        ApprovalNeed::Escalated { preview, reason } => (Some(preview), false, Some(reason)),
+        ApprovalNeed::Edit(preview) => (Some(preview), Kind::Edit, None),
+        ApprovalNeed::Execute(preview) => (Some(preview), Kind::Run(Confinement::Unconfined), None),
+        ApprovalNeed::Sandboxed(preview) => {
+            (Some(preview), Kind::Run(Confinement::Sandboxed), None)
+        }
+        ApprovalNeed::Escalated { preview, reason } => (Some(preview), Kind::Other, Some(reason)),
     };
     let command = match &preview {
         Some(ApprovalPreview::Command { command }) => Some(CommandLine::parse(command)),
         _ => None,
     };
+    // Only the built-in shell's commands are judged by their words; an MCP tool cannot pass
+    // for one by previewing a command.
+    let builtin = matches!(tool.provenance(), Provenance::Builtin);
+    let call_kind = match (kind, &command) {
+        (Kind::Edit, _) => Call::Edit,
+        (Kind::Run(confinement), Some(line)) if builtin => Call::Command {
+            confinement,
+            reads_only: reads_only(line, &ctx.stat.cwd),
+        },
+        _ => Call::Other,
+    };
+    let automatic = mode_allows(mode, call_kind, policy.undo);
     let file = match &preview {
         Some(ApprovalPreview::Diff(diff)) => Some(diff.path.clone()),
         _ => None,
@@ -64,10 +88,12 @@ pub(super) async fn approve(
         .chain(display.locations.iter().map(|l| l.path.clone()))
         .collect();
     let paths = touched(&ctx.stat.cwd, &named);
+    let domain = tool.domain(&call.args);
     let subject = Subject {
         tool: tool.name(),
         command: command.as_ref(),
         file: file.as_deref(),
+        domain: domain.as_deref(),
         paths: &paths,
     };
     let server = match tool.provenance() {
@@ -75,7 +101,6 @@ pub(super) async fn approve(
         Provenance::Builtin | Provenance::Subagent => None,
     };
     let server = server.as_deref();
-    let policy = &ctx.stat.policy;
     if let Some(rule) = policy.rules.denying(&subject) {
         return Approval::DeniedUnasked(denied_message(call, rule));
     }
@@ -91,14 +116,31 @@ pub(super) async fn approve(
     }
     let protected = match mode {
         ApprovalMode::Yolo => None,
-        ApprovalMode::Default | ApprovalMode::AutoEdit | ApprovalMode::Plan => {
-            policy.protected.reason(&paths)
-        }
+        ApprovalMode::Default
+        | ApprovalMode::Auto
+        | ApprovalMode::AutoEdit
+        | ApprovalMode::Plan => policy.protected.reason(&paths),
     };
     if let Some(reason) = protected {
         if lock(&ctx.shared.remembered).allows(&subject, Reach::ThisFileOnly) {
             return Approval::Granted { asked: false };
         }
+        return ask(ctx, call, display, preview, Some(reason), &subject, server).await;
+    }
+    // What `auto` lets run unasked must not change a protected path either: the sandbox
+    // keeps only the built-in names read-only, not the user's `tools.protectedPaths`.
+    let unasked_write = automatic
+        && mode == ApprovalMode::Auto
+        && matches!(
+            call_kind,
+            Call::Command {
+                reads_only: false,
+                ..
+            }
+        );
+    if let (true, Some(line)) = (unasked_write, &command)
+        && let Some(reason) = protected_in_command(&policy.protected, &ctx.stat.cwd, line)
+    {
         return ask(ctx, call, display, preview, Some(reason), &subject, server).await;
     }
     let remembered = {
@@ -109,7 +151,24 @@ pub(super) async fn approve(
     if automatic || hook_allows || policy.rules.allow(&subject) || remembered {
         return Approval::Granted { asked: false };
     }
+    if mode == ApprovalMode::Plan {
+        // Plan mode asks only whether to leave it: what is not allowed already is refused.
+        return Approval::DeniedUnasked(plan_mode_message(call, subject.domain));
+    }
     ask(ctx, call, display, preview, None, &subject, server).await
+}
+
+fn plan_mode_message(call: &ToolCall, domain: Option<&str>) -> String {
+    let rule = match domain {
+        Some(domain) => format!("`{}(domain:{domain})`", call.name),
+        None => format!("`{}`", call.name),
+    };
+    format!(
+        "plan mode: this `{}` call needs approval, and plan mode asks nothing but whether to \
+         leave it, so it was refused; it did not run. Plan without it, or do it after the plan \
+         is approved (the user can also allow it with a tools.allow rule such as {rule}).",
+        call.name
+    )
 }
 
 /// Asks the user, remembers an "always" answer for the call's scope (or its MCP `server`),

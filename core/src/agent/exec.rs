@@ -232,7 +232,17 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
         feed.close();
     }
     let (status, output) = match result {
-        Ok(output) => (ToolStatus::Completed, output),
+        Ok(output) => (
+            ToolStatus::Completed,
+            crate::web_prompt::answer_if_over_budget(
+                ctx.stat.summaries.as_ref(),
+                ctx.stat.policy.result_budget,
+                output,
+                crate::web_prompt::PROMPT_TIMEOUT,
+                &ctx.cancel,
+            )
+            .await,
+        ),
         Err(err) => (ToolStatus::Failed, ToolOutput::text(err.message)),
     };
     let succeeded = status == ToolStatus::Completed;

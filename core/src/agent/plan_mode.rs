@@ -52,9 +52,10 @@ fn mode(ctx: &TaskCtx) -> ApprovalMode {
 fn offered(tool: &dyn Tool, mode: ApprovalMode) -> bool {
     match mode {
         ApprovalMode::Plan => tool.allowed_in_plan_mode(),
-        ApprovalMode::Default | ApprovalMode::AutoEdit | ApprovalMode::Yolo => {
-            tool.name() != EXIT_PLAN_MODE
-        }
+        ApprovalMode::Default
+        | ApprovalMode::Auto
+        | ApprovalMode::AutoEdit
+        | ApprovalMode::Yolo => tool.name() != EXIT_PLAN_MODE,
     }
 }
 
@@ -75,9 +76,10 @@ pub(super) fn system_prompt(ctx: &TaskCtx) -> String {
             };
             format!("{}{note}", ctx.stat.system_prompt)
         }
-        ApprovalMode::Default | ApprovalMode::AutoEdit | ApprovalMode::Yolo => {
-            ctx.stat.system_prompt.clone()
-        }
+        ApprovalMode::Default
+        | ApprovalMode::Auto
+        | ApprovalMode::AutoEdit
+        | ApprovalMode::Yolo => ctx.stat.system_prompt.clone(),
     }
 }
 
@@ -110,9 +112,10 @@ pub(super) fn refusal(ctx: &TaskCtx, tool: &dyn Tool) -> Option<String> {
     Some(match mode {
         ApprovalMode::Plan if can_leave(ctx) => REFUSED_IN_PLAN_MODE.to_owned(),
         ApprovalMode::Plan => CHILD_REFUSED_IN_PLAN_MODE.to_owned(),
-        ApprovalMode::Default | ApprovalMode::AutoEdit | ApprovalMode::Yolo => {
-            NOT_IN_PLAN_MODE.to_owned()
-        }
+        ApprovalMode::Default
+        | ApprovalMode::Auto
+        | ApprovalMode::AutoEdit
+        | ApprovalMode::Yolo => NOT_IN_PLAN_MODE.to_owned(),
     })
 }
 
@@ -134,7 +137,10 @@ pub(super) async fn decide(
             leave(ctx, call, display, preview, reason).await
         }
         ApprovalNeed::Refuse(err) => Approval::DeniedUnasked(err.message),
-        ApprovalNeed::None | ApprovalNeed::Edit(_) | ApprovalNeed::Execute(_) => {
+        ApprovalNeed::None
+        | ApprovalNeed::Edit(_)
+        | ApprovalNeed::Execute(_)
+        | ApprovalNeed::Sandboxed(_) => {
             Approval::DeniedUnasked("internal error: exit_plan_mode planned no question".into())
         }
     }

@@ -118,7 +118,8 @@ impl HookPayload {
 pub fn permission_mode(mode: ApprovalMode) -> &'static str {
     match mode {
         ApprovalMode::Default => "default",
-        ApprovalMode::AutoEdit => "acceptEdits",
+        // `auto` accepts edits too; its unasked sandboxed commands have no Claude word.
+        ApprovalMode::AutoEdit | ApprovalMode::Auto => "acceptEdits",
         ApprovalMode::Yolo => "bypassPermissions",
         ApprovalMode::Plan => "plan",
     }

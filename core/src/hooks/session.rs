@@ -183,7 +183,7 @@ pub fn gate_approval(decision: &Decision, need: ApprovalNeed, title: &str) -> (A
         (Decision::Ask(reason), need) => {
             let preview = match need {
                 ApprovalNeed::Refuse(err) => return (ApprovalNeed::Refuse(err), false),
-                ApprovalNeed::Edit(p) | ApprovalNeed::Execute(p) => p,
+                ApprovalNeed::Edit(p) | ApprovalNeed::Execute(p) | ApprovalNeed::Sandboxed(p) => p,
                 ApprovalNeed::Escalated { preview, .. } => preview,
                 ApprovalNeed::None => ApprovalPreview::Text {
                     text: title.to_owned(),

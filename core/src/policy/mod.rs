@@ -4,9 +4,11 @@
 
 pub mod path_pattern;
 pub mod protected;
+pub mod read_only;
 pub mod rules;
 pub mod scope;
 pub mod shell_words;
+pub mod unasked;
 
 /// The policies of one session, fixed when it starts (from settings, see
 /// [`crate::settings::agent_config`]).
@@ -38,6 +40,9 @@ pub struct SessionPolicy {
     /// The session's hooks (issue 27), loaded once at start; `None` when none are configured,
     /// so the loop does no work for them at all.
     pub hooks: Option<std::sync::Arc<crate::hooks::SessionHooks>>,
+    /// `checkpoints.enabled`: whether undo can take a turn's changes back, which lets the
+    /// `auto` approval mode run edits and sandboxed commands unasked.
+    pub undo: unasked::Undo,
 }
 
 /// Whether the model may hand self-contained jobs to child agents with the `task` tool.

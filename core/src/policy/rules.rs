@@ -5,7 +5,9 @@
 //! part of it. For a command tool the spec is a command prefix matched word by word
 //! (`run_shell_command(git status)` covers `git status --short`, not `git statusx`; a
 //! trailing `*` or `:*` is accepted and changes nothing). For a file tool it is a path pattern
-//! (`write_file(src/**)`, see [`super::path_pattern`]). Deny wins over allow.
+//! (`write_file(src/**)`, see [`super::path_pattern`]). For a tool that reaches a web host
+//! (`web_fetch`) it is `domain:HOST` (`web_fetch(domain:docs.rs)`), where `domain:*.HOST`
+//! also covers every subdomain; hosts match without regard to case. Deny wins over allow.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +22,8 @@ pub struct Subject<'a> {
     pub command: Option<&'a CommandLine>,
     /// The file an edit changes (the path of its diff), lexically absolute.
     pub file: Option<&'a Path>,
+    /// The web host the call reaches, lower-case (see `Tool::domain`).
+    pub domain: Option<&'a str>,
     /// Every spelling of every path the call names (see [`super::path_pattern::touched`]).
     pub paths: &'a [TouchedPath],
 }
@@ -47,6 +51,8 @@ enum Spec {
     Prefix(Vec<String>),
     /// A remembered command that no prefix may cover (it substitutes or redirects).
     Exact(String),
+    /// A web host, or with `subdomains` that host and every host under it.
+    Domain { host: String, subdomains: bool },
 }
 
 impl Rule {
@@ -83,6 +89,7 @@ impl Rule {
         let spec = match spec {
             None => Spec::Whole,
             Some("") => return Err("has empty parentheses; write the bare tool name".into()),
+            Some(spec) if spec.starts_with("domain:") => domain_spec(&spec["domain:".len()..])?,
             Some(spec) => {
                 let prefix = shell_words::split(spec).ok().map(|mut words| {
                     if words.last().is_some_and(|w| w == "*") {
@@ -128,6 +135,15 @@ impl Rule {
     pub(super) fn prefix(tool: &str, words: &[String]) -> Self {
         let source = format!("{tool}({})", words.join(" "));
         Self::remembered(tool, Spec::Prefix(words.to_vec()), source)
+    }
+
+    pub(super) fn domain(tool: &str, host: &str) -> Self {
+        let source = format!("{tool}(domain:{host})");
+        let spec = Spec::Domain {
+            host: host.to_ascii_lowercase(),
+            subdomains: false,
+        };
+        Self::remembered(tool, spec, source)
     }
 
     pub(super) fn exact(tool: &str, command: &str) -> Self {
@@ -203,9 +219,43 @@ impl Rule {
                 },
                 None,
             ) => s.paths.iter().any(|p| pattern.matches(p)),
+            (Spec::Domain { .. }, None) => self.covers_domain(s.domain),
             _ => false,
         }
     }
+
+    /// Whether this is a domain rule covering `domain`.
+    fn covers_domain(&self, domain: Option<&str>) -> bool {
+        let (Spec::Domain { host, subdomains }, Some(domain)) = (&self.spec, domain) else {
+            return false;
+        };
+        let domain = domain.trim_end_matches('.').to_ascii_lowercase();
+        domain == *host
+            || (*subdomains
+                && domain
+                    .strip_suffix(host.as_str())
+                    .is_some_and(|rest| rest.ends_with('.')))
+    }
+}
+
+/// The spec after `domain:`: `docs.rs`, or `*.docs.rs` for it and its subdomains.
+fn domain_spec(text: &str) -> Result<Spec, String> {
+    let text = text.trim().trim_end_matches('.').to_ascii_lowercase();
+    let (host, subdomains) = match text.strip_prefix("*.") {
+        Some(host) => (host.to_owned(), true),
+        None => (text, false),
+    };
+    let valid = !host.is_empty()
+        && host.chars().all(|c| {
+            c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '[' || c == ']' || c == ':'
+        });
+    if !valid {
+        return Err(format!(
+            "has `domain:{host}`, which is not a host name (write `domain:docs.rs`, or \
+             `domain:*.docs.rs` for it and its subdomains)"
+        ));
+    }
+    Ok(Spec::Domain { host, subdomains })
 }
 
 /// Whether `rules` together allow the call: each part of a command needs a prefix (and the
@@ -214,6 +264,9 @@ pub(super) fn allows<'r>(rules: impl Iterator<Item = &'r Rule> + Clone, s: &Subj
     let mine = rules.filter(|r| r.names(s.tool));
     if mine.clone().any(|r| matches!(r.spec, Spec::Whole)) {
         return true;
+    }
+    if s.domain.is_some() {
+        return mine.clone().any(|r| r.covers_domain(s.domain));
     }
     if let Some(command) = s.command {
         let exact = mine
@@ -292,6 +345,7 @@ mod tests {
             tool: "run_shell_command",
             command: Some(line),
             file: None,
+            domain: None,
             paths: &[],
         }
     }
@@ -323,6 +377,7 @@ mod tests {
             tool,
             command: None,
             file: None,
+            domain: None,
             paths: &[],
         };
         let rules = PermissionRules::new(
@@ -343,6 +398,7 @@ mod tests {
             tool,
             command: None,
             file: None,
+            domain: None,
             paths: &[],
         };
         let rules = PermissionRules::new(&["mcp__github".into()], &["mcp__git".into()]).unwrap();
@@ -351,6 +407,43 @@ mod tests {
         assert!(!rules.allow(&call("mcp__gitlab__create_issue")));
         assert!(rules.denying(&call("mcp__git__log")).is_some());
         assert!(rules.denying(&call("mcp__github__create_issue")).is_none());
+    }
+
+    #[test]
+    fn domain_rules_cover_their_host_and_with_a_star_its_subdomains() {
+        let fetch = |domain| Subject {
+            tool: "web_fetch",
+            command: None,
+            file: None,
+            domain: Some(domain),
+            paths: &[],
+        };
+        let rules = PermissionRules::new(
+            &[
+                "web_fetch(domain:docs.rs)".into(),
+                "web_fetch(domain:*.Rust-Lang.org)".into(),
+            ],
+            &["web_fetch(domain:EVIL.example)".into()],
+        )
+        .unwrap();
+        assert!(rules.allow(&fetch("docs.rs")));
+        assert!(!rules.allow(&fetch("sub.docs.rs")));
+        assert!(!rules.allow(&fetch("evildocs.rs")));
+        assert!(!rules.allow(&fetch("docs.rs.evil.example")));
+        assert!(rules.allow(&fetch("doc.rust-lang.org")));
+        assert!(rules.allow(&fetch("rust-lang.org")));
+        assert!(!rules.allow(&fetch("notrust-lang.org")));
+        assert!(rules.denying(&fetch("evil.example")).is_some());
+        assert!(rules.denying(&fetch("docs.rs")).is_none());
+        // A domain rule covers no call without a domain, and a domain call no other rule.
+        let shell_line = CommandLine::parse("docs.rs");
+        assert!(!rules.allow(&shell(&shell_line)));
+        assert_eq!(
+            PermissionRules::new(&["web_fetch(domain:)".into()], &[]).unwrap_err(),
+            "`tools.allow` entry `web_fetch(domain:)` has `domain:`, which is not a host name \
+             (write `domain:docs.rs`, or `domain:*.docs.rs` for it and its subdomains)"
+        );
+        assert!(PermissionRules::new(&["web_fetch(domain:a b)".into()], &[]).is_err());
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //!
 //! A command is remembered by the prefixes of its parts (`cargo test`; `ls && cargo test` by
 //! both), or, when no prefix may cover it (a substitution, a file redirection), as that exact
-//! command line. An edit is remembered for its file only (not its folder). Any other call
-//! (no command, no file) for the whole tool.
+//! command line. An edit is remembered for its file only (not its folder), a web call for its
+//! host only. Any other call (no command, no file, no host) for the whole tool.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +20,8 @@ pub enum Scope {
     Prefixes(Vec<Vec<String>>),
     /// This exact command line.
     Exact(String),
+    /// Calls reaching this web host (not its subdomains).
+    Domain(String),
 }
 
 impl Scope {
@@ -31,9 +33,10 @@ impl Scope {
                 None => Self::Exact(command.raw().to_owned()),
             };
         }
-        match s.file {
-            Some(file) => Self::File(file.to_owned()),
-            None => Self::Tool,
+        match (s.file, s.domain) {
+            (Some(file), _) => Self::File(file.to_owned()),
+            (None, Some(domain)) => Self::Domain(domain.to_owned()),
+            (None, None) => Self::Tool,
         }
     }
 
@@ -53,6 +56,7 @@ impl Scope {
                     .join(", "),
             ),
             Self::Exact(command) => Some(shortened(command)),
+            Self::Domain(domain) => Some(domain.clone()),
         }
     }
 
@@ -62,6 +66,7 @@ impl Scope {
             Self::File(path) => vec![Rule::file(tool, path)],
             Self::Prefixes(prefixes) => prefixes.iter().map(|p| Rule::prefix(tool, p)).collect(),
             Self::Exact(command) => vec![Rule::exact(tool, command)],
+            Self::Domain(domain) => vec![Rule::domain(tool, domain)],
         }
     }
 }

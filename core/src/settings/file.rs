@@ -62,6 +62,8 @@ pub(super) struct Partial {
     pub web_allow_private: Option<Vec<String>>,
     /// Whether the file has a `telemetry` block (user-level only; the binary reads it).
     pub telemetry: bool,
+    /// `checkpoints.enabled`: whether undo is available (it gates the `auto` mode).
+    pub checkpoints_enabled: Option<bool>,
 }
 
 impl Partial {
@@ -127,6 +129,7 @@ impl Partial {
         over(&mut self.mcp_max_tools, higher.mcp_max_tools);
         over(&mut self.max_result_tokens, higher.max_result_tokens);
         over(&mut self.web_allow_private, higher.web_allow_private);
+        over(&mut self.checkpoints_enabled, higher.checkpoints_enabled);
         over(&mut self.context_file_names, higher.context_file_names);
     }
 
@@ -213,6 +216,9 @@ impl Partial {
         s.context.file_names = self.context_file_names;
         if let Some(list) = self.web_allow_private {
             s.web.allow_private = list;
+        }
+        if let Some(v) = self.checkpoints_enabled {
+            s.checkpoints.enabled = v;
         }
         s
     }
@@ -347,6 +353,17 @@ impl Validator<'_> {
                                 self.out.web_allow_private = Some(list);
                             }
                             _ => self.unknown(&format!("web.{k}")),
+                        }
+                    }
+                }
+                "checkpoints" => {
+                    for (k, v) in self.section("checkpoints", value)? {
+                        match k.as_str() {
+                            "enabled" => {
+                                self.out.checkpoints_enabled =
+                                    self.boolean("checkpoints.enabled", v)?
+                            }
+                            _ => self.unknown(&format!("checkpoints.{k}")),
                         }
                     }
                 }
@@ -491,7 +508,11 @@ impl Validator<'_> {
                     self.out.approval_mode = match self.string(&key, v)? {
                         None => None,
                         Some(s) => Some(ApprovalMode::parse(&s).ok_or_else(|| {
-                            self.invalid(&key, &s, "`default`, `auto-edit`, `yolo` or `plan`")
+                            self.invalid(
+                                &key,
+                                &s,
+                                "`default`, `auto`, `auto-edit`, `yolo` or `plan`",
+                            )
                         })?),
                     };
                 }

@@ -89,6 +89,8 @@ pub struct Settings {
     pub context: ContextSettings,
     /// `web.*`: the web tools.
     pub web: WebSettings,
+    /// `checkpoints.*`: undo.
+    pub checkpoints: CheckpointSettings,
     /// The project folder and which of its own configuration files apply; agent files (and
     /// later hooks and commands) are read through it.
     pub project: ProjectTrust,
@@ -243,6 +245,20 @@ pub struct WebSettings {
     pub allow_private: Vec<String>,
 }
 
+/// `checkpoints.*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckpointSettings {
+    /// `checkpoints.enabled` (default true): whether turns can be undone, which the `auto`
+    /// approval mode relies on.
+    pub enabled: bool,
+}
+
+impl Default for CheckpointSettings {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
+}
+
 /// `retry.*`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetrySettings {
@@ -290,6 +306,7 @@ impl Default for Settings {
             mcp: McpSettings::default(),
             context: ContextSettings::default(),
             web: WebSettings::default(),
+            checkpoints: CheckpointSettings::default(),
             project: ProjectTrust::default(),
         }
     }

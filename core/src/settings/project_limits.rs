@@ -217,13 +217,16 @@ fn fast_spec(p: &mut Partial) -> Option<&mut FastModelSpec> {
     }
 }
 
-/// How much an approval mode lets run unasked: `plan` < `default` < `auto-edit` < `yolo`.
+/// How much an approval mode lets run unasked: `plan` < `default` < `auto-edit` < `auto` <
+/// `yolo` (`auto` adds sandboxed commands to `auto-edit`'s edits, so a project may not pick it
+/// over a user's `auto-edit`).
 fn approval_permissiveness(mode: ApprovalMode) -> u8 {
     match mode {
         ApprovalMode::Plan => 0,
         ApprovalMode::Default => 1,
         ApprovalMode::AutoEdit => 2,
-        ApprovalMode::Yolo => 3,
+        ApprovalMode::Auto => 3,
+        ApprovalMode::Yolo => 4,
     }
 }
 

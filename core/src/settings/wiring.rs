@@ -262,6 +262,7 @@ fn approval_policy(
         recorded_secrets: RecordedSecrets::default(),
         // Set by `agent_config`, which knows the settings files.
         hooks: None,
+        undo: crate::policy::unasked::Undo::from_enabled(settings.checkpoints.enabled),
     })
 }
 

@@ -123,11 +123,20 @@ pub fn workspace_config(
 
 /// The built-in tools with the shell replaced by [`FakeShell`].
 pub fn tools_with_fake_shell(ran: &Ran) -> corvid_tools::ToolRegistry {
+    tools_with_shell(ran, false)
+}
+
+/// The built-in tools with the shell replaced by a [`FakeShell`] whose commands the sandbox
+/// confines (`confined`) or not.
+pub fn tools_with_shell(ran: &Ran, confined: bool) -> corvid_tools::ToolRegistry {
     let mut tools: Vec<Arc<dyn Tool>> = corvid_tools::builtin_tools()
         .iter()
         .filter(|t| t.name() != "run_shell_command")
         .collect();
-    tools.push(Arc::new(FakeShell { ran: ran.clone() }));
+    tools.push(Arc::new(FakeShell {
+        ran: ran.clone(),
+        confined,
+    }));
     corvid_tools::ToolRegistry::new(tools)
 }
 
@@ -158,6 +167,8 @@ impl Ran {
 /// A `run_shell_command` look-alike that previews its command and only records it.
 pub struct FakeShell {
     pub ran: Ran,
+    /// Plans its commands as sandboxed ([`ApprovalNeed::Sandboxed`]).
+    pub confined: bool,
 }
 
 impl Tool for FakeShell {
@@ -187,8 +198,15 @@ impl Tool for FakeShell {
         }
     }
     fn approval(&self, args: &Value, _ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
-        let command = command_of(args);
-        Box::pin(async move { ApprovalNeed::Execute(ApprovalPreview::Command { command }) })
+        let preview = ApprovalPreview::Command {
+            command: command_of(args),
+        };
+        let need = if self.confined {
+            ApprovalNeed::Sandboxed(preview)
+        } else {
+            ApprovalNeed::Execute(preview)
+        };
+        Box::pin(async move { need })
     }
     fn execute(
         &self,

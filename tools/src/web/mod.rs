@@ -77,6 +77,10 @@ struct Args {
     url: String,
     #[serde(default)]
     format: Format,
+    /// What the model wants from the page: when the page is over the result budget, the core
+    /// has the fast model answer it from the page instead of cutting the page.
+    #[serde(default)]
+    prompt: Option<String>,
 }
 
 /// The domain shown on cards and approvals (`docs.rs`), or the text given when it is no URL.
@@ -108,7 +112,8 @@ impl Tool for WebFetch {
             "type": "object",
             "properties": {
                 "url": {"type": "string", "description": "The absolute http(s) URL to fetch."},
-                "format": {"type": "string", "enum": ["markdown", "text", "raw"], "description": "How to return the page (default markdown)."}
+                "format": {"type": "string", "enum": ["markdown", "text", "raw"], "description": "How to return the page (default markdown)."},
+                "prompt": {"type": "string", "description": "What you want from the page. When the page is too long to return whole, a fast model answers this from it instead."}
             },
             "required": ["url"],
             "additionalProperties": false
@@ -123,9 +128,16 @@ impl Tool for WebFetch {
         false
     }
 
-    /// A fetch sends data out (in its URL), so plan mode does not run it.
+    /// Offered in plan mode, where the core refuses it unasked unless a rule or an earlier
+    /// "always" allows its domain: a fetch sends data out (in its URL).
     fn allowed_in_plan_mode(&self) -> bool {
-        false
+        true
+    }
+
+    fn domain(&self, args: &Value) -> Option<String> {
+        let url = Url::parse(args.get("url")?.as_str()?.trim()).ok()?;
+        let host = url.host_str()?.trim_end_matches('.').to_ascii_lowercase();
+        (!host.is_empty()).then_some(host)
     }
 
     fn display(&self, args: &Value, _ctx: &ToolContext) -> ToolDisplay {
@@ -156,7 +168,7 @@ impl Tool for WebFetch {
             let args: Args = parse_args("web_fetch", &args)?;
             let key = (args.url.trim().to_owned(), args.format);
             if let Some(hit) = cached(&cache, &key) {
-                return Ok(hit);
+                return Ok(with_prompt(hit, args.prompt));
             }
             let url = Url::parse(args.url.trim())
                 .map_err(|e| ToolError::new(format!("`{}` is not a URL: {e}", args.url)))?;
@@ -178,10 +190,19 @@ impl Tool for WebFetch {
                 ..ToolOutput::default()
             };
             remember(&cache, key, &output);
-            Ok(output)
+            Ok(with_prompt(output, args.prompt))
         }
         .boxed()
     }
+}
+
+/// Marks the output with the call's prompt (`raw.prompt`), which the core answers from a
+/// page over the budget; the cache keeps pages without it, since prompts differ.
+fn with_prompt(mut output: ToolOutput, prompt: Option<String>) -> ToolOutput {
+    if let (Some(prompt), Some(raw)) = (prompt, output.raw.as_object_mut()) {
+        raw.insert("prompt".to_owned(), Value::String(prompt));
+    }
+    output
 }
 
 /// The cached output for `key` if it is fresh.

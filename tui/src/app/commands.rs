@@ -49,7 +49,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("/quit", "", "exit"),
 ];
 
-const KEYS_HELP: &str = "Keys: enter send (queued while a task runs) · shift+enter, ctrl+j or \\+enter newline · up/down rows, then history · ctrl+r search history · esc or ctrl+c cancel · esc esc clear · ctrl+c twice exit · shift+tab mode (default, auto-edit, plan) · ctrl+s send into the running task · ctrl+o transcript (every diff and output; esc closes) · ctrl+l clear screen · ctrl+g or ctrl+x ctrl+e edit in $EDITOR
+const KEYS_HELP: &str = "Keys: enter send (queued while a task runs) · shift+enter, ctrl+j or \\+enter newline · up/down rows, then history · ctrl+r search history · esc or ctrl+c cancel · esc esc clear · ctrl+c twice exit · shift+tab mode (default, auto, auto-edit, plan) · ctrl+s send into the running task · ctrl+o transcript (every diff and output; esc closes) · ctrl+l clear screen · ctrl+g or ctrl+x ctrl+e edit in $EDITOR
 Editing: ctrl+a/e line start/end · ctrl+w, alt+backspace cut word · ctrl+k cut to end · ctrl+u cut to start · ctrl+y paste cut · alt+b/f, ctrl+←/→ word moves";
 
 /// `/help`: the commands, then the keys.

@@ -22,6 +22,8 @@ pub(super) struct Scan {
 pub(super) struct Part {
     pub words: Vec<Word>,
     pub plain: bool,
+    /// The files its `<` redirections read.
+    pub reads: Vec<Word>,
     /// It has a redirection (so it is not an empty command even without words).
     redirected: bool,
 }
@@ -265,9 +267,11 @@ impl Lexer {
         let plain = match op {
             // Reading a file, but not bash's `/dev/tcp/host/port` (a connection).
             "<" => {
-                target.word.exact
+                let reads = target.word.exact
                     && !target.word.text.contains("dev/tcp")
-                    && !target.word.text.contains("dev/udp")
+                    && !target.word.text.contains("dev/udp");
+                self.part.reads.push(target.word.clone());
+                reads
             }
             // `>&2`, `2>&1`, `>&-`, `3>&1-`: descriptors. Anything else after `>&` is a file
             // (bash takes `>&2x` for `&>2x`), after `<&` an error.

@@ -28,6 +28,8 @@ pub struct CommandLine {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SimpleCommand {
     words: Vec<Word>,
+    /// The files its `<` redirections read (taken out of `words`).
+    reads: Vec<Word>,
     /// A prefix may vouch for it (no file redirection, here-document, assignment, keyword).
     plain: bool,
 }
@@ -75,6 +77,7 @@ impl CommandLine {
                 let plain = part.plain && plain_words(&part.words);
                 SimpleCommand {
                     words: part.words,
+                    reads: part.reads,
                     plain,
                 }
             })
@@ -153,7 +156,16 @@ impl CommandLine {
         false
     }
 
-    fn prefix_safe(&self) -> bool {
+    /// Every word of the line split at whitespace and shell metacharacters, quotes dropped:
+    /// what a check that must err towards finding a path (redirection targets included)
+    /// looks at.
+    pub fn loose_words(&self) -> Vec<String> {
+        loose_words(&self.raw)
+    }
+
+    /// Whether the line is fully modelled and every part is plain (no substitution, file
+    /// redirection, here-document, assignment or keyword anywhere).
+    pub fn prefix_safe(&self) -> bool {
         !self.opaque && !self.parts.is_empty() && self.parts.iter().all(|p| p.plain)
     }
 }
@@ -162,6 +174,11 @@ impl SimpleCommand {
     /// The words, program first.
     pub fn words(&self) -> &[Word] {
         &self.words
+    }
+
+    /// The files its `<` redirections read.
+    pub fn reads(&self) -> &[Word] {
+        &self.reads
     }
 
     /// Whether a prefix rule may vouch for this command (given its line is not opaque).
