@@ -22,6 +22,7 @@
 mod approval;
 mod attempt;
 mod bulk;
+mod command;
 mod compact;
 mod exec;
 mod ids;

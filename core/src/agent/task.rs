@@ -48,6 +48,17 @@ pub(super) async fn run_task(
         task_id: ctx.task_id.clone(),
         prompt: prompt.clone(),
     });
+    run_prompt(ctx, state, prompt, images, context).await;
+}
+
+/// The task for `prompt` once its `TaskStarted` is out (a custom command expands first).
+pub(super) async fn run_prompt(
+    ctx: TaskCtx,
+    state: &mut SessionState,
+    prompt: String,
+    images: Vec<ImageData>,
+    context: Vec<String>,
+) {
     let summaries = SummaryTracker::new();
     let mut context = context;
     if let Some(hooks) = &ctx.stat.policy.hooks {

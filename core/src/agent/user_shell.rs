@@ -93,7 +93,12 @@ pub(super) async fn run_job(ctx: TaskCtx, state: &mut SessionState, op: Op) {
             prompt,
             images,
             context,
-        } => run_task(ctx, state, prompt, images, context).await,
+        } => match super::command::invoked(&ctx, &prompt) {
+            Some(command) => {
+                super::command::run_command(ctx, state, prompt, command, images, context).await;
+            }
+            None => run_task(ctx, state, prompt, images, context).await,
+        },
         Op::UserShell { command } => run_user_shell(ctx, state, command).await,
         Op::Compact => super::compact::run_compaction_task(ctx, state).await,
         _ => {}

@@ -38,6 +38,9 @@ pub struct SessionPolicy {
     /// The session's hooks (issue 27), loaded once at start; `None` when none are configured,
     /// so the loop does no work for them at all.
     pub hooks: Option<std::sync::Arc<crate::hooks::SessionHooks>>,
+    /// Custom commands and skills (issue 29): a prompt `/name args` naming one is expanded;
+    /// `None` in sessions without them.
+    pub commands: Option<std::sync::Arc<crate::commands::Library>>,
 }
 
 /// Whether the model may hand self-contained jobs to child agents with the `task` tool.
