@@ -222,6 +222,12 @@ pub fn invocation(prompt: &str) -> Option<(&str, &str)> {
     valid.then(|| (name, rest[end..].trim()))
 }
 
+/// Arguments already split (a command line's) as one typed string: each quoted as a shell
+/// would need, so a command that splits them again gets the same words.
+pub fn join_args(args: &[String]) -> String {
+    shell_words::join(args)
+}
+
 /// The commands and skills of one session: where to look, the project's trust, and the
 /// skills the model loaded (re-attached after a compaction). Files are read again on each
 /// use, so a command added while corvid runs works at once.
@@ -241,6 +247,16 @@ impl Library {
             trust,
             loaded: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The library of a session in `cwd` with `settings` (their project folder and trust).
+    pub fn for_settings(
+        settings: &crate::settings::Settings,
+        env: impl Fn(&str) -> Option<String>,
+        cwd: &Path,
+    ) -> Arc<Self> {
+        let roots = Roots::discover(cwd, settings.project.folder.as_deref(), env);
+        Self::new(roots, settings.project.clone())
     }
 
     /// Every command: built-ins, then the user's files, then the project's, then the

@@ -179,8 +179,7 @@ fn commands_library(
     Arc<crate::commands::Library>,
     Option<(String, Option<String>)>,
 ) {
-    let roots = crate::commands::Roots::discover(cwd, settings.project.folder.as_deref(), env);
-    let library = crate::commands::Library::new(roots, settings.project.clone());
+    let library = crate::commands::Library::for_settings(settings, env, cwd);
     let skills = library.skills();
     let window = settings.model.context_window.unwrap_or_else(|| {
         crate::context::window::known_window(model)
