@@ -42,6 +42,8 @@ pub(crate) struct Session {
     /// Where command answers go, framed as the agent's own text.
     mapper: Mapper,
     cx: ConnectionTo<Client>,
+    /// Custom commands and skills, advertised with `available_commands_update`.
+    pub(crate) commands: Option<Arc<corvid_core::commands::Library>>,
 }
 
 /// What handlers and the pump both touch. Never held across an await.
@@ -71,6 +73,8 @@ pub(crate) struct Start {
     /// The provider's models as known when the session is answered (cached or fresh), and
     /// the fresh listing still on its way.
     pub listed: CurrentModels,
+    /// The session's custom commands and skills, listed to the client (issue 29).
+    pub commands: Option<Arc<corvid_core::commands::Library>>,
 }
 
 /// The prompt being answered: its responder, its cancellation, its usage so far.
@@ -122,6 +126,7 @@ impl Session {
                 state,
                 mapper,
                 cx,
+                commands: start.commands,
             }
         })
     }
