@@ -514,6 +514,14 @@ async fn the_skill_tool_loads_the_body_and_a_bundled_file_outside_the_workspace(
         )
     );
     assert_eq!(library.loaded(), vec!["pdf-processing".to_owned()]);
+    // What a compaction's summary carries on, so the loaded skill is not lost with its turn.
+    assert_eq!(
+        library.reattached().unwrap(),
+        format!(
+            "Skills loaded earlier in this conversation (their instructions still apply):\n{}",
+            loaded.text
+        )
+    );
     let script = tool
         .execute(
             serde_json::json!({"name": "pdf-processing", "file": "scripts/extract.py"}),

@@ -138,6 +138,7 @@ fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) ->
         });
     }
     let tools = config.tools.clone();
+    let commands = config.policy.commands.clone();
     let hook = Arc::new(OnceLock::new());
     tokio::spawn(session::run_session(
         config,
@@ -150,6 +151,7 @@ fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) ->
         session_id,
         instructions: instructions.files,
         tools,
+        commands,
         ops: OpSender { tx: op_tx },
         events: EventReceiver { rx: ev_rx, hook },
     }
@@ -165,6 +167,7 @@ pub struct AgentHandle {
     session_id: String,
     instructions: Vec<crate::context::instructions::InstructionsFile>,
     tools: corvid_tools::ToolRegistry,
+    commands: Option<Arc<crate::commands::Library>>,
     ops: OpSender,
     events: EventReceiver,
 }
@@ -178,6 +181,11 @@ impl AgentHandle {
     /// The session's tools, for what the front end shows of them (`/mcp`).
     pub fn tools(&self) -> &corvid_tools::ToolRegistry {
         &self.tools
+    }
+
+    /// The session's custom commands and skills (for `/help` and `/skills`).
+    pub fn commands(&self) -> Option<&Arc<crate::commands::Library>> {
+        self.commands.as_ref()
     }
 
     /// The instructions files loaded into the system prompt at start (for `/memory`).

@@ -297,6 +297,27 @@ impl Library {
             .clone()
     }
 
+    /// The latest loaded skills (at most three), as they are re-attached to the summary of
+    /// a compacted conversation; `None` when none was loaded.
+    pub fn reattached(&self) -> Option<String> {
+        let loaded = self.loaded();
+        let skills = self.skills();
+        let texts: Vec<String> = loaded
+            .iter()
+            .rev()
+            .take(3)
+            .rev()
+            .filter_map(|name| skills.skills.iter().find(|s| &s.name == name))
+            .map(|skill| skill_tool::render(skill, &skill.other_files()))
+            .collect();
+        (!texts.is_empty()).then(|| {
+            format!(
+                "Skills loaded earlier in this conversation (their instructions still apply):\n{}",
+                texts.join("\n\n")
+            )
+        })
+    }
+
     /// The working folder relative paths resolve in.
     pub fn cwd(&self) -> &Path {
         &self.roots.cwd

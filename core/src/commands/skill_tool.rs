@@ -146,7 +146,7 @@ fn load(library: &Library, args: &Value) -> Result<ToolOutput, ToolError> {
 }
 
 /// What the model gets for a loaded skill.
-pub(super) fn render(skill: &super::Skill, files: &[std::path::PathBuf]) -> String {
+pub(crate) fn render(skill: &super::Skill, files: &[std::path::PathBuf]) -> String {
     let mut out = format!(
         "<skill name=\"{}\" folder=\"{}\">\n{}\n</skill>",
         skill.name,
