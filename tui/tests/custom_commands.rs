@@ -69,7 +69,7 @@ fn a_custom_command_is_submitted_as_typed_and_help_and_skills_list_them() {
     app.command("/help");
     let help = last_info(&app);
     assert!(
-        help.contains("/review FILE     Review a file (project-claude)"),
+        help.contains("/review FILE    Review a file (project-claude)"),
         "{help}"
     );
     assert!(
