@@ -3,7 +3,14 @@
 //! instead of reaching the model.
 
 use corvid_core::models::ModelChoice;
+use std::sync::Arc;
+
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::{Client, Error};
+use corvid_core::commands::Library;
 use corvid_protocol::Op;
+
+use crate::session::Session;
 
 use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, SessionId,
@@ -49,9 +56,15 @@ pub(crate) fn parse(prompt: &str) -> Option<Command> {
     }
 }
 
-/// The `available_commands_update` for a session (names without the slash, as ACP wants).
-pub(crate) fn available(session_id: SessionId) -> SessionNotification {
-    let commands = vec![
+/// How often a session's command and skill folders are looked at for changes.
+const WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The `available_commands_update` for a session (names without the slash, as ACP wants):
+/// the built-in commands, then every custom command and user-invocable skill of `library`
+/// with its description and `argument-hint` (an editor sends them back as `/name args`,
+/// which the agent expands).
+pub(crate) fn available(session_id: SessionId, library: Option<&Library>) -> SessionNotification {
+    let mut commands = vec![
         AvailableCommand::new("stats", "Token usage per prompt id, turns and tool calls"),
         AvailableCommand::new("clear", "Start a fresh conversation in this session"),
         AvailableCommand::new(
@@ -68,10 +81,59 @@ pub(crate) fn available(session_id: SessionId) -> SessionNotification {
             ),
         )),
     ];
+    let builtin = ["stats", "clear", "compress", "compact", "model"];
+    if let Some(library) = library {
+        for command in library.commands().commands {
+            if builtin.contains(&command.name.as_str()) {
+                continue;
+            }
+            let mut available = AvailableCommand::new(command.name.clone(), command.description);
+            if let Some(hint) = command.argument_hint {
+                available = available.input(AvailableCommandInput::Unstructured(
+                    UnstructuredCommandInput::new(hint),
+                ));
+            }
+            commands.push(available);
+        }
+    }
     SessionNotification::new(
         session_id,
         SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(commands)),
     )
+}
+
+/// Sends a session's command list, then again whenever a command or skill file changes
+/// (while the session lives).
+pub(crate) fn announce(
+    session: Option<Arc<Session>>,
+    session_id: SessionId,
+    cx: &ConnectionTo<Client>,
+) -> Result<(), Error> {
+    let library = session.as_ref().and_then(|s| s.commands.clone());
+    cx.send_notification(available(session_id.clone(), library.as_deref()))?;
+    let (Some(library), Some(session)) = (library, session) else {
+        return Ok(());
+    };
+    let session = Arc::downgrade(&session);
+    let cx = cx.clone();
+    tokio::spawn(async move {
+        let mut seen = library.fingerprint();
+        loop {
+            tokio::time::sleep(WATCH_INTERVAL).await;
+            if session.upgrade().is_none() {
+                return;
+            }
+            let now = library.fingerprint();
+            if now != seen {
+                seen = now;
+                let update = available(session_id.clone(), Some(&library));
+                if cx.send_notification(update).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    Ok(())
 }
 
 #[cfg(test)]

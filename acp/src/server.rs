@@ -129,7 +129,7 @@ pub(crate) async fn serve(
                         let id = response.session_id.clone();
                         responder.respond(response)?;
                         offer_provider_models(&s3, &id);
-                        cx.send_notification(commands::available(id))
+                        commands::announce(s3.session(&id).ok(), id, &cx)
                     }
                     Err(e) => responder.respond_with_error(e),
                 }
@@ -147,7 +147,7 @@ pub(crate) async fn serve(
                     Ok(response) => {
                         responder.respond(response)?;
                         offer_provider_models(&s7, &id);
-                        cx.send_notification(commands::available(id))
+                        commands::announce(s7.session(&id).ok(), id, &cx)
                     }
                     Err(e) => responder.respond_with_error(e),
                 }
@@ -171,7 +171,7 @@ pub(crate) async fn serve(
                                 .config_options(loaded.config_options),
                         )?;
                         offer_provider_models(&s10, &id);
-                        cx.send_notification(commands::available(id))
+                        commands::announce(s10.session(&id).ok(), id, &cx)
                     }
                     Err(e) => responder.respond_with_error(e),
                 }
@@ -286,6 +286,7 @@ async fn new_session(
         stats: UsageStats::default(),
         listed: listed_models(server, &config).await,
         efforts: Efforts::new(config.provider.clone()),
+        commands: config.policy.commands.clone(),
     };
     let handle = match server.factory.session_store() {
         Some(store) => {

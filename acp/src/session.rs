@@ -42,6 +42,8 @@ pub(crate) struct Session {
     /// Where command answers go, framed as the agent's own text.
     mapper: Mapper,
     cx: ConnectionTo<Client>,
+    /// Custom commands and skills, advertised with `available_commands_update`.
+    pub(crate) commands: Option<Arc<corvid_core::commands::Library>>,
 }
 
 /// What handlers and the pump both touch. Never held across an await.
@@ -77,6 +79,8 @@ pub(crate) struct Start {
     pub listed: CurrentModels,
     /// The session provider's reasoning efforts.
     pub efforts: Efforts,
+    /// The session's custom commands and skills, listed to the client (issue 29).
+    pub commands: Option<Arc<corvid_core::commands::Library>>,
 }
 
 impl State {
@@ -145,6 +149,7 @@ impl Session {
                 state,
                 mapper,
                 cx,
+                commands: start.commands,
             }
         })
     }

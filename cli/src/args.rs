@@ -125,6 +125,11 @@ pub enum Command {
         #[command(subcommand)]
         command: McpCommand,
     },
+    /// Custom commands (`.claude/commands`, `.gemini/commands`, Codex prompts...) and skills.
+    Commands {
+        #[command(subcommand)]
+        command: CommandsCommand,
+    },
     /// Hooks from the settings (Claude Code's `hooks` format).
     Hooks {
         #[command(subcommand)]
@@ -154,6 +159,21 @@ pub enum SessionsCommand {
 pub enum McpCommand {
     /// Starts every configured server and shows its status, tools and errors.
     List,
+}
+
+/// `corvid commands ...`
+#[derive(Debug, Subcommand)]
+pub enum CommandsCommand {
+    /// Every command with its source file, and what was left out.
+    List,
+    /// The prompt `/NAME ARGS...` would send, without running anything.
+    Show {
+        /// The command's name (`review`, `git:commit`, or `origin:name`).
+        name: String,
+        /// The arguments, as typed after the name.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 /// `corvid hooks ...`

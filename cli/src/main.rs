@@ -8,6 +8,7 @@
 
 mod acp_factory;
 mod args;
+mod commands_cmd;
 mod headless;
 mod hooks_cmd;
 mod logging;
@@ -26,7 +27,9 @@ use std::time::Duration;
 
 use clap::Parser;
 
-use crate::args::{Cli, Command, DebugCommand, HooksCommand, McpCommand, SessionsCommand};
+use crate::args::{
+    Cli, Command, CommandsCommand, DebugCommand, HooksCommand, McpCommand, SessionsCommand,
+};
 use crate::wiring::{ConfigError, Setup};
 
 /// A usage or configuration error.
@@ -110,6 +113,23 @@ async fn run(cli: Cli) -> ExitCode {
         return match mcp_cmd::list(&setup, &mut std::io::stdout().lock()).await {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::FAILURE,
+            Err(e) => config_error(&e),
+        };
+    }
+    if let Some(Command::Commands { command }) = &cli.command {
+        let setup = match Setup::load(&cli) {
+            Ok(setup) => setup,
+            Err(e) => return config_error(&e),
+        };
+        let mut out = std::io::stdout().lock();
+        let done = match command {
+            CommandsCommand::List => commands_cmd::list(&setup, &mut out),
+            CommandsCommand::Show { name, args } => {
+                commands_cmd::show(&setup, name, args, &mut out)
+            }
+        };
+        return match done {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => config_error(&e),
         };
     }

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod agents;
 pub mod attach;
+pub mod commands;
 pub mod context;
 pub mod hooks;
 pub mod images;

@@ -125,6 +125,8 @@ pub struct App {
     pub instructions: Vec<InstructionsFile>,
     /// The session's tools, for `/mcp`.
     pub tools: corvid_tools::ToolRegistry,
+    /// Custom commands and skills, for `/help`, `/skills` and running `/name args`.
+    pub commands: Option<std::sync::Arc<corvid_core::commands::Library>>,
 }
 
 impl App {
@@ -166,6 +168,7 @@ impl App {
             mentions: crate::mention::Mentions::new(std::env::current_dir().unwrap_or_default()),
             instructions: Vec::new(),
             tools: corvid_tools::ToolRegistry::default(),
+            commands: None,
         }
     }
 

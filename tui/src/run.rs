@@ -47,6 +47,7 @@ struct Agent {
     session_id: String,
     instructions: Vec<InstructionsFile>,
     tools: ToolRegistry,
+    commands: Option<std::sync::Arc<corvid_core::commands::Library>>,
     sender: OpSender,
     events: EventReceiver,
 }
@@ -56,11 +57,13 @@ impl Agent {
         let session_id = handle.session_id().to_owned();
         let instructions = handle.instructions().to_vec();
         let tools = handle.tools().clone();
+        let commands = handle.commands().cloned();
         let (sender, events) = handle.split();
         Self {
             session_id,
             instructions,
             tools,
+            commands,
             sender,
             events,
         }
@@ -177,6 +180,7 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
     app.session_id.clone_from(&agent.session_id);
     app.instructions.clone_from(&agent.instructions);
     app.tools.clone_from(&agent.tools);
+    app.commands.clone_from(&agent.commands);
     if !options.transcript.is_empty() {
         app.on_resumed(&agent.session_id, &options.transcript);
     }
@@ -386,6 +390,8 @@ fn resume(
             *agent = Agent::new(resumed.handle);
             app.instructions.clone_from(&agent.instructions);
             app.tools.clone_from(&agent.tools);
+            app.commands.clone_from(&agent.commands);
+            app.commands.clone_from(&agent.commands);
             app.on_resumed(&agent.session_id, &resumed.transcript);
             true
         }

@@ -94,6 +94,7 @@ pub(super) async fn load_session(
             .config_options(session.config_options()));
     }
     let other_models = config.fallback_model.iter().cloned().collect();
+    let commands = config.policy.commands.clone();
     let listed = listed_models(server, &config).await;
     let efforts = corvid_core::models::Efforts::new(config.provider.clone());
     let resumed = spawn_resumed(config, &store, &loaded).map_err(|e| load_error(&id, e))?;
@@ -108,6 +109,7 @@ pub(super) async fn load_session(
         stats: UsageStats::default(),
         listed,
         efforts,
+        commands,
     };
     for event in &resumed.transcript {
         start.stats.observe(event);

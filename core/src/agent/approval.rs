@@ -148,7 +148,8 @@ pub(super) async fn approve(
         remembered.allows(&subject, Reach::Any)
             || server.is_some_and(|s| remembered.allows_server(s))
     };
-    if automatic || hook_allows || policy.rules.allow(&subject) || remembered {
+    let granted = lock(&ctx.shared.prompt_grants).allow(&subject);
+    if automatic || hook_allows || policy.rules.allow(&subject) || remembered || granted {
         return Approval::Granted { asked: false };
     }
     if mode == ApprovalMode::Plan {

@@ -140,6 +140,17 @@ async fn compact_history(
     }
     let kept = &state.history[split..];
     let kept_messages = u32::try_from(kept.len()).unwrap_or(u32::MAX);
+    let summary = match ctx
+        .stat
+        .policy
+        .commands
+        .as_ref()
+        .and_then(|l| l.reattached())
+    {
+        // The skills the model loaded would be lost with the turns that loaded them.
+        Some(skills) => format!("{summary}\n\n{skills}"),
+        None => summary,
+    };
     let history = compacted_history(&summary, kept);
     // `/compress` on a short conversation can produce a summary longer than what it replaces:
     // keep the history then, and say so.

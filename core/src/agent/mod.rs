@@ -22,6 +22,7 @@
 mod approval;
 mod attempt;
 mod bulk;
+mod command;
 mod compact;
 mod exec;
 mod ids;
@@ -138,6 +139,7 @@ fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) ->
         });
     }
     let tools = config.tools.clone();
+    let commands = config.policy.commands.clone();
     let hook = Arc::new(OnceLock::new());
     crate::telemetry::session_started();
     tokio::spawn(session::run_session(
@@ -151,6 +153,7 @@ fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) ->
         session_id,
         instructions: instructions.files,
         tools,
+        commands,
         ops: OpSender { tx: op_tx },
         events: EventReceiver { rx: ev_rx, hook },
     }
@@ -166,6 +169,7 @@ pub struct AgentHandle {
     session_id: String,
     instructions: Vec<crate::context::instructions::InstructionsFile>,
     tools: corvid_tools::ToolRegistry,
+    commands: Option<Arc<crate::commands::Library>>,
     ops: OpSender,
     events: EventReceiver,
 }
@@ -179,6 +183,11 @@ impl AgentHandle {
     /// The session's tools, for what the front end shows of them (`/mcp`).
     pub fn tools(&self) -> &corvid_tools::ToolRegistry {
         &self.tools
+    }
+
+    /// The session's custom commands and skills (for `/help` and `/skills`).
+    pub fn commands(&self) -> Option<&Arc<crate::commands::Library>> {
+        self.commands.as_ref()
     }
 
     /// The instructions files loaded into the system prompt at start (for `/memory`).

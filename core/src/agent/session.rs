@@ -69,6 +69,8 @@ pub(super) struct Shared {
     /// The `task` call a subagent runs for: its approvals wait under
     /// [`subagent_call_id`], the id front ends answer a child's request with.
     approval_scope: Option<String>,
+    /// Rules a custom command's `allowed-tools` grants while its prompt runs (issue 29).
+    pub prompt_grants: Mutex<crate::policy::rules::PermissionRules>,
 }
 
 #[derive(Default)]
@@ -90,6 +92,7 @@ impl Shared {
             batches_started: Default::default(),
             steers: Default::default(),
             approval_scope: None,
+            prompt_grants: Mutex::default(),
         }
     }
 
@@ -106,6 +109,7 @@ impl Shared {
             batches_started: Default::default(),
             steers: Default::default(),
             approval_scope: Some(parent_call_id.to_owned()),
+            prompt_grants: Mutex::default(),
         }
     }
 

@@ -53,6 +53,18 @@ pub(super) async fn run_task(
         task_id: ctx.task_id.clone(),
         prompt: prompt.clone(),
     });
+    run_prompt(ctx, state, prompt, images, context, span).await;
+}
+
+/// The task for `prompt` once its `TaskStarted` is out (a custom command expands first).
+pub(super) async fn run_prompt(
+    ctx: TaskCtx,
+    state: &mut SessionState,
+    prompt: String,
+    images: Vec<ImageData>,
+    context: Vec<String>,
+    span: tracing::Span,
+) {
     let summaries = SummaryTracker::new();
     let (stop_reason, error) = prompt_turns(&ctx, state, prompt, images, context, &summaries)
         .instrument(span.clone())

@@ -95,7 +95,13 @@ pub(super) async fn run_job(ctx: TaskCtx, state: &mut SessionState, op: Op, span
             prompt,
             images,
             context,
-        } => run_task(ctx, state, prompt, images, context, span).await,
+        } => match super::command::invoked(&ctx, &prompt) {
+            Some(command) => {
+                let run = super::command::run_command;
+                run(ctx, state, prompt, command, images, context, span).await;
+            }
+            None => run_task(ctx, state, prompt, images, context, span).await,
+        },
         Op::UserShell { command } => run_user_shell(ctx, state, command).instrument(span).await,
         Op::Compact => super::compact::run_compaction_task(ctx, state, span).await,
         _ => {}

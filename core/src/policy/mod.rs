@@ -43,6 +43,9 @@ pub struct SessionPolicy {
     /// `checkpoints.enabled`: whether undo can take a turn's changes back, which lets the
     /// `auto` approval mode run edits and sandboxed commands unasked.
     pub undo: unasked::Undo,
+    /// Custom commands and skills (issue 29): a prompt `/name args` naming one is expanded;
+    /// `None` in sessions without them.
+    pub commands: Option<std::sync::Arc<crate::commands::Library>>,
 }
 
 /// Whether the model may hand self-contained jobs to child agents with the `task` tool.

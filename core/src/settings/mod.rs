@@ -20,7 +20,7 @@ use corvid_protocol::ApprovalMode;
 
 pub use mcp::McpSettings;
 pub use project::{SettingsFiles, grant_folders};
-pub(crate) use project::{is_own_folder, open_regular};
+pub(crate) use project::{is_own_folder, open_regular, project_search_dirs};
 pub use provider::{
     DEMO_FAST_MODEL, DEMO_MODEL, ResolvedModel, Secret, resolve_fast_model, resolve_provider,
 };

@@ -85,6 +85,13 @@ impl SettingsFiles {
             {
                 files.push(ConfigFile::new(&path, &content));
             }
+            let env = |name: &str| match name {
+                super::CORVID_HOME_ENV => corvid_home.map(|h| h.display().to_string()),
+                _ => super::process_env(name),
+            };
+            for (path, content) in crate::commands::project_command_files(folder, env) {
+                files.push(ConfigFile::new(&path, &content));
+            }
         }
         files
     }
@@ -156,7 +163,7 @@ pub fn grant_folders(
 /// The folders that may hold the project file, nearest first: `cwd` up to the repository
 /// root, or `cwd` alone outside a repository; never `$HOME` (unless it is `cwd`) or above,
 /// and never a parent that is not safely the user's own ([`is_own_folder`]).
-fn project_search_dirs<'a>(cwd: &'a Path, home: Option<&Path>) -> Vec<&'a Path> {
+pub(crate) fn project_search_dirs<'a>(cwd: &'a Path, home: Option<&Path>) -> Vec<&'a Path> {
     let mut dirs = Vec::new();
     for dir in cwd.ancestors() {
         if dir != cwd && (home.is_some_and(|h| h.starts_with(dir)) || !is_own_folder(dir)) {

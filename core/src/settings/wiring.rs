@@ -136,13 +136,25 @@ pub fn agent_config(
     if let Some(servers) = super::mcp::start(&settings.mcp, policy.shell.env.clone(), cwd)? {
         tools = tools.with_source(Arc::new(servers));
     }
+    let (library, skills) = commands_library(settings, &env, cwd, &main.model);
+    let mut system_prompt = instructions.append_to(default_system_prompt(cwd));
+    if let Some((listing, warning)) = skills {
+        system_prompt.push_str("\n\n");
+        system_prompt.push_str(&listing);
+        tools = tools.with_tool(Arc::new(crate::commands::skill_tool::SkillTool::new(
+            library.clone(),
+        )));
+        instructions.warnings.extend(warning);
+    }
+    instructions.warnings.extend(library.commands().warnings);
+    policy.commands = Some(library);
     Ok(AgentConfig {
         session_id: session_id.to_owned(),
         provider,
         model: main.model,
         fallback_model: settings.model.fallback.clone(),
         max_output_tokens: settings.model.max_output_tokens,
-        system_prompt: instructions.append_to(default_system_prompt(cwd)),
+        system_prompt,
         instructions,
         cwd: cwd.to_owned(),
         tools,
@@ -158,6 +170,28 @@ pub fn agent_config(
         history: Vec::new(),
         policy,
     })
+}
+
+/// The session's commands and skills, and the skills' listing for the system prompt (with
+/// a warning when the budget cut some) when the model may load any.
+fn commands_library(
+    settings: &Settings,
+    env: impl Fn(&str) -> Option<String>,
+    cwd: &Path,
+    model: &str,
+) -> (
+    Arc<crate::commands::Library>,
+    Option<(String, Option<String>)>,
+) {
+    let library = crate::commands::Library::for_settings(settings, env, cwd);
+    let skills = library.skills();
+    let window = settings.model.context_window.unwrap_or_else(|| {
+        crate::context::window::known_window(model)
+            .unwrap_or(crate::context::window::DEFAULT_WINDOW)
+    });
+    // About 2% of the context window, at about 4 characters a token.
+    let budget = usize::try_from(window / 50 * 4).unwrap_or(usize::MAX);
+    (library, skills.listing(budget))
 }
 
 /// The configured MCP servers, started in the background (for `corvid mcp list`; sessions
@@ -263,6 +297,8 @@ fn approval_policy(
         // Set by `agent_config`, which knows the settings files.
         hooks: None,
         undo: crate::policy::unasked::Undo::from_enabled(settings.checkpoints.enabled),
+        // Set by `agent_config`, which knows the project.
+        commands: None,
     })
 }
 

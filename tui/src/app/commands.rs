@@ -1,5 +1,6 @@
 //! Slash commands: `/help`, `/stats`, `/clear`, `/resume` and the rest.
 
+use corvid_core::commands::Library;
 use corvid_core::context::instructions;
 use corvid_protocol::Op;
 
@@ -46,20 +47,77 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "",
         "start a fresh conversation: clears the screen and the model's history",
     ),
+    (
+        "/init",
+        "",
+        "study the repository and write or improve AGENTS.md",
+    ),
+    ("/skills", "", "the skills the model can load"),
     ("/quit", "", "exit"),
 ];
 
 const KEYS_HELP: &str = "Keys: enter send (queued while a task runs) · shift+enter, ctrl+j or \\+enter newline · up/down rows, then history · ctrl+r search history · esc or ctrl+c cancel · esc esc clear · ctrl+c twice exit · shift+tab mode (default, auto, auto-edit, plan) · ctrl+s send into the running task · ctrl+o transcript (every diff and output; esc closes) · ctrl+l clear screen · ctrl+g or ctrl+x ctrl+e edit in $EDITOR
 Editing: ctrl+a/e line start/end · ctrl+w, alt+backspace cut word · ctrl+k cut to end · ctrl+u cut to start · ctrl+y paste cut · alt+b/f, ctrl+←/→ word moves";
 
-/// `/help`: the commands, then the keys.
-fn help_text() -> String {
+/// `/help`: the commands, the custom commands and skills of `library`, then the keys.
+fn help_text(library: Option<&Library>) -> String {
     let mut out = String::from("Commands\n");
     for (name, arg, what) in COMMANDS {
         let usage = format!("{name} {arg}");
         out.push_str(&format!("{:<16}{what}\n", usage.trim_end()));
     }
+    let custom: Vec<_> = library
+        .map(|l| l.commands().commands)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| c.path.is_some())
+        .collect();
+    if !custom.is_empty() {
+        out.push_str("\nCustom commands and skills\n");
+        for command in custom {
+            let usage = format!(
+                "/{} {}",
+                command.name,
+                command.argument_hint.unwrap_or_default()
+            );
+            out.push_str(&format!(
+                "{:<16}{} ({})\n",
+                usage.trim_end(),
+                command.description,
+                command.origin
+            ));
+        }
+    }
     out.push_str(KEYS_HELP);
+    out
+}
+
+/// `/skills`: each skill with its description, who may run it, and its file.
+fn skills_text(library: Option<&Library>) -> String {
+    let set = library.map(|l| l.skills()).unwrap_or_default();
+    if set.skills.is_empty() && set.warnings.is_empty() {
+        return "No skills. Add a folder with a SKILL.md under .claude/skills/, .agents/skills/ \
+                or .corvid/skills/ (here or in your home folder)."
+            .to_owned();
+    }
+    let mut out = String::from("Skills\n");
+    for skill in &set.skills {
+        let who = match (skill.model_invocable, skill.user_invocable) {
+            (true, true) => "model and /name",
+            (true, false) => "model only",
+            (false, true) => "/name only",
+            (false, false) => "nobody",
+        };
+        out.push_str(&format!(
+            "{}: {} [{who}]\n    {}\n",
+            skill.name,
+            skill.description,
+            skill.path.display()
+        ));
+    }
+    for warning in &set.warnings {
+        out.push_str(&format!("warning: {warning}\n"));
+    }
     out
 }
 
@@ -77,7 +135,8 @@ impl App {
             app.chat.commit(HistoryCell::Notice(NoticeKind::Info, text));
         };
         match name {
-            "/help" => info(self, help_text()),
+            "/help" => info(self, help_text(self.commands.as_deref())),
+            "/skills" => info(self, skills_text(self.commands.as_deref())),
             "/stats" => {
                 let now = std::time::Instant::now();
                 let text = format!(
@@ -120,6 +179,12 @@ impl App {
             }
             "/quit" | "/exit" => return vec![Action::Quit],
             "/resume" => return self.open_picker(arg),
+            _ if self.is_custom(name) && self.chat.is_running() => self.notice(
+                NoticeKind::Warning,
+                format!("A task is running; {name} works between tasks"),
+            ),
+            // The core expands it (injections asked like any shell command).
+            _ if self.is_custom(name) => return vec![self.send_prompt(line.to_owned())],
             _ => self.chat.commit(HistoryCell::Notice(
                 NoticeKind::Warning,
                 format!("Unknown command {name} · /help lists the commands"),
@@ -155,6 +220,14 @@ impl App {
         }
         self.notice(NoticeKind::Info, text);
         actions
+    }
+
+    /// Whether `/name` is one of the session's custom commands or skills (or `/init`).
+    fn is_custom(&self, name: &str) -> bool {
+        let name = name.strip_prefix('/').unwrap_or(name);
+        self.commands
+            .as_ref()
+            .is_some_and(|l| l.commands().find(name).is_some())
     }
 
     /// `/view [compact|full]`: sets the display mode (alone: toggles it), like Ctrl+O.

@@ -388,7 +388,7 @@ impl App {
     }
 
     /// The operation for a prompt: `!command` runs it, anything else is a turn.
-    fn send_prompt(&mut self, prompt: String) -> Action {
+    pub(super) fn send_prompt(&mut self, prompt: String) -> Action {
         self.resumable = true;
         if let Some(command) = prompt.trim().strip_prefix('!') {
             return Action::Submit(Op::UserShell {
