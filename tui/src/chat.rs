@@ -328,6 +328,16 @@ impl ChatState {
                     t.tokens = t.tokens.saturating_add(usage.output_tokens);
                 }
             }
+            CoreEvent::Rewound {
+                turn,
+                scope,
+                report,
+                error,
+            } => {
+                self.flush_stream();
+                let text = report.describe(*turn, *scope, error.as_deref());
+                self.commit(HistoryCell::Notice(NoticeKind::Info, text));
+            }
             CoreEvent::Warning { message } => {
                 self.flush_stream();
                 self.commit(HistoryCell::Notice(NoticeKind::Warning, message.clone()));

@@ -28,6 +28,7 @@ mod ids;
 mod live_feed;
 mod plan_mode;
 mod prompt;
+mod rewind;
 mod schemas;
 mod session;
 mod subagent;

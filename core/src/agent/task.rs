@@ -70,6 +70,10 @@ pub(super) async fn run_task(
         }
         context.extend(outcome.context);
     }
+    if let Some(checkpoints) = &ctx.stat.policy.checkpoints {
+        let notices = checkpoints.turn_started(&prompt, state.history.len()).await;
+        warn_all(&ctx, notices);
+    }
     let model = lock(&ctx.shared.model).clone();
     match crate::images::user_message(prompt, context, images, &model, ctx.stat.policy.images) {
         Ok(message) => state.append(message),
@@ -79,7 +83,17 @@ pub(super) async fn run_task(
         }
     }
     let (stop_reason, error) = run_turns(&ctx, state, &summaries).await;
+    if let Some(checkpoints) = &ctx.stat.policy.checkpoints {
+        warn_all(&ctx, checkpoints.turn_finished().await);
+    }
     summaries.finish_task(&ctx, stop_reason, error);
+}
+
+/// Shows each checkpoint notice (a failure never stops the turn).
+pub(super) fn warn_all(ctx: &TaskCtx, notices: Vec<String>) {
+    for message in notices {
+        ctx.events.emit(CoreEvent::Warning { message });
+    }
 }
 
 /// Runs turns until the model stops calling tools (or the task must stop), on `state`.

@@ -38,6 +38,9 @@ pub struct SessionPolicy {
     /// The session's hooks (issue 27), loaded once at start; `None` when none are configured,
     /// so the loop does no work for them at all.
     pub hooks: Option<std::sync::Arc<crate::hooks::SessionHooks>>,
+    /// The session's checkpoints (issue 26); `None` when `checkpoints.enabled` is false or
+    /// they could not be opened (the session starts with a warning saying so).
+    pub checkpoints: Option<std::sync::Arc<crate::checkpoints::SessionCheckpoints>>,
 }
 
 /// Whether the model may hand self-contained jobs to child agents with the `task` tool.

@@ -8,6 +8,8 @@ use serde_json::{Map, Value};
 
 use super::{FastModelSetting, FastModelSpec, ProviderKind, Settings, SettingsError};
 
+mod checkpoints;
+
 /// The smallest `model.contextWindow` taken: below it no real conversation fits.
 const MIN_CONTEXT_WINDOW: u64 = 1_024;
 
@@ -59,6 +61,8 @@ pub(super) struct Partial {
     pub context_file_names: Option<Vec<String>>,
     /// `web.allowPrivate` (user-level only, see `project_limits`).
     pub web_allow_private: Option<Vec<String>>,
+    /// `checkpoints.*` (user-level only, see `project_limits`).
+    pub checkpoints: checkpoints::CheckpointsPartial,
 }
 
 impl Partial {
@@ -124,6 +128,7 @@ impl Partial {
         over(&mut self.max_result_tokens, higher.max_result_tokens);
         over(&mut self.web_allow_private, higher.web_allow_private);
         over(&mut self.context_file_names, higher.context_file_names);
+        self.checkpoints.merge(higher.checkpoints);
     }
 
     /// The defaults with every set value applied.
@@ -209,6 +214,7 @@ impl Partial {
         if let Some(list) = self.web_allow_private {
             s.web.allow_private = list;
         }
+        self.checkpoints.apply(&mut s.checkpoints);
         s
     }
 }
@@ -332,6 +338,7 @@ impl Validator<'_> {
                     }
                 }
                 "context" => self.context(value)?,
+                "checkpoints" => self.checkpoints(value)?,
                 "web" => {
                     for (k, v) in self.section("web", value)? {
                         match k.as_str() {

@@ -89,6 +89,8 @@ pub struct Settings {
     pub context: ContextSettings,
     /// `web.*`: the web tools.
     pub web: WebSettings,
+    /// `checkpoints.*`: undo of the agent's turns (issue 26).
+    pub checkpoints: crate::checkpoints::CheckpointSettings,
     /// The project folder and which of its own configuration files apply; agent files (and
     /// later hooks and commands) are read through it.
     pub project: ProjectTrust,
@@ -287,6 +289,7 @@ impl Default for Settings {
             mcp: McpSettings::default(),
             context: ContextSettings::default(),
             web: WebSettings::default(),
+            checkpoints: crate::checkpoints::CheckpointSettings::default(),
             project: ProjectTrust::default(),
         }
     }
