@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use corvid_checkpoint::{Options, SnapshotId, Store};
-use sha2::{Digest, Sha256};
 
 use journal::{Entry, Journal};
 pub use rewind::{CANNOT_UNDO, RewindPreview, TurnSummary};
@@ -64,27 +63,10 @@ pub enum CheckpointError {
     NoTurns,
 }
 
-/// The folder under `corvid_home` holding a project's checkpoints: a hash of the workspace's
-/// path (so two projects never share one), after the folder's name for people listing it.
+/// The folder under `corvid_home/checkpoints` holding a project's checkpoints: the same
+/// name as its sessions' folder, so the two are found together.
 pub fn project_key(workspace: &Path) -> String {
-    let canonical = workspace
-        .canonicalize()
-        .unwrap_or_else(|_| workspace.to_path_buf());
-    let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    let name: String = canonical
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
-        .take(40)
-        .collect();
-    if name.is_empty() {
-        hex
-    } else {
-        format!("{name}-{hex}")
-    }
+    crate::session::SessionStore::project_key(workspace)
 }
 
 /// Why a folder is not checkpointed at all: the user's home or the root would mean copying
