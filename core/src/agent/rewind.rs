@@ -41,18 +41,8 @@ pub(super) async fn rewind(
         if let Some(keep) = report.kept_messages {
             let kept: Vec<Message> = state.history.iter().take(keep as usize).cloned().collect();
             state.replace_history(Messages::from(kept));
-        } else if !report.restored.is_empty() {
-            // The model still remembers the undone turn: it must not trust what it read then.
-            let files: Vec<String> = report
-                .restored
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect();
-            state.append(Message::user_text(format!(
-                "[corvid] I rewound these files to how they were before turn {turn}; the \
-                 conversation was kept, so re-read them before relying on what you saw: {}",
-                files.join(", ")
-            )));
+        } else if let Some(note) = crate::checkpoints::restored_files_note(turn, &report) {
+            state.append(Message::user_text(note));
         }
     }
     events.emit(CoreEvent::Rewound {

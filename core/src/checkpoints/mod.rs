@@ -333,6 +333,24 @@ pub fn prune_project(
     enforce_budget(&mut store, max_bytes)
 }
 
+/// What the model is told after a code-only rewind: the conversation still holds the undone
+/// turn, so it must not trust what it read then.
+pub fn restored_files_note(turn: u32, report: &corvid_protocol::RewindReport) -> Option<String> {
+    if report.kept_messages.is_some() || report.restored.is_empty() {
+        return None;
+    }
+    let files: Vec<String> = report
+        .restored
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    Some(format!(
+        "[corvid] I rewound these files to how they were before turn {turn}; the conversation \
+         was kept, so re-read them before relying on what you saw: {}",
+        files.join(", ")
+    ))
+}
+
 fn first_line(prompt: &str) -> String {
     let line = prompt.lines().next().unwrap_or_default();
     line.chars().take(200).collect()
