@@ -116,7 +116,7 @@ fn run(setup: &Setup, args: &RewindArgs) -> Result<ExitCode, Failure> {
     }
     if !args.yes {
         if !json_out {
-            print!("{}", preview.to_text());
+            say(&preview.to_text());
         }
         if !confirm()? {
             eprintln!("corvid: nothing was rewound");
@@ -159,6 +159,13 @@ fn record(
     })
 }
 
+/// Writes to stdout; a closed pipe (`| head`) is not worth failing a finished rewind over.
+fn say(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
 fn confirm() -> Result<bool, Failure> {
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
@@ -167,8 +174,7 @@ fn confirm() -> Result<bool, Failure> {
                 .into(),
         ));
     }
-    print!("Rewind? [y/N] ");
-    let _ = std::io::stdout().flush();
+    say("Rewind? [y/N] ");
     let mut answer = String::new();
     stdin
         .lock()
@@ -191,12 +197,15 @@ fn print_result(
             "preview": preview,
             "report": report,
         });
-        println!("{value}");
+        say(&format!("{value}\n"));
         return;
     }
     match report {
-        Some(report) => println!("{}", report.describe(preview.turn, preview.scope, None)),
-        None => print!("{}", preview.to_text()),
+        Some(report) => say(&format!(
+            "{}\n",
+            report.describe(preview.turn, preview.scope, None)
+        )),
+        None => say(&preview.to_text()),
     }
 }
 
@@ -208,15 +217,15 @@ pub fn checkpoints(setup: &Setup, command: &CheckpointsCommand) -> Result<(), Co
         CheckpointsCommand::List => {
             let project = checkpoints::describe_project(&home, &setup.cwd)
                 .map_err(|e| ConfigError(e.to_string()))?;
-            println!("store: {}", project.dir.display());
-            println!(
-                "size: {} in {} checkpoints (budget `checkpoints.maxBytes`: {})",
+            say(&format!("store: {}\n", project.dir.display()));
+            say(&format!(
+                "size: {} in {} checkpoints (budget `checkpoints.maxBytes`: {})\n",
                 checkpoints::human_bytes(project.stored_bytes),
                 project.snapshots,
                 checkpoints::human_bytes(setup.settings.checkpoints.max_bytes)
-            );
+            ));
             for (id, turns) in &project.sessions {
-                println!("session {id}: {turns} undoable turn(s)");
+                say(&format!("session {id}: {turns} undoable turn(s)\n"));
             }
         }
         CheckpointsCommand::Prune { max_bytes } => {
@@ -224,11 +233,11 @@ pub fn checkpoints(setup: &Setup, command: &CheckpointsCommand) -> Result<(), Co
             match checkpoints::prune_project(&home, &setup.cwd, budget)
                 .map_err(|e| ConfigError(e.to_string()))?
             {
-                Some(notice) => println!("{notice}"),
-                None => println!(
-                    "nothing to prune: the store fits in {}",
+                Some(notice) => say(&format!("{notice}\n")),
+                None => say(&format!(
+                    "nothing to prune: the store fits in {}\n",
                     checkpoints::human_bytes(budget)
-                ),
+                )),
             }
         }
     }
