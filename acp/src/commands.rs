@@ -2,7 +2,7 @@
 //! advertised with `available_commands_update`, and a prompt starting with one runs it
 //! instead of reaching the model.
 
-use corvid_protocol::Op;
+use corvid_protocol::{Op, RewindScope};
 
 use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, SessionId,
@@ -17,6 +17,39 @@ pub(crate) enum Command {
     /// Runs as a task of the agent, answered like a prompt when it ends: compacting the
     /// conversation (`/compress`, or `/compact` as other agents call it).
     Task(Op),
+    /// `/undo` and `/rewind`: previewed, confirmed with `session/request_permission`, then
+    /// carried out by the agent (`crate::rewind`).
+    Rewind(RewindAsk),
+}
+
+/// What `/undo` or `/rewind` asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RewindAsk {
+    /// `/rewind` alone: the earlier turns, with what each changed.
+    List,
+    /// `/undo` (`turn` `None`: the last one, both), `/rewind N [code|conversation|both]`.
+    To {
+        turn: Option<u32>,
+        scope: RewindScope,
+    },
+}
+
+fn rewind_args(arg: &str) -> Option<RewindAsk> {
+    let mut words = arg.split_whitespace();
+    let turn = words.next()?.parse::<u32>().ok()?;
+    let scope = match words.next() {
+        None | Some("both") => RewindScope::Both,
+        Some("code") => RewindScope::Code,
+        Some("conversation") => RewindScope::Conversation,
+        Some(_) => return None,
+    };
+    if words.next().is_some() {
+        return None;
+    }
+    Some(RewindAsk::To {
+        turn: Some(turn),
+        scope,
+    })
 }
 
 /// A command the session answers at once.
@@ -41,6 +74,12 @@ pub(crate) fn parse(prompt: &str) -> Option<Command> {
         "/stats" if arg.is_empty() => Some(Command::Reply(Reply::Stats)),
         "/clear" if arg.is_empty() => Some(Command::Reply(Reply::Clear)),
         "/compress" | "/compact" if arg.is_empty() => Some(Command::Task(Op::Compact)),
+        "/undo" if arg.is_empty() => Some(Command::Rewind(RewindAsk::To {
+            turn: None,
+            scope: RewindScope::Both,
+        })),
+        "/rewind" if arg.is_empty() => Some(Command::Rewind(RewindAsk::List)),
+        "/rewind" => rewind_args(arg).map(Command::Rewind),
         "/model" if arg.is_empty() => Some(Command::Reply(Reply::Model(None))),
         "/model" if !arg.contains(char::is_whitespace) => {
             Some(Command::Reply(Reply::Model(Some(arg.into()))))
@@ -58,6 +97,17 @@ pub(crate) fn available(session_id: SessionId) -> SessionNotification {
             "compress",
             "Summarize the older conversation to free the context window",
         ),
+        AvailableCommand::new(
+            "undo",
+            "Undo the last turn: its file changes (shell commands included) and the conversation",
+        ),
+        AvailableCommand::new(
+            "rewind",
+            "List earlier turns, or go back to before turn N (code, conversation or both)",
+        )
+        .input(AvailableCommandInput::Unstructured(
+            UnstructuredCommandInput::new("N [code|conversation|both] (empty lists the turns)"),
+        )),
         AvailableCommand::new("model", "Show the model, or switch later turns to another").input(
             AvailableCommandInput::Unstructured(UnstructuredCommandInput::new(
                 "model name (empty shows the current one)",

@@ -38,10 +38,12 @@ pub(crate) struct Session {
     pub(crate) ops: OpSender,
     /// The provider's fresh model listing still on its way (`offer_provider_models`).
     later_models: Mutex<Option<LaterModels>>,
-    state: Arc<Mutex<State>>,
+    pub(crate) state: Arc<Mutex<State>>,
     /// Where command answers go, framed as the agent's own text.
-    mapper: Mapper,
-    cx: ConnectionTo<Client>,
+    pub(crate) mapper: Mapper,
+    pub(crate) cx: ConnectionTo<Client>,
+    /// The session's checkpoints, for `/undo` and `/rewind`.
+    pub(crate) checkpoints: Option<Arc<corvid_core::checkpoints::SessionCheckpoints>>,
 }
 
 /// What handlers and the pump both touch. Never held across an await.
@@ -71,6 +73,8 @@ pub(crate) struct Start {
     /// The provider's models as known when the session is answered (cached or fresh), and
     /// the fresh listing still on its way.
     pub listed: CurrentModels,
+    /// The session's checkpoints, for `/undo` and `/rewind` (`None` when off).
+    pub checkpoints: Option<Arc<corvid_core::checkpoints::SessionCheckpoints>>,
 }
 
 /// The prompt being answered: its responder, its cancellation, its usage so far.
@@ -122,6 +126,7 @@ impl Session {
                 state,
                 mapper,
                 cx,
+                checkpoints: start.checkpoints,
             }
         })
     }
@@ -151,6 +156,18 @@ impl Session {
         }
         let task = match commands::parse(&input.text) {
             Some(Command::Task(op)) => op,
+            Some(Command::Rewind(ask)) => {
+                let done = CancellationToken::new();
+                state.prompt = Some(ActivePrompt {
+                    responder,
+                    cancel: CancellationToken::new(),
+                    done: done.clone(),
+                    usage: Usage::default(),
+                });
+                drop(state);
+                crate::rewind::start(self, ask);
+                return Some(done);
+            }
             Some(Command::Reply(command)) => {
                 self.run_command(&mut state, command, responder);
                 return None;

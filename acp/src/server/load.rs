@@ -105,6 +105,7 @@ pub(super) async fn load_session(
         model: resumed.model.clone(),
         other_models,
         stats: UsageStats::default(),
+        checkpoints: None,
         listed,
     };
     for event in &resumed.transcript {

@@ -138,6 +138,7 @@ fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) ->
         });
     }
     let tools = config.tools.clone();
+    let checkpoints = config.policy.checkpoints.clone();
     let hook = Arc::new(OnceLock::new());
     tokio::spawn(session::run_session(
         config,
@@ -150,6 +151,7 @@ fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) ->
         session_id,
         instructions: instructions.files,
         tools,
+        checkpoints,
         ops: OpSender { tx: op_tx },
         events: EventReceiver { rx: ev_rx, hook },
     }
@@ -165,6 +167,7 @@ pub struct AgentHandle {
     session_id: String,
     instructions: Vec<crate::context::instructions::InstructionsFile>,
     tools: corvid_tools::ToolRegistry,
+    checkpoints: Option<Arc<crate::checkpoints::SessionCheckpoints>>,
     ops: OpSender,
     events: EventReceiver,
 }
@@ -183,6 +186,12 @@ impl AgentHandle {
     /// The instructions files loaded into the system prompt at start (for `/memory`).
     pub fn instructions(&self) -> &[crate::context::instructions::InstructionsFile] {
         &self.instructions
+    }
+
+    /// The session's checkpoints (`None` when off), for `/undo` and `/rewind`: list the
+    /// turns and preview a rewind here, then carry it out with [`Op::Rewind`].
+    pub fn checkpoints(&self) -> Option<Arc<crate::checkpoints::SessionCheckpoints>> {
+        self.checkpoints.clone()
     }
 
     /// Queues an operation for the agent.
