@@ -1,7 +1,8 @@
 //! One session's journal of checkpoints: which snapshot was taken before each user turn,
 //! before each mutating call in it, and when it ended, plus the rewinds that cut the
-//! conversation back. One JSON line per entry in `<store>/sessions/<session id>.jsonl`,
-//! appended, so a crash loses at most the line being written.
+//! conversation back. One JSON line per entry in `<store>/sessions/<session id>.turns` (not
+//! `.jsonl`: nothing must take it for a session recording), appended, so a crash loses at
+//! most the line being written.
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
@@ -63,7 +64,7 @@ impl Journal {
         plain.then(|| Journal {
             path: store_dir
                 .join("sessions")
-                .join(format!("{session_id}.jsonl")),
+                .join(format!("{session_id}.turns")),
         })
     }
 

@@ -280,7 +280,7 @@ fn journals(store_dir: &Path) -> Result<Vec<(String, Journal)>, CheckpointError>
     let mut out = Vec::new();
     for entry in read {
         let name = entry?.file_name().to_string_lossy().into_owned();
-        if let Some(id) = name.strip_suffix(".jsonl")
+        if let Some(id) = name.strip_suffix(".turns")
             && let Some(journal) = Journal::new(store_dir, id)
         {
             out.push((id.to_owned(), journal));
