@@ -8,7 +8,7 @@ use std::sync::Arc;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::{Client, Error};
 use corvid_core::commands::Library;
-use corvid_protocol::Op;
+use corvid_protocol::{Op, RewindScope};
 
 use crate::session::Session;
 
@@ -25,6 +25,39 @@ pub(crate) enum Command {
     /// Runs as a task of the agent, answered like a prompt when it ends: compacting the
     /// conversation (`/compress`, or `/compact` as other agents call it).
     Task(Op),
+    /// `/undo` and `/rewind`: previewed, confirmed with `session/request_permission`, then
+    /// carried out by the agent (`crate::rewind`).
+    Rewind(RewindAsk),
+}
+
+/// What `/undo` or `/rewind` asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RewindAsk {
+    /// `/rewind` alone: the earlier turns, with what each changed.
+    List,
+    /// `/undo` (`turn` `None`: the last one, both), `/rewind N [code|conversation|both]`.
+    To {
+        turn: Option<u32>,
+        scope: RewindScope,
+    },
+}
+
+fn rewind_args(arg: &str) -> Option<RewindAsk> {
+    let mut words = arg.split_whitespace();
+    let turn = words.next()?.parse::<u32>().ok()?;
+    let scope = match words.next() {
+        None | Some("both") => RewindScope::Both,
+        Some("code") => RewindScope::Code,
+        Some("conversation") => RewindScope::Conversation,
+        Some(_) => return None,
+    };
+    if words.next().is_some() {
+        return None;
+    }
+    Some(RewindAsk::To {
+        turn: Some(turn),
+        scope,
+    })
 }
 
 /// A command the session answers at once.
@@ -49,6 +82,12 @@ pub(crate) fn parse(prompt: &str) -> Option<Command> {
         "/stats" if arg.is_empty() => Some(Command::Reply(Reply::Stats)),
         "/clear" if arg.is_empty() => Some(Command::Reply(Reply::Clear)),
         "/compress" | "/compact" if arg.is_empty() => Some(Command::Task(Op::Compact)),
+        "/undo" if arg.is_empty() => Some(Command::Rewind(RewindAsk::To {
+            turn: None,
+            scope: RewindScope::Both,
+        })),
+        "/rewind" if arg.is_empty() => Some(Command::Rewind(RewindAsk::List)),
+        "/rewind" => rewind_args(arg).map(Command::Rewind),
         "/model" => ModelChoice::parse(arg)
             .ok()
             .map(|choice| Command::Reply(Reply::Model(choice))),
@@ -72,6 +111,17 @@ pub(crate) fn available(session_id: SessionId, library: Option<&Library>) -> Ses
             "Summarize the older conversation to free the context window",
         ),
         AvailableCommand::new(
+            "undo",
+            "Undo the last turn: its file changes (shell commands included) and the conversation",
+        ),
+        AvailableCommand::new(
+            "rewind",
+            "List earlier turns, or go back to before turn N (code, conversation or both)",
+        )
+        .input(AvailableCommandInput::Unstructured(
+            UnstructuredCommandInput::new("N [code|conversation|both] (empty lists the turns)"),
+        )),
+        AvailableCommand::new(
             "model",
             "Show the model, or switch later turns to another model or reasoning effort",
         )
@@ -81,7 +131,7 @@ pub(crate) fn available(session_id: SessionId, library: Option<&Library>) -> Ses
             ),
         )),
     ];
-    let builtin = ["stats", "clear", "compress", "compact", "model"];
+    let builtin = ["stats", "clear", "compress", "compact", "model", "undo", "rewind"];
     if let Some(library) = library {
         for command in library.commands().commands {
             if builtin.contains(&command.name.as_str()) {

@@ -329,6 +329,22 @@ impl Pump {
             CoreEvent::TaskFinished {
                 stop_reason, error, ..
             } => self.enqueue_action(Outgoing::Finish { stop_reason, error }),
+            // `/undo` and `/rewind` (crate::rewind) end here: what was done is the answer.
+            CoreEvent::Rewound {
+                turn,
+                scope,
+                report,
+                error,
+            } => {
+                self.enqueue(Item::Chunk {
+                    kind: ChunkKind::Text,
+                    text: report.describe(turn, scope, error.as_deref()),
+                });
+                self.enqueue_action(Outgoing::Finish {
+                    stop_reason: StopReason::EndTurn,
+                    error: None,
+                });
+            }
             CoreEvent::AttemptRetried {
                 attempt,
                 max_attempts,

@@ -284,6 +284,7 @@ async fn new_session(
         model: config.model.clone(),
         other_models: config.fallback_model.iter().cloned().collect(),
         stats: UsageStats::default(),
+        checkpoints: None,
         listed: listed_models(server, &config).await,
         efforts: Efforts::new(config.provider.clone()),
         commands: config.policy.commands.clone(),
@@ -363,10 +364,11 @@ fn open_session(
     server: &Server,
     session_id: &SessionId,
     handle: AgentHandle,
-    start: Start,
+    mut start: Start,
     mapper: Mapper,
     cx: ConnectionTo<Client>,
 ) -> Arc<Session> {
+    start.checkpoints = handle.checkpoints();
     let (ops, events) = handle.split();
     let session = Session::start(ops, events, start, mapper, cx, server.output.clone());
     lock(&server.sessions).insert(session_id.0.to_string(), session.clone());

@@ -38,10 +38,12 @@ pub(crate) struct Session {
     pub(crate) ops: OpSender,
     /// The provider's fresh model listing still on its way (`offer_provider_models`).
     later_models: Mutex<Option<LaterModels>>,
-    state: Arc<Mutex<State>>,
+    pub(crate) state: Arc<Mutex<State>>,
     /// Where command answers go, framed as the agent's own text.
-    mapper: Mapper,
-    cx: ConnectionTo<Client>,
+    pub(crate) mapper: Mapper,
+    pub(crate) cx: ConnectionTo<Client>,
+    /// The session's checkpoints, for `/undo` and `/rewind`.
+    pub(crate) checkpoints: Option<Arc<corvid_core::checkpoints::SessionCheckpoints>>,
     /// Custom commands and skills, advertised with `available_commands_update`.
     pub(crate) commands: Option<Arc<corvid_core::commands::Library>>,
 }
@@ -81,6 +83,8 @@ pub(crate) struct Start {
     pub efforts: Efforts,
     /// The session's custom commands and skills, listed to the client (issue 29).
     pub commands: Option<Arc<corvid_core::commands::Library>>,
+    /// The session's checkpoints, for `/undo` and `/rewind` (`None` when off).
+    pub checkpoints: Option<Arc<corvid_core::checkpoints::SessionCheckpoints>>,
 }
 
 impl State {
@@ -150,6 +154,7 @@ impl Session {
                 mapper,
                 cx,
                 commands: start.commands,
+                checkpoints: start.checkpoints,
             }
         })
     }
@@ -179,6 +184,18 @@ impl Session {
         }
         let task = match commands::parse(&input.text) {
             Some(Command::Task(op)) => op,
+            Some(Command::Rewind(ask)) => {
+                let done = CancellationToken::new();
+                state.prompt = Some(ActivePrompt {
+                    responder,
+                    cancel: CancellationToken::new(),
+                    done: done.clone(),
+                    usage: Usage::default(),
+                });
+                drop(state);
+                crate::rewind::start(self, ask);
+                return Some(done);
+            }
             Some(Command::Reply(command)) => {
                 self.run_command(&mut state, command, responder);
                 return None;

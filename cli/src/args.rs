@@ -135,6 +135,15 @@ pub enum Command {
         #[command(subcommand)]
         command: HooksCommand,
     },
+    /// Undo earlier turns of a session: restore the files, the conversation, or both.
+    /// Exits 0 when done, 3 when conflicts (your own later edits) stopped it, 2 on bad
+    /// arguments.
+    Rewind(RewindArgs),
+    /// This project's stored checkpoints.
+    Checkpoints {
+        #[command(subcommand)]
+        command: CheckpointsCommand,
+    },
     /// Tools for diagnosing providers.
     Debug {
         #[command(subcommand)]
@@ -151,6 +160,68 @@ pub enum SessionsCommand {
     Show {
         /// The session id (or a unique prefix of it).
         id: String,
+    },
+}
+
+/// `corvid rewind ...`
+#[derive(Debug, Args)]
+pub struct RewindArgs {
+    /// The session (an id or unique prefix); default: this project's latest.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_session")]
+    pub session: Option<String>,
+    /// This project's latest session (the default).
+    #[arg(long = "continue")]
+    pub continue_session: bool,
+    /// Go back to before this turn (numbers as `corvid checkpoints list` shows them).
+    #[arg(long, value_name = "N", conflicts_with = "last")]
+    pub turn: Option<u32>,
+    /// Go back to before the last turn (the default).
+    #[arg(long)]
+    pub last: bool,
+    /// Restore the files only; the model is told which were restored.
+    #[arg(long, conflicts_with_all = ["conversation", "both"])]
+    pub code: bool,
+    /// Cut the conversation back only.
+    #[arg(long, conflicts_with = "both")]
+    pub conversation: bool,
+    /// Both (the default).
+    #[arg(long)]
+    pub both: bool,
+    /// Show what would be done, do nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation.
+    #[arg(long)]
+    pub yes: bool,
+    /// Also overwrite files you changed after the agent did (otherwise a conflict stops the
+    /// rewind with exit code 3).
+    #[arg(long)]
+    pub overwrite_conflicts: bool,
+    /// Restore everything but the conflicting files, which are kept as they are.
+    #[arg(long, conflicts_with = "overwrite_conflicts")]
+    pub keep_conflicts: bool,
+    /// `text` or `json`.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub output_format: ReportFormat,
+}
+
+/// Output of `corvid rewind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Json,
+}
+
+/// `corvid checkpoints ...`
+#[derive(Debug, Subcommand)]
+pub enum CheckpointsCommand {
+    /// What this project's store holds: size, snapshots, and each session's undoable turns.
+    List,
+    /// Frees space: removes the oldest checkpoints until the store fits the budget.
+    Prune {
+        /// The budget in bytes (default: `checkpoints.maxBytes`); 0 keeps only the newest.
+        #[arg(long, value_name = "BYTES")]
+        max_bytes: Option<u64>,
     },
 }
 

@@ -14,6 +14,7 @@ mod hooks_cmd;
 mod logging;
 mod mcp_cmd;
 mod replay;
+mod rewind_cmd;
 mod sessions;
 mod sessions_cmd;
 mod shutdown;
@@ -146,6 +147,22 @@ async fn run(cli: Cli) -> ExitCode {
             }
         };
         return match done {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => config_error(&e),
+        };
+    }
+    if let Some(Command::Rewind(args)) = &cli.command {
+        return match Setup::load(&cli) {
+            Ok(setup) => rewind_cmd::rewind(&setup, args),
+            Err(e) => config_error(&e),
+        };
+    }
+    if let Some(Command::Checkpoints { command }) = &cli.command {
+        let setup = match Setup::load(&cli) {
+            Ok(setup) => setup,
+            Err(e) => return config_error(&e),
+        };
+        return match rewind_cmd::checkpoints(&setup, command) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => config_error(&e),
         };

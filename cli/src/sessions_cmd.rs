@@ -165,6 +165,10 @@ pub fn show_session(
                 saw_usage = true;
             }
             Record::HistoryCleared => writeln!(out, "(history cleared: /clear)")?,
+            Record::HistoryRewound { .. } => writeln!(
+                out,
+                "(conversation rewound: the turns undone here are left out)"
+            )?,
             Record::Compacted {
                 tokens_before,
                 tokens_after,

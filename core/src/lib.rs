@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod agents;
 pub mod attach;
+pub mod checkpoints;
 pub mod commands;
 pub mod context;
 pub mod hooks;

@@ -46,6 +46,7 @@ fn kinds(records: &[Record]) -> Vec<String> {
             Record::CallStarted { call_id } => format!("started {call_id}"),
             Record::CallRejected { call_id } => format!("rejected {call_id}"),
             Record::HistoryCleared => "cleared".into(),
+            Record::HistoryRewound { kept_messages } => format!("rewound {kept_messages}"),
             Record::SubagentMessage {
                 parent_call_id,
                 message,

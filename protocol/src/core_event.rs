@@ -125,6 +125,15 @@ pub enum CoreEvent {
     /// The conversation history was cleared (`/clear`): later turns start from an empty
     /// history. Recorded, so a resumed session starts from here too.
     HistoryCleared,
+    /// An [`crate::Op::Rewind`] finished: `report` says what was restored and kept, or
+    /// `error` why nothing was done. A conversation rewind (`report.kept_messages`) is
+    /// recorded, so a resumed session starts from the cut history too.
+    Rewound {
+        turn: u32,
+        scope: crate::RewindScope,
+        report: crate::RewindReport,
+        error: Option<String>,
+    },
     /// All calls of a turn's batch finished.
     BatchCompleted { call_ids: Vec<String> },
     /// A fast-model label for a finished batch. May arrive after `TaskFinished`.

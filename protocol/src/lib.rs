@@ -7,6 +7,7 @@ pub mod error;
 pub mod image;
 pub mod message;
 pub mod op;
+pub mod rewind;
 pub mod stream;
 pub mod tool;
 
@@ -15,6 +16,7 @@ pub use error::*;
 pub use image::*;
 pub use message::*;
 pub use op::*;
+pub use rewind::*;
 pub use stream::*;
 pub use tool::*;
 

@@ -49,6 +49,16 @@ pub enum Op {
     /// Forget the conversation so far: the next prompt starts a fresh history in the same
     /// session (`/clear`). Refused with a warning while a task runs.
     ClearHistory,
+    /// Undo user turn `turn` (its number in the session's checkpoints) and every turn after
+    /// it: restore the workspace's files, cut the history back, or both. Conflicting files
+    /// (changed by the user after the agent) are kept unless `overwrite_conflicts`. Refused
+    /// with a warning while a task runs; answered by [`crate::CoreEvent::Rewound`].
+    Rewind {
+        turn: u32,
+        scope: crate::RewindScope,
+        #[serde(default)]
+        overwrite_conflicts: bool,
+    },
 }
 
 impl Op {

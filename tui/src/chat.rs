@@ -364,6 +364,16 @@ impl ChatState {
                 self.flush_thought();
                 self.commit(HistoryCell::UserPrompt(prompt.clone()));
             }
+            CoreEvent::Rewound {
+                turn,
+                scope,
+                report,
+                error,
+            } => {
+                self.flush_stream();
+                let text = report.describe(*turn, *scope, error.as_deref());
+                self.commit(HistoryCell::Notice(NoticeKind::Info, text));
+            }
             CoreEvent::Warning { message } => {
                 self.flush_stream();
                 self.commit(HistoryCell::Notice(NoticeKind::Warning, message.clone()));

@@ -107,6 +107,7 @@ pub(super) async fn load_session(
         model: resumed.model.clone(),
         other_models,
         stats: UsageStats::default(),
+        checkpoints: None,
         listed,
         efforts,
         commands,

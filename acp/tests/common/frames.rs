@@ -132,6 +132,8 @@ pub fn commands() -> Vec<String> {
         "stats".into(),
         "clear".into(),
         "compress".into(),
+        "undo".into(),
+        "rewind".into(),
         "model".into(),
     ]
 }

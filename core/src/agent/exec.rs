@@ -227,6 +227,11 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
     }
     // The card is out; the tool's work waits for the other sessions' ready chunks.
     bulk::after_ready_work().await;
+    if let Some(checkpoints) = &ctx.stat.policy.checkpoints
+        && tool.mutates_call(&call.args)
+    {
+        super::task::warn_all(ctx, checkpoints.before_call().await);
+    }
     let result = execute(ctx, tool.as_ref(), call.args.clone(), tool_ctx).await;
     if let Some(feed) = &feed {
         feed.close();

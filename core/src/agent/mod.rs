@@ -29,6 +29,7 @@ mod ids;
 mod live_feed;
 mod plan_mode;
 mod prompt;
+mod rewind;
 mod schemas;
 mod session;
 mod steer;
@@ -140,6 +141,7 @@ fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) ->
     }
     let tools = config.tools.clone();
     let commands = config.policy.commands.clone();
+    let checkpoints = config.policy.checkpoints.clone();
     let hook = Arc::new(OnceLock::new());
     crate::telemetry::session_started();
     tokio::spawn(session::run_session(
@@ -154,6 +156,7 @@ fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) ->
         instructions: instructions.files,
         tools,
         commands,
+        checkpoints,
         ops: OpSender { tx: op_tx },
         events: EventReceiver { rx: ev_rx, hook },
     }
@@ -170,6 +173,7 @@ pub struct AgentHandle {
     instructions: Vec<crate::context::instructions::InstructionsFile>,
     tools: corvid_tools::ToolRegistry,
     commands: Option<Arc<crate::commands::Library>>,
+    checkpoints: Option<Arc<crate::checkpoints::SessionCheckpoints>>,
     ops: OpSender,
     events: EventReceiver,
 }
@@ -193,6 +197,12 @@ impl AgentHandle {
     /// The instructions files loaded into the system prompt at start (for `/memory`).
     pub fn instructions(&self) -> &[crate::context::instructions::InstructionsFile] {
         &self.instructions
+    }
+
+    /// The session's checkpoints (`None` when off), for `/undo` and `/rewind`: list the
+    /// turns and preview a rewind here, then carry it out with [`Op::Rewind`].
+    pub fn checkpoints(&self) -> Option<Arc<crate::checkpoints::SessionCheckpoints>> {
+        self.checkpoints.clone()
     }
 
     /// Queues an operation for the agent.

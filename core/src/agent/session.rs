@@ -584,6 +584,18 @@ pub(super) async fn run_session(
                             }
                         }
                     }
+                    Op::Rewind { turn, scope, overwrite_conflicts } => {
+                        settle_finished(&mut running, &mut state, &events, &shared).await;
+                        if running.is_some() {
+                            events.emit(CoreEvent::Warning {
+                                message: "a task is running; rewind once it finished or after cancelling it".into(),
+                            });
+                        } else if super::rewind::rewind(&stat, &mut state, &events, turn, scope, overwrite_conflicts).await
+                            && scope.conversation()
+                        {
+                            lock(&shared.reads).clear();
+                        }
+                    }
                 }
             }
         }

@@ -102,6 +102,10 @@ async fn prompt_turns(
         }
         context.extend(outcome.context);
     }
+    if let Some(checkpoints) = &ctx.stat.policy.checkpoints {
+        let notices = checkpoints.turn_started(&prompt, state.history.len()).await;
+        warn_all(&ctx, notices);
+    }
     let model = lock(&ctx.shared.model).clone();
     match crate::images::user_message(prompt, context, images, &model, ctx.stat.policy.images) {
         Ok(message) => state.append(message),
@@ -111,7 +115,17 @@ async fn prompt_turns(
     if let Some(warning) = steer::untaken_warning(&ctx.shared.steers.close()) {
         ctx.events.emit(warning);
     }
+    if let Some(checkpoints) = &ctx.stat.policy.checkpoints {
+        warn_all(ctx, checkpoints.turn_finished().await);
+    }
     (stop_reason, error)
+}
+
+/// Shows each checkpoint notice (a failure never stops the turn).
+pub(super) fn warn_all(ctx: &TaskCtx, notices: Vec<String>) {
+    for message in notices {
+        ctx.events.emit(CoreEvent::Warning { message });
+    }
 }
 
 /// Runs turns until the model stops calling tools (or the task must stop), on `state`.

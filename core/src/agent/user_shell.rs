@@ -51,8 +51,17 @@ pub(super) async fn run_user_shell(ctx: TaskCtx, state: &mut SessionState, comma
         provenance: Provenance::Builtin,
         was_prepared: false,
     });
+    if let Some(checkpoints) = &ctx.stat.policy.checkpoints {
+        let notices = checkpoints
+            .turn_started(&format!("!{command}"), state.history.len())
+            .await;
+        super::task::warn_all(&ctx, notices);
+    }
     let result = tool.execute(args, tool_ctx).await;
     feed.close();
+    if let Some(checkpoints) = &ctx.stat.policy.checkpoints {
+        super::task::warn_all(&ctx, checkpoints.turn_finished().await);
+    }
     let (status, output) = match result {
         Ok(output) => (ToolStatus::Completed, output),
         Err(e) => (ToolStatus::Failed, ToolOutput::text(e.message)),

@@ -46,6 +46,9 @@ pub struct SessionPolicy {
     /// Custom commands and skills (issue 29): a prompt `/name args` naming one is expanded;
     /// `None` in sessions without them.
     pub commands: Option<std::sync::Arc<crate::commands::Library>>,
+    /// The session's checkpoints (issue 26); `None` when `checkpoints.enabled` is false or
+    /// they could not be opened (the session starts with a warning saying so).
+    pub checkpoints: Option<std::sync::Arc<crate::checkpoints::SessionCheckpoints>>,
 }
 
 /// Whether the model may hand self-contained jobs to child agents with the `task` tool.

@@ -222,7 +222,7 @@ pub(super) fn load_file(path: &Path) -> Result<LoadedSession, SessionError> {
     Ok(LoadedSession {
         header,
         path: path.to_path_buf(),
-        records,
+        records: super::rewound::apply_rewinds(records),
         warnings,
         valid_len,
     })

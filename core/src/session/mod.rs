@@ -10,6 +10,7 @@ mod observe;
 mod record;
 mod recorder;
 mod replay;
+mod rewound;
 mod secrets;
 mod store;
 mod time;

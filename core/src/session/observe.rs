@@ -51,6 +51,17 @@ impl HistoryObserver for SessionRecorder {
                 call_id: call_id.clone(),
             },
             CoreEvent::HistoryCleared => Record::HistoryCleared,
+            CoreEvent::Rewound {
+                report:
+                    corvid_protocol::RewindReport {
+                        kept_messages: Some(kept_messages),
+                        ..
+                    },
+                error: None,
+                ..
+            } => Record::HistoryRewound {
+                kept_messages: *kept_messages,
+            },
             CoreEvent::Compacted {
                 summary,
                 kept_messages,

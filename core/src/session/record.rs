@@ -74,4 +74,9 @@ pub enum Record {
     /// The history was cleared (`/clear`): a resumed session's history and transcript start
     /// after the last one.
     HistoryCleared,
+    /// The conversation was rewound to before a user turn (issue 26): the history keeps its
+    /// first `kept_messages` messages; the records of the undone turns are dropped on load.
+    HistoryRewound {
+        kept_messages: u32,
+    },
 }

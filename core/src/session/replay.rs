@@ -49,7 +49,10 @@ pub fn replay_events(
                 .events
                 .push(CoreEvent::ApprovalModeChanged { mode: *mode }),
             // A subagent's steps are in its task's result; the replay shows the session's.
-            Record::Header(_) | Record::HistoryCleared | Record::SubagentMessage { .. } => {}
+            Record::Header(_)
+            | Record::HistoryCleared
+            | Record::HistoryRewound { .. }
+            | Record::SubagentMessage { .. } => {}
             _ if !in_transcript => {}
             Record::Compacted {
                 summary,

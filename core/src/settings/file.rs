@@ -8,6 +8,8 @@ use serde_json::{Map, Value};
 
 use super::{FastModelSetting, FastModelSpec, ProviderKind, Settings, SettingsError};
 
+mod checkpoints;
+
 /// The smallest `model.contextWindow` taken: below it no real conversation fits.
 const MIN_CONTEXT_WINDOW: u64 = 1_024;
 
@@ -62,8 +64,8 @@ pub(super) struct Partial {
     pub web_allow_private: Option<Vec<String>>,
     /// Whether the file has a `telemetry` block (user-level only; the binary reads it).
     pub telemetry: bool,
-    /// `checkpoints.enabled`: whether undo is available (it gates the `auto` mode).
-    pub checkpoints_enabled: Option<bool>,
+    /// `checkpoints.*` (user-level only, see `project_limits`).
+    pub checkpoints: checkpoints::CheckpointsPartial,
 }
 
 impl Partial {
@@ -129,8 +131,8 @@ impl Partial {
         over(&mut self.mcp_max_tools, higher.mcp_max_tools);
         over(&mut self.max_result_tokens, higher.max_result_tokens);
         over(&mut self.web_allow_private, higher.web_allow_private);
-        over(&mut self.checkpoints_enabled, higher.checkpoints_enabled);
         over(&mut self.context_file_names, higher.context_file_names);
+        self.checkpoints.merge(higher.checkpoints);
     }
 
     /// The defaults with every set value applied.
@@ -217,9 +219,7 @@ impl Partial {
         if let Some(list) = self.web_allow_private {
             s.web.allow_private = list;
         }
-        if let Some(v) = self.checkpoints_enabled {
-            s.checkpoints.enabled = v;
-        }
+        self.checkpoints.apply(&mut s.checkpoints);
         s
     }
 }
@@ -343,6 +343,7 @@ impl Validator<'_> {
                     }
                 }
                 "context" => self.context(value)?,
+                "checkpoints" => self.checkpoints(value)?,
                 "web" => {
                     for (k, v) in self.section("web", value)? {
                         match k.as_str() {
@@ -353,17 +354,6 @@ impl Validator<'_> {
                                 self.out.web_allow_private = Some(list);
                             }
                             _ => self.unknown(&format!("web.{k}")),
-                        }
-                    }
-                }
-                "checkpoints" => {
-                    for (k, v) in self.section("checkpoints", value)? {
-                        match k.as_str() {
-                            "enabled" => {
-                                self.out.checkpoints_enabled =
-                                    self.boolean("checkpoints.enabled", v)?
-                            }
-                            _ => self.unknown(&format!("checkpoints.{k}")),
                         }
                     }
                 }

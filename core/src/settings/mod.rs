@@ -89,8 +89,8 @@ pub struct Settings {
     pub context: ContextSettings,
     /// `web.*`: the web tools.
     pub web: WebSettings,
-    /// `checkpoints.*`: undo.
-    pub checkpoints: CheckpointSettings,
+    /// `checkpoints.*`: undo of the agent's turns (issue 26).
+    pub checkpoints: crate::checkpoints::CheckpointSettings,
     /// The project folder and which of its own configuration files apply; agent files (and
     /// later hooks and commands) are read through it.
     pub project: ProjectTrust,
@@ -245,20 +245,6 @@ pub struct WebSettings {
     pub allow_private: Vec<String>,
 }
 
-/// `checkpoints.*`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CheckpointSettings {
-    /// `checkpoints.enabled` (default true): whether turns can be undone, which the `auto`
-    /// approval mode relies on.
-    pub enabled: bool,
-}
-
-impl Default for CheckpointSettings {
-    fn default() -> Self {
-        Self { enabled: true }
-    }
-}
-
 /// `retry.*`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RetrySettings {
@@ -306,7 +292,7 @@ impl Default for Settings {
             mcp: McpSettings::default(),
             context: ContextSettings::default(),
             web: WebSettings::default(),
-            checkpoints: CheckpointSettings::default(),
+            checkpoints: crate::checkpoints::CheckpointSettings::default(),
             project: ProjectTrust::default(),
         }
     }

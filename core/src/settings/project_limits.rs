@@ -33,6 +33,11 @@ enum Limit {
 
 /// The user-level-only keys, in one place.
 const LIMITED_KEYS: &[LimitedKey] = &[
+    // A repository must not switch off (or starve) the undo that protects its user.
+    LimitedKey {
+        key: "checkpoints",
+        limit: Limit::UserLevel(|p| std::mem::take(&mut p.checkpoints) != Default::default()),
+    },
     LimitedKey {
         key: "model.baseUrl",
         limit: Limit::UserLevel(|p| p.base_url.take().is_some()),

@@ -120,6 +120,13 @@ pub fn agent_config(
             project,
         ))
     });
+    policy.checkpoints = session_checkpoints(settings, &env, cwd, session_id)
+        .map_err(|warning| instructions.warnings.push(warning))
+        .ok()
+        .flatten();
+    // `auto` runs edits unasked only while undo can really take them back: the setting is not
+    // enough when the store could not be opened (home folder, unwritable `$CORVID_HOME`).
+    policy.undo = crate::policy::unasked::Undo::from_enabled(policy.checkpoints.is_some());
     // The user's `web.allowPrivate` was validated when the file was read.
     let web_allow =
         corvid_tools::web::AllowPrivate::parse(&settings.web.allow_private).map_err(|message| {
@@ -206,6 +213,27 @@ pub fn start_mcp_servers(
         message: format!("is invalid: {e}"),
     })?;
     super::mcp::start(&settings.mcp, filter.env, cwd)
+}
+
+/// The session's checkpoints; `Ok(None)` when the settings turn them off, `Err` with the
+/// warning the session starts with when they cannot be taken.
+fn session_checkpoints(
+    settings: &Settings,
+    env: &impl Fn(&str) -> Option<String>,
+    cwd: &Path,
+    session_id: &str,
+) -> Result<Option<Arc<crate::checkpoints::SessionCheckpoints>>, String> {
+    if !settings.checkpoints.enabled {
+        return Ok(None);
+    }
+    let Some(home) = super::corvid_home(env) else {
+        return Err(
+            "checkpoints are off: corvid's home folder is unknown (set CORVID_HOME)".into(),
+        );
+    };
+    crate::checkpoints::SessionCheckpoints::open(&home, cwd, session_id, settings.checkpoints)
+        .map(|c| Some(Arc::new(c)))
+        .map_err(|e| format!("{e}; turns of this session cannot be undone"))
 }
 
 /// The session's hooks from its settings files, once per session; `None` when there are none
@@ -299,6 +327,8 @@ fn approval_policy(
         undo: crate::policy::unasked::Undo::from_enabled(settings.checkpoints.enabled),
         // Set by `agent_config`, which knows the project.
         commands: None,
+        // Set by `agent_config`, which knows the session.
+        checkpoints: None,
     })
 }
 

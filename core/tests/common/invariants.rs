@@ -196,6 +196,7 @@ pub fn check_invariants(events: &[CoreEvent], suppressed: &[&str]) -> Result<(),
             | CoreEvent::ThoughtDelta { .. }
             | CoreEvent::Plan { .. }
             | CoreEvent::HistoryCleared
+            | CoreEvent::Rewound { .. }
             | CoreEvent::BatchCompleted { .. }
             | CoreEvent::Usage { .. }
             | CoreEvent::Warning { .. }

@@ -1,0 +1,144 @@
+//! `corvid rewind` and `corvid checkpoints` end to end (issue 26): the real binary, a
+//! headless session against the loopback model whose shell command changes the project,
+//! then the rewind with each of its exit codes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Sandbox, assert_success, chunk, run, stderr, stdout, text_turn, usage_chunk};
+use corvid_testkit::{MockServer, ScriptedResponse, sse_event};
+use serde_json::{Value, json};
+
+/// A turn that runs `command` in the shell.
+fn shell_turn(id: &str, command: &str) -> ScriptedResponse {
+    let args = json!({ "command": command }).to_string();
+    ScriptedResponse::sse(vec![
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": id, "type": "function",
+                   "function": {"name": "run_shell_command", "arguments": args}}]}),
+            None,
+        ),
+        chunk(json!({}), Some("tool_calls")),
+        usage_chunk(),
+        sse_event("[DONE]"),
+    ])
+}
+
+/// A headless session whose one turn runs `command`; returns the server for later turns.
+async fn session_running(sb: &Sandbox, command: &str) -> MockServer {
+    let server = MockServer::start().await;
+    server.push(shell_turn("sh_1", command));
+    server.push(text_turn("Done."));
+    let mut cmd = sb.against(&server, "sk-test", &["-p", "change the readme", "--yolo"]);
+    cmd.env("OPENAI_MODEL", "mock-model");
+    assert_success(&run(cmd).await);
+    server
+}
+
+fn readme(sb: &Sandbox) -> String {
+    std::fs::read_to_string(sb.project.path().join("README.md")).unwrap()
+}
+
+const ORIGINAL: &str = "# Sample project\n\nHello.\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewind_dry_run_previews_then_yes_restores_what_a_shell_command_changed() {
+    let sb = Sandbox::new();
+    session_running(&sb, "sed -i 's/Hello/Bye/' README.md && touch made.txt").await;
+    assert!(readme(&sb).contains("Bye"));
+
+    let out = run(sb.corvid(&["rewind", "--dry-run"])).await;
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(
+        text.contains("README.md") && text.contains("made.txt"),
+        "{text}"
+    );
+    assert!(
+        text.contains("git commits"),
+        "the preview says what is not undone: {text}"
+    );
+    assert!(readme(&sb).contains("Bye"), "a dry run changes nothing");
+
+    let out = run(sb.corvid(&["rewind", "--last", "--yes", "--output-format", "json"])).await;
+    assert_success(&out);
+    let value: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(value["status"], "done");
+    assert_eq!(readme(&sb), ORIGINAL);
+    assert!(!sb.project.path().join("made.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_stops_the_rewind_with_exit_code_3_and_keeps_the_users_edit() {
+    let sb = Sandbox::new();
+    session_running(&sb, "sed -i 's/Hello/Bye/' README.md && printf x > main.rs").await;
+    std::fs::write(sb.project.path().join("README.md"), "my own edit\n").unwrap();
+
+    let out = run(sb.corvid(&["rewind", "--yes"])).await;
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stdout(&out).contains("CONFLICT"), "{}", stdout(&out));
+    assert_eq!(readme(&sb), "my own edit\n");
+    assert_eq!(
+        std::fs::read_to_string(sb.project.path().join("main.rs")).unwrap(),
+        "x",
+        "nothing is restored when conflicts stop the rewind"
+    );
+
+    let out = run(sb.corvid(&["rewind", "--yes", "--keep-conflicts"])).await;
+    assert_success(&out);
+    assert_eq!(readme(&sb), "my own edit\n");
+    assert_eq!(
+        std::fs::read_to_string(sb.project.path().join("main.rs")).unwrap(),
+        "fn main() {}\n"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_rewind_arguments_exit_with_code_2() {
+    let sb = Sandbox::new();
+    session_running(&sb, "true").await;
+    for args in [
+        vec!["rewind", "--turn", "99", "--yes"],
+        vec!["rewind", "--code", "--conversation"],
+        vec!["rewind", "--session", "no-such-session", "--yes"],
+        vec!["rewind", "--turn", "1", "--last"],
+    ] {
+        let out = run(sb.corvid(&args)).await;
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rewound_conversation_is_what_continue_sends_next() {
+    let sb = Sandbox::new();
+    let server = session_running(&sb, "sed -i 's/Hello/Bye/' README.md").await;
+    let out = run(sb.corvid(&["rewind", "--yes"])).await;
+    assert_success(&out);
+    assert_eq!(readme(&sb), ORIGINAL);
+
+    server.push(text_turn("Fresh start."));
+    let mut cmd = sb.against(&server, "sk-test", &["--continue", "-p", "again"]);
+    cmd.env("OPENAI_MODEL", "mock-model");
+    assert_success(&run(cmd).await);
+    let requests = server.requests();
+    let last = &requests.last().unwrap().body;
+    let body = last.to_string();
+    assert!(body.contains("again"), "{body}");
+    assert!(
+        !body.contains("change the readme"),
+        "the undone turn is no longer sent: {body}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checkpoints_list_and_prune_show_and_free_the_store() {
+    let sb = Sandbox::new();
+    session_running(&sb, "printf more >> README.md").await;
+    let out = run(sb.corvid(&["checkpoints", "list"])).await;
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.contains("1 undoable turn"), "{text}");
+    let out = run(sb.corvid(&["checkpoints", "prune", "--max-bytes", "0"])).await;
+    assert_success(&out);
+    assert!(stdout(&out).contains("removed"), "{}", stdout(&out));
+}
