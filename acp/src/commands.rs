@@ -131,7 +131,9 @@ pub(crate) fn available(session_id: SessionId, library: Option<&Library>) -> Ses
             ),
         )),
     ];
-    let builtin = ["stats", "clear", "compress", "compact", "model", "undo", "rewind"];
+    let builtin = [
+        "stats", "clear", "compress", "compact", "model", "undo", "rewind",
+    ];
     if let Some(library) = library {
         for command in library.commands().commands {
             if builtin.contains(&command.name.as_str()) {

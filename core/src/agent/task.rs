@@ -104,7 +104,7 @@ async fn prompt_turns(
     }
     if let Some(checkpoints) = &ctx.stat.policy.checkpoints {
         let notices = checkpoints.turn_started(&prompt, state.history.len()).await;
-        warn_all(&ctx, notices);
+        warn_all(ctx, notices);
     }
     let model = lock(&ctx.shared.model).clone();
     match crate::images::user_message(prompt, context, images, &model, ctx.stat.policy.images) {

@@ -56,10 +56,18 @@ impl Condition {
             .map(|p| cwd.join(p))
             .collect();
         let paths = touched(cwd, &paths);
+        // `WebFetch(domain:docs.rs)`: the host of the fetched URL, as the approval sees it.
+        let domain = field("url")
+            .and_then(|url| url::Url::parse(url.trim()).ok())
+            .and_then(|url| {
+                url.host_str()
+                    .map(|h| h.trim_end_matches('.').to_ascii_lowercase())
+            });
         let subject = Subject {
             tool: name,
             command: command.as_ref(),
             file: None,
+            domain: domain.as_deref(),
             paths: &paths,
         };
         self.rule.covers(&subject)
