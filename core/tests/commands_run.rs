@@ -111,12 +111,13 @@ async fn the_model_request_after_a_command_holds_its_expansion_with_the_injectio
 async fn an_injection_without_a_grant_is_asked_once_naming_the_resolved_command() {
     let dir = tempfile::tempdir().unwrap();
     let provider = ScriptedProvider::new(vec![answer("ok")]);
-    let command = "Diff: !`echo changes in $0`\n";
+    // `env` is not a read-only program, so the injection is asked (a bare `echo` would run).
+    let command = "Diff: !`env echo changes in $0`\n";
     let config = session(dir.path(), command, &provider);
     let events = run(config, "/review a.rs", |_| ApprovalDecision::AllowOnce).await;
     assert_eq!(
         asked_commands(&events),
-        vec!["\"echo changes in a.rs\"".to_owned()]
+        vec!["\"env echo changes in a.rs\"".to_owned()]
     );
     assert_eq!(
         provider.requests()[0].messages.last().unwrap(),
@@ -128,13 +129,13 @@ async fn an_injection_without_a_grant_is_asked_once_naming_the_resolved_command(
 async fn a_denied_injection_sends_nothing_to_the_model() {
     let dir = tempfile::tempdir().unwrap();
     let provider = ScriptedProvider::new(vec![answer("never")]);
-    let config = session(dir.path(), "Diff: !`echo secret`\n", &provider);
+    let config = session(dir.path(), "Diff: !`env echo secret`\n", &provider);
     let events = run(config, "/review", |_| ApprovalDecision::RejectOnce).await;
     assert_eq!(provider.requests().len(), 0);
     let error = task_error(&events).unwrap();
     assert!(
         error.starts_with(
-            "/review stopped; nothing was sent to the model: `echo secret` did not run"
+            "/review stopped; nothing was sent to the model: `env echo secret` did not run"
         ),
         "{error}"
     );

@@ -38,7 +38,8 @@ fn stop_reason(events: &[CoreEvent]) -> Option<StopReason> {
 #[tokio::test]
 async fn a_prompt_sent_while_a_call_waits_reaches_the_model_right_after_the_tool_results() {
     let ran = Ran::default();
-    let provider = turns(vec![shell("c1", "ls")]);
+    // `make` is not a read-only command, so it waits for the approval this test gives.
+    let provider = turns(vec![shell("c1", "make")]);
     let mut config = test_config(Arc::new(provider.clone()), Vec::new());
     config.tools = tools_with_fake_shell(&ran);
     config.approval_mode = ApprovalMode::Default;
@@ -127,7 +128,7 @@ async fn a_prompt_sent_with_no_task_running_starts_one() {
 #[tokio::test]
 async fn a_prompt_the_cancelled_task_never_read_is_named_in_a_warning_before_it_ends() {
     let ran = Ran::default();
-    let provider = turns(vec![shell("c1", "ls")]);
+    let provider = turns(vec![shell("c1", "make")]);
     let mut config = test_config(Arc::new(provider.clone()), Vec::new());
     config.tools = tools_with_fake_shell(&ran);
     config.approval_mode = ApprovalMode::Default;
@@ -186,7 +187,7 @@ async fn a_steered_prompt_is_recorded_and_a_resumed_transcript_shows_it_as_a_pro
     let cwd = tempfile::tempdir().unwrap();
     let store = SessionStore::new(home.path());
     let ran = Ran::default();
-    let provider = turns(vec![shell("c1", "ls")]);
+    let provider = turns(vec![shell("c1", "make")]);
     let mut config = test_config(Arc::new(provider.clone()), Vec::new());
     config.tools = tools_with_fake_shell(&ran);
     config.approval_mode = ApprovalMode::Default;
