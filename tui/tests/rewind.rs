@@ -256,6 +256,10 @@ fn esc_esc_opens_the_picker_only_with_an_empty_box() {
     assert!(a.rewind.is_none());
     a.on_key(key(KeyCode::Esc), t0 + Duration::from_millis(600));
     assert!(a.rewind.is_none(), "one Esc opens nothing");
+    assert_eq!(
+        a.status.hint.as_deref(),
+        Some("esc again to rewind to an earlier prompt")
+    );
     a.on_key(key(KeyCode::Esc), t0 + Duration::from_millis(900));
     assert!(
         a.rewind.is_some(),
@@ -307,4 +311,32 @@ fn undo_and_rewind_are_in_help() {
     let help = last_notice(&a);
     assert!(help.contains("/undo"));
     assert!(help.contains("/rewind"));
+}
+
+#[test]
+fn a_file_name_or_prompt_with_terminal_escapes_is_shown_without_them() {
+    let w = Workspace::new();
+    w.turn("evil \u{1b}]0;owned\u{7} prompt", 1, |dir| {
+        std::fs::write(dir.join("x\u{1b}[2Jy.txt"), "new\n").unwrap();
+    });
+    let mut a = w.app();
+    command(&mut a, "/rewind");
+    let picker = live(&a);
+    assert!(
+        !picker.contains('\u{1b}') && !picker.contains('\u{7}'),
+        "{picker:?}"
+    );
+    press(&mut a, KeyCode::Enter);
+    let scope = live(&a);
+    assert!(
+        !scope.contains('\u{1b}') && !scope.contains('\u{7}'),
+        "{scope:?}"
+    );
+    press(&mut a, KeyCode::Enter);
+    let preview = live(&a);
+    assert!(preview.contains("delete"), "{preview}");
+    assert!(
+        !preview.contains('\u{1b}') && !preview.contains('\u{7}'),
+        "{preview:?}"
+    );
 }

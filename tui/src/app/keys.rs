@@ -257,6 +257,9 @@ impl App {
                 return self.rewind_command();
             }
             self.esc_at = Some(now);
+            if self.checkpoints.is_some() {
+                self.status.hint = Some("esc again to rewind to an earlier prompt".into());
+            }
             return Vec::new();
         }
         if again {
