@@ -89,6 +89,9 @@ pub struct App {
     pub checkpoints: Option<Arc<corvid_core::checkpoints::SessionCheckpoints>>,
     /// The turn a conversation rewind was asked for and its prompt, put back when it is done.
     rewound_prompt: Option<(u32, String)>,
+    /// The prompts of the session's tasks (replayed ones too): a conversation rewind puts the
+    /// whole prompt back, where the checkpoints keep only its first line.
+    prompts: Vec<String>,
     /// The transcript view (Ctrl+O), while open.
     pub transcript_view: Option<crate::transcript::TranscriptView>,
     /// The terminal's height (the transcript view fills it); the run loop keeps it current.
@@ -154,6 +157,7 @@ impl App {
             rewind: None,
             checkpoints: None,
             rewound_prompt: None,
+            prompts: Vec::new(),
             transcript_view: None,
             screen_rows: 24,
             session_id: String::new(),
@@ -191,6 +195,9 @@ impl App {
     pub fn on_core_event_at(&mut self, ev: &CoreEvent, now: Instant) {
         self.stats.observe(ev);
         self.times.observe(ev, now);
+        if let CoreEvent::TaskStarted { prompt, .. } = ev {
+            self.prompts.push(prompt.clone());
+        }
         match ev {
             CoreEvent::TurnStarted { model, .. } => self.status.model = model.clone(),
             CoreEvent::ModelFellBack { to, .. } | CoreEvent::ModelChanged { to, .. } => {

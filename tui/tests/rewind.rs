@@ -166,6 +166,61 @@ fn undo_previews_the_last_turn_then_sends_the_rewind_and_puts_its_prompt_back() 
 }
 
 #[test]
+fn a_conversation_rewind_puts_back_the_whole_prompt_of_several_lines() {
+    let w = Workspace::new();
+    let prompt = "rewrite the notes\nkeep the title\nand sign them";
+    w.turn(prompt, 1, |dir| {
+        std::fs::write(dir.join("notes.txt"), "new\n").unwrap();
+    });
+    let turn = w.checkpoints.last_turn().unwrap();
+    let mut a = w.app();
+    a.on_core_event(&task_started(prompt));
+    a.on_core_event(&task_finished(0));
+    a.on_core_event(&task_started("rewrite the notes again"));
+    a.on_core_event(&task_finished(0));
+    command(&mut a, "/undo");
+    press(&mut a, KeyCode::Char('y'));
+    for c in "typed since".chars() {
+        press(&mut a, KeyCode::Char(c));
+    }
+    a.on_core_event(&rewound(turn, RewindScope::Both));
+    assert_eq!(a.composer.text(), format!("{prompt}\ntyped since"));
+}
+
+#[test]
+fn a_prompt_with_a_first_line_longer_than_the_checkpoints_keep_comes_back_whole() {
+    let w = Workspace::new();
+    let prompt = format!("{}\nsecond line", "word ".repeat(80));
+    w.turn(&prompt, 1, |dir| {
+        std::fs::write(dir.join("notes.txt"), "new\n").unwrap();
+    });
+    let turn = w.checkpoints.last_turn().unwrap();
+    let mut a = w.app();
+    a.on_core_event(&task_started(&prompt));
+    a.on_core_event(&task_finished(0));
+    command(&mut a, "/undo");
+    press(&mut a, KeyCode::Enter);
+    a.on_core_event(&rewound(turn, RewindScope::Both));
+    assert_eq!(a.composer.text(), prompt);
+}
+
+#[test]
+fn a_failed_rewind_puts_nothing_back() {
+    let w = Workspace::with_turns();
+    let turn = w.checkpoints.last_turn().unwrap();
+    let mut a = w.app();
+    command(&mut a, "/undo");
+    press(&mut a, KeyCode::Enter);
+    a.on_core_event(&CoreEvent::Rewound {
+        turn,
+        scope: RewindScope::Both,
+        report: RewindReport::default(),
+        error: Some("the store is damaged".into()),
+    });
+    assert!(a.composer.is_empty());
+}
+
+#[test]
 fn esc_or_n_on_the_preview_sends_nothing() {
     let w = Workspace::with_turns();
     let mut a = w.app();

@@ -96,7 +96,7 @@ impl App {
             } => {
                 self.rewind = None;
                 if scope.conversation() {
-                    self.rewound_prompt = prompt.map(|p| (turn, p));
+                    self.rewound_prompt = prompt.map(|p| (turn, self.whole_prompt(p)));
                 }
                 vec![Action::Submit(Op::Rewind {
                     turn,
@@ -105,6 +105,20 @@ impl App {
                 })]
             }
         }
+    }
+
+    /// The newest prompt of this session whose first line is `first_line` (what the
+    /// checkpoints keep), or else starts with it (they keep only the start of a long line);
+    /// `first_line` itself when none does.
+    fn whole_prompt(&self, first_line: String) -> String {
+        let line = |p: &&String| p.lines().next().unwrap_or_default().to_owned();
+        let mut newest = self.prompts.iter().rev();
+        newest
+            .clone()
+            .find(|p| line(p) == first_line)
+            .or_else(|| newest.find(|p| !first_line.is_empty() && line(p).starts_with(&first_line)))
+            .cloned()
+            .unwrap_or(first_line)
     }
 
     /// The core finished a rewind: after a conversation rewind, the undone prompt goes back
