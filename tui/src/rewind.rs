@@ -14,6 +14,9 @@ use crate::wrap::{truncate, wrap_line};
 /// Rows of earlier prompts shown at once (the list scrolls with the selection).
 const VISIBLE: usize = 8;
 
+/// Files listed in the preview before the rest are only counted.
+const FILE_ROWS: usize = 10;
+
 /// What can be put back, in the order offered after picking a turn.
 const SCOPES: [(RewindScope, &str); 3] = [
     (RewindScope::Both, "code and conversation"),
@@ -228,7 +231,7 @@ impl RewindDialog {
                     "Rewind?".into(),
                     "enter choose · y yes · esc or n keep everything",
                 ));
-                for text in preview.to_text().lines() {
+                for text in preview_rows(preview) {
                     let line = Line::raw(format!("  {text}"));
                     out.extend(wrap_line(&line, width, 6));
                 }
@@ -250,6 +253,29 @@ impl RewindDialog {
         }
         out
     }
+}
+
+/// The core's preview text with at most [`FILE_ROWS`] file rows (the rest counted), so a
+/// turn that touched many files still leaves the choices on the screen.
+fn preview_rows(preview: &RewindPreview) -> Vec<String> {
+    let text = preview.to_text();
+    let mut rows: Vec<String> = text.lines().map(str::to_owned).collect();
+    // After the title, one row per change and per file that cannot be restored.
+    let files = if preview.scope.code() {
+        preview.changes.len() + preview.unrestorable.len()
+    } else {
+        0
+    };
+    if files > FILE_ROWS && rows.len() > files {
+        let conflicts = preview.changes.iter().filter(|c| c.conflict).count();
+        let hidden = files - FILE_ROWS;
+        let mut more = format!("  … and {hidden} more files");
+        if conflicts > 0 {
+            more.push_str(&format!(" ({conflicts} conflicts in all)"));
+        }
+        rows.splice(1 + FILE_ROWS..1 + files, [more]);
+    }
+    rows
 }
 
 /// What a turn changed, for the picker: file counts, or that nothing changed.

@@ -395,3 +395,19 @@ fn a_file_name_or_prompt_with_terminal_escapes_is_shown_without_them() {
         "{preview:?}"
     );
 }
+
+#[test]
+fn a_turn_that_changed_many_files_lists_ten_and_counts_the_rest() {
+    let w = Workspace::new();
+    w.turn("make files", 1, |dir| {
+        for i in 0..25 {
+            std::fs::write(dir.join(format!("f{i:02}.txt")), "x\n").unwrap();
+        }
+    });
+    let mut a = w.app();
+    command(&mut a, "/undo");
+    let shown = live(&a);
+    assert_eq!(shown.matches("delete   f").count(), 10, "{shown}");
+    assert!(shown.contains("… and 15 more files"), "{shown}");
+    assert!(shown.contains("rewind"), "the choices stay: {shown}");
+}
