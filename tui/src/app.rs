@@ -305,6 +305,8 @@ impl App {
         // `/stats` is about the session the agent now works in (the replay counts its usage).
         self.stats = UsageStats::default();
         self.times = crate::timing::SessionTimes::new(Instant::now());
+        // Its turns are the ones a rewind can reach; the replay brings their prompts.
+        self.prompts.clear();
         self.notice(
             NoticeKind::Info,
             format!("Resumed session {session_id}; its earlier transcript follows"),
