@@ -4,6 +4,7 @@
 mod commands;
 pub use commands::COMMANDS;
 mod keys;
+mod rewind;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -82,6 +83,15 @@ pub struct App {
     pub times: crate::timing::SessionTimes,
     /// The `/resume` picker, while open.
     pub picker: Option<SessionPicker>,
+    /// The `/undo` and `/rewind` dialog, while open.
+    pub rewind: Option<crate::rewind::RewindDialog>,
+    /// The session's checkpoints (`None` when off), for `/undo` and `/rewind`.
+    pub checkpoints: Option<Arc<corvid_core::checkpoints::SessionCheckpoints>>,
+    /// The turn a conversation rewind was asked for and its prompt, put back when it is done.
+    rewound_prompt: Option<(u32, String)>,
+    /// The prompts of the session's tasks (replayed ones too): a conversation rewind puts the
+    /// whole prompt back, where the checkpoints keep only its first line.
+    prompts: Vec<String>,
     /// The transcript view (Ctrl+O), while open.
     pub transcript_view: Option<crate::transcript::TranscriptView>,
     /// The terminal's height (the transcript view fills it); the run loop keeps it current.
@@ -144,6 +154,10 @@ impl App {
             stats: UsageStats::default(),
             times: crate::timing::SessionTimes::new(Instant::now()),
             picker: None,
+            rewind: None,
+            checkpoints: None,
+            rewound_prompt: None,
+            prompts: Vec::new(),
             transcript_view: None,
             screen_rows: 24,
             session_id: String::new(),
@@ -181,6 +195,9 @@ impl App {
     pub fn on_core_event_at(&mut self, ev: &CoreEvent, now: Instant) {
         self.stats.observe(ev);
         self.times.observe(ev, now);
+        if let CoreEvent::TaskStarted { prompt, .. } = ev {
+            self.prompts.push(prompt.clone());
+        }
         match ev {
             CoreEvent::TurnStarted { model, .. } => self.status.model = model.clone(),
             CoreEvent::ModelFellBack { to, .. } | CoreEvent::ModelChanged { to, .. } => {
@@ -199,6 +216,9 @@ impl App {
                 }
             }
             CoreEvent::TaskFinished { stop_reason, .. } => self.task_finished(*stop_reason),
+            CoreEvent::Rewound {
+                turn, scope, error, ..
+            } => self.rewound(*turn, *scope, error.is_some()),
             CoreEvent::PermissionRequested { .. } => {
                 self.arm_approval(now);
                 self.notify_if_away("corvid: an approval is waiting");
@@ -285,6 +305,8 @@ impl App {
         // `/stats` is about the session the agent now works in (the replay counts its usage).
         self.stats = UsageStats::default();
         self.times = crate::timing::SessionTimes::new(Instant::now());
+        // Its turns are the ones a rewind can reach; the replay brings their prompts.
+        self.prompts.clear();
         self.notice(
             NoticeKind::Info,
             format!("Resumed session {session_id}; its earlier transcript follows"),
@@ -330,6 +352,7 @@ impl App {
                 (popup, choice)
             },
             picker: self.picker.as_ref(),
+            rewind: self.rewind.as_ref(),
             transcript: self.transcript_view.as_ref().map(|v| (v, self.screen_rows)),
             frame: self.frame,
             now,
@@ -343,6 +366,7 @@ impl App {
         if !text.starts_with('/')
             || text.contains(char::is_whitespace)
             || self.picker.is_some()
+            || self.rewind.is_some()
             || self.composer.browsing_history()
         {
             return Vec::new();

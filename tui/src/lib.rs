@@ -21,6 +21,7 @@ pub mod modes;
 mod notify;
 pub mod picker;
 mod replay;
+pub mod rewind;
 mod run;
 pub mod screen;
 pub mod timing;

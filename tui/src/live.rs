@@ -55,6 +55,8 @@ pub struct LiveView<'a> {
     pub commands: (Vec<usize>, usize),
     /// The `/resume` picker, while open.
     pub picker: Option<&'a SessionPicker>,
+    /// The `/undo` and `/rewind` dialog, while open.
+    pub rewind: Option<&'a crate::rewind::RewindDialog>,
     /// The transcript view and the terminal's height, while open: it replaces the live area.
     pub transcript: Option<(&'a crate::transcript::TranscriptView, u16)>,
     /// Spinner animation frame.
@@ -135,6 +137,12 @@ impl LiveView<'_> {
                 out.push(Line::default());
             }
             out.extend(p.lines(width));
+        }
+        if let Some(r) = self.rewind {
+            if !out.is_empty() {
+                out.push(Line::default());
+            }
+            out.extend(r.lines(width));
         }
         if !self.mentions.0.is_empty() {
             if !out.is_empty() {

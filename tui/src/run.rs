@@ -48,6 +48,7 @@ struct Agent {
     instructions: Vec<InstructionsFile>,
     tools: ToolRegistry,
     commands: Option<std::sync::Arc<corvid_core::commands::Library>>,
+    checkpoints: Option<std::sync::Arc<corvid_core::checkpoints::SessionCheckpoints>>,
     sender: OpSender,
     events: EventReceiver,
 }
@@ -58,12 +59,14 @@ impl Agent {
         let instructions = handle.instructions().to_vec();
         let tools = handle.tools().clone();
         let commands = handle.commands().cloned();
+        let checkpoints = handle.checkpoints();
         let (sender, events) = handle.split();
         Self {
             session_id,
             instructions,
             tools,
             commands,
+            checkpoints,
             sender,
             events,
         }
@@ -181,6 +184,7 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
     app.instructions.clone_from(&agent.instructions);
     app.tools.clone_from(&agent.tools);
     app.commands.clone_from(&agent.commands);
+    app.checkpoints.clone_from(&agent.checkpoints);
     if !options.transcript.is_empty() {
         app.on_resumed(&agent.session_id, &options.transcript);
     }
@@ -392,6 +396,7 @@ fn resume(
             app.tools.clone_from(&agent.tools);
             app.commands.clone_from(&agent.commands);
             app.commands.clone_from(&agent.commands);
+            app.checkpoints.clone_from(&agent.checkpoints);
             app.on_resumed(&agent.session_id, &resumed.transcript);
             true
         }

@@ -38,6 +38,16 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "go back to an earlier session of this project",
     ),
     (
+        "/undo",
+        "",
+        "undo the last prompt: its file changes and the conversation (previewed first)",
+    ),
+    (
+        "/rewind",
+        "",
+        "go back to before an earlier prompt: code, conversation or both (also esc esc)",
+    ),
+    (
         "/compress",
         "",
         "summarize the older conversation to free the context window (also /compact)",
@@ -56,7 +66,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("/quit", "", "exit"),
 ];
 
-const KEYS_HELP: &str = "Keys: enter send (queued while a task runs) · shift+enter, ctrl+j or \\+enter newline · up/down rows, then history · ctrl+r search history · esc or ctrl+c cancel · esc esc clear · ctrl+c twice exit · shift+tab mode (default, auto, auto-edit, plan) · ctrl+s send into the running task · ctrl+o transcript (every diff and output; esc closes) · ctrl+l clear screen · ctrl+g or ctrl+x ctrl+e edit in $EDITOR
+const KEYS_HELP: &str = "Keys: enter send (queued while a task runs) · shift+enter, ctrl+j or \\+enter newline · up/down rows, then history · ctrl+r search history · esc or ctrl+c cancel · esc esc clear (empty: rewind) · ctrl+c twice exit · shift+tab mode (default, auto, auto-edit, plan) · ctrl+s send into the running task · ctrl+o transcript (every diff and output; esc closes) · ctrl+l clear screen · ctrl+g or ctrl+x ctrl+e edit in $EDITOR
 Editing: ctrl+a/e line start/end · ctrl+w, alt+backspace cut word · ctrl+k cut to end · ctrl+u cut to start · ctrl+y paste cut · alt+b/f, ctrl+←/→ word moves";
 
 /// `/help`: the commands, the custom commands and skills of `library`, then the keys.
@@ -179,6 +189,8 @@ impl App {
             }
             "/quit" | "/exit" => return vec![Action::Quit],
             "/resume" => return self.open_picker(arg),
+            "/undo" => return self.undo_command(),
+            "/rewind" => return self.rewind_command(),
             _ if self.is_custom(name) && self.chat.is_running() => self.notice(
                 NoticeKind::Warning,
                 format!("A task is running; {name} works between tasks"),

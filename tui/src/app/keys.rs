@@ -36,6 +36,9 @@ impl App {
                 }
             };
         }
+        if self.rewind.is_some() {
+            return self.on_rewind_key(key);
+        }
         if let Some(view) = self.transcript_view.as_mut() {
             let page = usize::from(self.screen_rows).saturating_sub(1);
             if view.on_key(key, page) == ViewKey::Close {
@@ -234,21 +237,32 @@ impl App {
     }
 
     /// Esc: cancels a running task; on an idle prompt a second Esc clears the box, and on an
-    /// empty box it puts back the prompt of the task just cancelled.
+    /// empty box it puts back the prompt of the task just cancelled, or else a second Esc
+    /// opens the `/rewind` picker.
     fn on_esc(&mut self, now: Instant) -> Vec<Action> {
         if self.chat.is_running() {
             return self.cancel_if_running();
         }
+        let again = self
+            .esc_at
+            .is_some_and(|t| now.duration_since(t) <= EXIT_WINDOW);
         if self.composer.is_empty() {
             if let Some(prompt) = self.cancelled_prompt.take() {
                 self.composer.set_text(prompt);
+                return Vec::new();
+            }
+            // Esc Esc on an empty box goes back to an earlier prompt.
+            if again {
+                self.esc_at = None;
+                return self.rewind_command();
+            }
+            self.esc_at = Some(now);
+            if self.checkpoints.is_some() {
+                self.status.hint = Some("esc again to rewind to an earlier prompt".into());
             }
             return Vec::new();
         }
-        if self
-            .esc_at
-            .is_some_and(|t| now.duration_since(t) <= EXIT_WINDOW)
-        {
+        if again {
             self.esc_at = None;
             self.composer.clear();
         } else {

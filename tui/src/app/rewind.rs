@@ -1,0 +1,139 @@
+//! `/undo`, `/rewind` and Esc Esc: asking the session's checkpoints for the turns and the
+//! preview, the dialog's answers, and the prompt put back after a conversation rewind.
+
+use corvid_core::checkpoints::SessionCheckpoints;
+use corvid_protocol::{Op, RewindScope};
+use crossterm::event::KeyEvent;
+
+use super::{Action, App};
+use crate::cells::NoticeKind;
+use crate::rewind::{RewindDialog, RewindKey};
+
+/// Why `/undo` and `/rewind` do nothing in a session without checkpoints.
+const CHECKPOINTS_OFF: &str = "Checkpoints are off in this session, so nothing can be undone: \
+`checkpoints.enabled` is false in your settings, or corvid does not record this folder (such \
+as your home folder or /). Turn them on and start a new session.";
+
+impl App {
+    /// `/undo`: the preview of putting back code and conversation of the last turn.
+    pub(super) fn undo_command(&mut self) -> Vec<Action> {
+        let Some(checkpoints) = self.rewind_checkpoints("/undo") else {
+            return Vec::new();
+        };
+        let preview = checkpoints
+            .last_turn()
+            .and_then(|turn| checkpoints.preview(turn, RewindScope::Both));
+        match preview {
+            Ok(preview) => self.rewind = Some(RewindDialog::confirm(preview)),
+            Err(e) => self.notice(NoticeKind::Warning, format!("Nothing was undone: {e}")),
+        }
+        Vec::new()
+    }
+
+    /// `/rewind` (and Esc Esc on an empty box): the picker over the earlier prompts.
+    pub(super) fn rewind_command(&mut self) -> Vec<Action> {
+        let Some(checkpoints) = self.rewind_checkpoints("/rewind") else {
+            return Vec::new();
+        };
+        match checkpoints.turns() {
+            Ok(turns) if turns.is_empty() => self.notice(
+                NoticeKind::Info,
+                "No prompt of this session can be rewound yet".into(),
+            ),
+            Ok(turns) => self.rewind = Some(RewindDialog::pick(turns)),
+            Err(e) => self.notice(NoticeKind::Error, format!("Cannot list the turns: {e}")),
+        }
+        Vec::new()
+    }
+
+    /// The checkpoints, when `what` may use them now; otherwise a notice says why not.
+    fn rewind_checkpoints(&mut self, what: &str) -> Option<std::sync::Arc<SessionCheckpoints>> {
+        if self.chat.is_running() {
+            self.notice(
+                NoticeKind::Warning,
+                format!("A task is running; {what} works between tasks (esc stops this one)"),
+            );
+            return None;
+        }
+        let checkpoints = self.checkpoints.clone();
+        if checkpoints.is_none() {
+            self.notice(NoticeKind::Warning, CHECKPOINTS_OFF.into());
+        }
+        checkpoints
+    }
+
+    /// A key for the open rewind dialog.
+    pub(super) fn on_rewind_key(&mut self, key: KeyEvent) -> Vec<Action> {
+        let Some(dialog) = self.rewind.as_mut() else {
+            return Vec::new();
+        };
+        let prompt = match &*dialog {
+            RewindDialog::Confirm { preview, .. } => Some(preview.prompt.clone()),
+            _ => None,
+        };
+        match dialog.on_key(key) {
+            RewindKey::Open => Vec::new(),
+            RewindKey::Closed => {
+                self.rewind = None;
+                self.status.hint = Some("nothing was rewound".into());
+                Vec::new()
+            }
+            RewindKey::Preview { turn, scope } => {
+                self.rewind = None;
+                let Some(checkpoints) = self.rewind_checkpoints("/rewind") else {
+                    return Vec::new();
+                };
+                match checkpoints.preview(turn, scope) {
+                    Ok(preview) => self.rewind = Some(RewindDialog::confirm(preview)),
+                    Err(e) => self.notice(NoticeKind::Warning, format!("Nothing was rewound: {e}")),
+                }
+                Vec::new()
+            }
+            RewindKey::Rewind {
+                turn,
+                scope,
+                overwrite_conflicts,
+            } => {
+                self.rewind = None;
+                if scope.conversation() {
+                    self.rewound_prompt = prompt.map(|p| (turn, self.whole_prompt(p)));
+                }
+                vec![Action::Submit(Op::Rewind {
+                    turn,
+                    scope,
+                    overwrite_conflicts,
+                })]
+            }
+        }
+    }
+
+    /// The newest prompt of this session whose first line is `first_line` (what the
+    /// checkpoints keep), or else starts with it (they keep only the start of a long line);
+    /// `first_line` itself when none does.
+    fn whole_prompt(&self, first_line: String) -> String {
+        let line = |p: &&String| p.lines().next().unwrap_or_default().to_owned();
+        let mut newest = self.prompts.iter().rev();
+        newest
+            .clone()
+            .find(|p| line(p) == first_line)
+            .or_else(|| newest.find(|p| !first_line.is_empty() && line(p).starts_with(&first_line)))
+            .cloned()
+            .unwrap_or(first_line)
+    }
+
+    /// The core finished a rewind: after a conversation rewind, the undone prompt goes back
+    /// into the box (before anything typed since).
+    pub(super) fn rewound(&mut self, turn: u32, scope: RewindScope, failed: bool) {
+        let Some((asked, prompt)) = self.rewound_prompt.take() else {
+            return;
+        };
+        if failed || asked != turn || !scope.conversation() {
+            return;
+        }
+        let text = match self.composer.text() {
+            "" => prompt,
+            typed => format!("{prompt}\n{typed}"),
+        };
+        self.composer.set_text(text);
+    }
+}

@@ -1,0 +1,293 @@
+//! `/undo` and `/rewind` (issue 26): the dialog in the live area. `/rewind` picks an earlier
+//! prompt, then what to put back; both end on the core's preview, confirmed before the
+//! app sends [`corvid_protocol::Op::Rewind`]. Pure: the app asks the checkpoints for the
+//! turns and the preview and hands them in.
+
+use corvid_core::checkpoints::{RewindPreview, TurnSummary};
+use corvid_protocol::RewindScope;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use crate::wrap::{truncate, wrap_line};
+
+/// Rows of earlier prompts shown at once (the list scrolls with the selection).
+const VISIBLE: usize = 8;
+
+/// Files listed in the preview before the rest are only counted.
+const FILE_ROWS: usize = 10;
+
+/// What can be put back, in the order offered after picking a turn.
+const SCOPES: [(RewindScope, &str); 3] = [
+    (RewindScope::Both, "code and conversation"),
+    (
+        RewindScope::Code,
+        "code only (the model is told which files came back)",
+    ),
+    (
+        RewindScope::Conversation,
+        "conversation only (the files stay as they are)",
+    ),
+];
+
+/// Where the dialog is.
+#[derive(Debug, Clone)]
+pub enum RewindDialog {
+    /// Choosing the turn to go back to before (oldest first; the newest starts highlighted).
+    Pick {
+        turns: Vec<TurnSummary>,
+        selected: usize,
+    },
+    /// Choosing what to put back for `turn`.
+    Scope {
+        turn: u32,
+        prompt: String,
+        selected: usize,
+    },
+    /// The preview, waiting for a yes.
+    Confirm {
+        preview: Box<RewindPreview>,
+        selected: usize,
+    },
+}
+
+/// What a key press in the dialog asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RewindKey {
+    /// Still open.
+    Open,
+    /// Closed without rewinding.
+    Closed,
+    /// Preview rewinding `scope` to before `turn` (the app opens [`RewindDialog::Confirm`]).
+    Preview { turn: u32, scope: RewindScope },
+    /// Carry it out.
+    Rewind {
+        turn: u32,
+        scope: RewindScope,
+        overwrite_conflicts: bool,
+    },
+}
+
+impl RewindDialog {
+    /// The picker over `turns` (oldest first) with the newest highlighted.
+    pub fn pick(turns: Vec<TurnSummary>) -> Self {
+        let selected = turns.len().saturating_sub(1);
+        Self::Pick { turns, selected }
+    }
+
+    /// The confirmation of `preview`, on its first choice.
+    pub fn confirm(preview: RewindPreview) -> Self {
+        Self::Confirm {
+            preview: Box::new(preview),
+            selected: 0,
+        }
+    }
+
+    /// The confirmation's choices: with conflicts, keeping or overwriting the user's edits.
+    fn choices(preview: &RewindPreview) -> Vec<(&'static str, Option<bool>)> {
+        if preview.has_conflicts() {
+            vec![
+                ("restore, keep my edits", Some(false)),
+                ("overwrite my edits", Some(true)),
+                ("cancel", None),
+            ]
+        } else {
+            vec![("rewind", Some(false)), ("cancel", None)]
+        }
+    }
+
+    /// Up/Down (or Tab) move, Enter chooses, `y` takes the first choice of the confirmation,
+    /// Esc, `n` or Ctrl+C close.
+    pub fn on_key(&mut self, key: KeyEvent) -> RewindKey {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if key.code == KeyCode::Esc || (ctrl && key.code == KeyCode::Char('c')) {
+            return RewindKey::Closed;
+        }
+        let n = match self {
+            Self::Pick { turns, .. } => turns.len(),
+            Self::Scope { .. } => SCOPES.len(),
+            Self::Confirm { preview, .. } => Self::choices(preview).len(),
+        };
+        let confirming = matches!(self, Self::Confirm { .. });
+        let (Self::Pick { selected, .. }
+        | Self::Scope { selected, .. }
+        | Self::Confirm { selected, .. }) = self;
+        match key.code {
+            KeyCode::Up | KeyCode::BackTab => *selected = (*selected + n.max(1) - 1) % n.max(1),
+            KeyCode::Down | KeyCode::Tab => *selected = (*selected + 1) % n.max(1),
+            KeyCode::Char('n') if confirming => return RewindKey::Closed,
+            KeyCode::Char('y') if confirming => {
+                *selected = 0;
+                return self.chosen();
+            }
+            KeyCode::Enter => return self.chosen(),
+            _ => {}
+        }
+        RewindKey::Open
+    }
+
+    /// Enter on the highlighted row.
+    fn chosen(&mut self) -> RewindKey {
+        match self {
+            Self::Pick { turns, selected } => {
+                let Some(t) = turns.get(*selected) else {
+                    return RewindKey::Closed;
+                };
+                *self = Self::Scope {
+                    turn: t.turn,
+                    prompt: t.prompt.clone(),
+                    selected: 0,
+                };
+                RewindKey::Open
+            }
+            Self::Scope { turn, selected, .. } => RewindKey::Preview {
+                turn: *turn,
+                scope: SCOPES[*selected % SCOPES.len()].0,
+            },
+            Self::Confirm { preview, selected } => {
+                let choices = Self::choices(preview);
+                match choices[*selected % choices.len()].1 {
+                    Some(overwrite_conflicts) => RewindKey::Rewind {
+                        turn: preview.turn,
+                        scope: preview.scope,
+                        overwrite_conflicts,
+                    },
+                    None => RewindKey::Closed,
+                }
+            }
+        }
+    }
+
+    /// The dialog's rows at `width`.
+    pub fn lines(&self, width: u16) -> Vec<Line<'static>> {
+        let dim = Style::new().fg(Color::DarkGray);
+        let title = |text: String, keys: &str| {
+            Line::from(vec![
+                Span::styled(
+                    text,
+                    Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+                ),
+                Span::styled(format!(" · {keys}"), dim),
+            ])
+        };
+        let row = |chosen: bool, text: String, note: String| {
+            let style = if chosen {
+                Style::new().add_modifier(Modifier::BOLD)
+            } else {
+                Style::new()
+            };
+            let marker = if chosen { "› " } else { "  " };
+            let room = usize::from(width)
+                .saturating_sub(2 + note.chars().count())
+                .max(8);
+            Line::from(vec![
+                Span::styled(marker, Style::new().fg(Color::Cyan)),
+                Span::styled(truncate(&text, room), style),
+                Span::styled(note, dim),
+            ])
+        };
+        let mut out = Vec::new();
+        match self {
+            Self::Pick { turns, selected } => {
+                out.push(title(
+                    "Rewind to before which prompt?".into(),
+                    "↑↓ choose · enter next · esc close",
+                ));
+                let first = (selected + 1).saturating_sub(VISIBLE);
+                for (i, t) in turns.iter().enumerate().skip(first).take(VISIBLE) {
+                    let prompt = t.prompt.split_whitespace().collect::<Vec<_>>().join(" ");
+                    out.push(row(
+                        i == *selected,
+                        format!("{}. {prompt}", t.turn),
+                        format!("  {}", changed(t)),
+                    ));
+                }
+                if turns.len() > VISIBLE {
+                    out.push(Line::styled(
+                        format!("  {}/{} prompts", selected + 1, turns.len()),
+                        dim,
+                    ));
+                }
+            }
+            Self::Scope {
+                turn,
+                prompt,
+                selected,
+            } => {
+                out.push(title(
+                    format!("Rewind to before turn {turn}"),
+                    "↑↓ choose · enter preview · esc close",
+                ));
+                out.push(Line::styled(
+                    truncate(&format!("  {prompt}"), usize::from(width)),
+                    dim,
+                ));
+                for (i, (_, label)) in SCOPES.iter().enumerate() {
+                    out.push(row(i == *selected, (*label).to_owned(), String::new()));
+                }
+            }
+            Self::Confirm { preview, selected } => {
+                out.push(title(
+                    "Rewind?".into(),
+                    "enter choose · y yes · esc or n keep everything",
+                ));
+                for text in preview_rows(preview) {
+                    let line = Line::raw(format!("  {text}"));
+                    out.extend(wrap_line(&line, width, 6));
+                }
+                let choices = Self::choices(preview);
+                let spans: Vec<Span<'static>> = choices
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, (label, _))| {
+                        let style = if i == *selected {
+                            Style::new().add_modifier(Modifier::REVERSED)
+                        } else {
+                            dim
+                        };
+                        [Span::raw("  "), Span::styled(format!(" {label} "), style)]
+                    })
+                    .collect();
+                out.push(Line::from(spans));
+            }
+        }
+        out
+    }
+}
+
+/// The core's preview text with at most [`FILE_ROWS`] file rows (the rest counted), so a
+/// turn that touched many files still leaves the choices on the screen.
+fn preview_rows(preview: &RewindPreview) -> Vec<String> {
+    let text = preview.to_text();
+    let mut rows: Vec<String> = text.lines().map(str::to_owned).collect();
+    // After the title, one row per change and per file that cannot be restored.
+    let files = if preview.scope.code() {
+        preview.changes.len() + preview.unrestorable.len()
+    } else {
+        0
+    };
+    if files > FILE_ROWS && rows.len() > files {
+        let conflicts = preview.changes.iter().filter(|c| c.conflict).count();
+        let hidden = files - FILE_ROWS;
+        let mut more = format!("  … and {hidden} more files");
+        if conflicts > 0 {
+            more.push_str(&format!(" ({conflicts} conflicts in all)"));
+        }
+        rows.splice(1 + FILE_ROWS..1 + files, [more]);
+    }
+    rows
+}
+
+/// What a turn changed, for the picker: file counts, or that nothing changed.
+fn changed(t: &TurnSummary) -> String {
+    let files = t.changes.len() + t.unrestorable.len();
+    let mut out = match files {
+        0 => "no file changes".to_owned(),
+        1 => "1 file".to_owned(),
+        n => format!("{n} files"),
+    };
+    if t.rewind_of.is_some() {
+        out.push_str(" · a rewind");
+    }
+    out
+}
