@@ -542,3 +542,39 @@ async fn the_skill_tool_loads_the_body_and_a_bundled_file_outside_the_workspace(
         "{escape:?}"
     );
 }
+
+#[tokio::test]
+async fn a_link_in_a_skill_folder_cannot_read_a_file_outside_it() {
+    use corvid_tools::Tool;
+    let f = folders();
+    let dir = f.home.join(".claude/skills/pdf-processing");
+    write(&dir.join("SKILL.md"), PDF_SKILL);
+    let secret = f.home.join(".ssh/id_ed25519");
+    write(&secret, "PRIVATE KEY\n");
+    std::os::unix::fs::symlink(&secret, dir.join("notes.md")).unwrap();
+    let library = f.library(Trust::Untrusted);
+    let tool = corvid_core::commands::skill_tool::SkillTool::new(library);
+    let ctx = corvid_tools::ToolContext {
+        call_id: "c".into(),
+        cwd: f.project.clone(),
+        fs: std::sync::Arc::new(corvid_tools::LocalFs),
+        cancel: Default::default(),
+        shell_timeout: std::time::Duration::from_secs(5),
+        shell: Default::default(),
+        live_output: None,
+    };
+    let refused = tool
+        .execute(
+            serde_json::json!({"name": "pdf-processing", "file": "notes.md"}),
+            ctx,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        refused
+            .message
+            .contains("a link leading outside the folder"),
+        "{refused:?}"
+    );
+    assert!(!refused.message.contains("PRIVATE KEY"), "{refused:?}");
+}

@@ -130,7 +130,25 @@ fn load(library: &Library, args: &Value) -> Result<ToolOutput, ToolError> {
                  `file` to list them"
             )));
         };
-        let (mut reader, _) = corvid_tools::regular_file::open_regular(path)
+        // A link in a skill's folder must not turn this unasked tool into a reader of any
+        // file (`notes.md -> ~/.ssh/id_ed25519` in a repository's skill): only what really
+        // lies inside the skill's folder is read, by its resolved path.
+        let real = path
+            .canonicalize()
+            .ok()
+            .filter(|real| {
+                skill
+                    .dir()
+                    .canonicalize()
+                    .is_ok_and(|dir| real.starts_with(dir))
+            })
+            .ok_or_else(|| {
+                ToolError::new(format!(
+                    "`{file}` is a link leading outside the folder of the skill `{name}` (or \
+                     cannot be resolved); a skill's files are read only from inside its folder"
+                ))
+            })?;
+        let (mut reader, _) = corvid_tools::regular_file::open_regular(&real)
             .map_err(|e| ToolError::new(format!("{} could not be read: {e}", path.display())))?;
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(
