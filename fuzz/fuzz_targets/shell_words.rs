@@ -54,11 +54,12 @@ fuzz_target!(|data: &[u8]| {
     }
     let rules: Vec<String> = rules.lines().map(str::to_owned).collect();
     if let Ok(rules) = PermissionRules::new(&rules, &rules) {
-        for tool in ["run_shell_command", "write_file", "read_file"] {
+        for tool in ["run_shell_command", "write_file", "read_file", "web_fetch"] {
             let subject = Subject {
                 tool,
                 command: Some(&line),
                 file: Some(Path::new(command)),
+                domain: Some(command),
                 paths: &[],
             };
             let _ = rules.denying(&subject);
