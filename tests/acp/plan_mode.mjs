@@ -1,89 +1,19 @@
 #!/usr/bin/env node
-// Plan mode with the official client library (@agentclientprotocol/sdk 2.4.0): session/new,
-// session/set_mode to `plan`, one prompt; every permission request is answered with the
-// option whose id is ANSWER. Prints one JSON object per line on stdout:
-//   {"kind":"session","response":{...}}   the session/new answer (with its modes)
-//   {"kind":"update","update":{...}}      a session/update
-//   {"kind":"permission","params":{...}}  a session/request_permission (answered)
-//   {"kind":"response","response":{...}}  the session/prompt answer
-//   {"kind":"error","message":...}        a failed request
+// Plan mode with the official client library (@agentclientprotocol/sdk 2.4.0): session/new
+// (its answer carries the modes), session/set_mode to `plan`, one prompt; output, usage and
+// exit codes as in one_session.mjs.
 // Usage: node plan_mode.mjs CWD PROMPT ANSWER -- AGENT_CMD [ARGS...]
-// Exit codes: 0 ok, 1 protocol error, 2 agent not started, 3 timeout (60 s), 64 usage.
-import { spawn } from "node:child_process";
-import { Readable, Writable } from "node:stream";
-import * as acp from "@agentclientprotocol/sdk";
+import { acp, runOneSession } from "./one_session.mjs";
 
-const argv = process.argv.slice(2);
-const split = argv.indexOf("--");
-if (split !== 3 || split === argv.length - 1) {
-  process.stderr.write("usage: node plan_mode.mjs CWD PROMPT ANSWER -- AGENT_CMD [ARGS...]\n");
-  process.exit(64);
-}
-const [cwd, prompt, answer] = argv.slice(0, 3);
-const [command, ...commandArgs] = argv.slice(split + 1);
-const emit = (value) => process.stdout.write(JSON.stringify(value) + "\n");
-
-const agent = spawn(command, commandArgs, { stdio: ["pipe", "pipe", "inherit"], env: process.env });
-try {
-  await new Promise((resolve, reject) => {
-    agent.once("spawn", resolve);
-    agent.once("error", reject);
-  });
-} catch (error) {
-  process.stderr.write(`plan_mode.mjs: cannot start ${command}: ${error.message}\n`);
-  process.exit(2);
-}
-let finished = false;
-agent.once("exit", (code, signal) => {
-  if (!finished) {
-    process.stderr.write(`plan_mode.mjs: the agent exited early (code ${code}, signal ${signal})\n`);
-    process.exit(1);
-  }
-});
-const timer = setTimeout(() => {
-  process.stderr.write("plan_mode.mjs: timed out after 60s\n");
-  agent.kill("SIGKILL");
-  process.exit(3);
-}, 60_000);
-
-const app = acp
-  .client({ name: "corvid-plan-e2e" })
-  .onNotification(acp.methods.client.session.update, ({ params }) => {
-    emit({ kind: "update", update: params.update });
-  })
-  .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
-    emit({ kind: "permission", params });
-    return { outcome: { outcome: "selected", optionId: answer } };
-  });
-
-let code = 0;
-try {
-  const stream = acp.ndJsonStream(Writable.toWeb(agent.stdin), Readable.toWeb(agent.stdout));
-  await app.connectWith(stream, async (ctx) => {
-    await ctx.request(acp.methods.agent.initialize, {
-      protocolVersion: acp.PROTOCOL_VERSION,
-      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
-    });
-    const session = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
-    emit({ kind: "session", response: session });
-    const { sessionId } = session;
+await runOneSession({
+  script: "plan_mode.mjs",
+  clientName: "corvid-plan-e2e",
+  body: async (ctx, { sessionId, prompt, emit }) => {
     await ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: "plan" });
     const response = await ctx.request(acp.methods.agent.session.prompt, {
       sessionId,
       prompt: [{ type: "text", text: prompt }],
     });
     emit({ kind: "response", response });
-  });
-} catch (error) {
-  emit({ kind: "error", message: String(error?.message ?? error) });
-  code = 1;
-}
-finished = true;
-clearTimeout(timer);
-agent.stdin.end();
-const exited = await Promise.race([
-  new Promise((resolve) => agent.once("exit", () => resolve(true))),
-  new Promise((resolve) => setTimeout(() => resolve(false), 2000)),
-]);
-if (!exited) agent.kill("SIGKILL");
-process.exit(code);
+  },
+});
