@@ -8,9 +8,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::Stdio;
 
-use common::{client_dir, require_client, text_turn, turn};
+use common::{require_client, run_session_script, text_turn, turn};
 use corvid_testkit::{MockServer, ScriptedResponse};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -26,36 +25,8 @@ fn tool_call(id: &str, name: &str, args: &Value) -> ScriptedResponse {
 /// Runs the client in a fresh project; returns its output lines.
 async fn run_client(server: &MockServer, project: &Path, answer: &str) -> Vec<Value> {
     let home = tempfile::tempdir().unwrap();
-    let output = tokio::process::Command::new("node")
-        .arg(client_dir().join("plan_mode.mjs"))
-        .arg(project)
-        .arg("add b.txt")
-        .arg(answer)
-        .arg("--")
-        .arg(env!("CARGO_BIN_EXE_corvid"))
-        .arg("--acp")
-        .current_dir(project)
-        .env("CORVID_HOME", home.path())
-        .env("OPENAI_BASE_URL", server.url())
-        .env("OPENAI_API_KEY", "sk-plan-mode-test")
-        .env("OPENAI_MODEL", "mock-model")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env("CORVID_EMIT_TOOL_USE_SUMMARIES", "0")
-        .stdin(Stdio::null())
-        .stderr(Stdio::inherit())
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "client failed ({}):\n{stdout}",
-        output.status
-    );
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l}: {e}")))
-        .collect()
+    let (url, home) = (server.url(), home.path());
+    run_session_script("plan_mode.mjs", &url, project, home, "add b.txt", answer).await
 }
 
 fn updates<'a>(lines: &'a [Value], kind: &str) -> Vec<&'a Value> {
