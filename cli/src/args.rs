@@ -263,6 +263,19 @@ pub enum HooksCommand {
         #[arg(long, value_name = "FILE")]
         input: PathBuf,
     },
+    /// Shows the project hooks waiting for review and approves them: a project's handler
+    /// runs only once approved, and again only after a change is approved.
+    Trust {
+        /// Only show what waits (the default without hashes or --all).
+        #[arg(long, conflicts_with_all = ["all", "hashes"])]
+        list: bool,
+        /// Approve every handler shown.
+        #[arg(long, conflicts_with = "hashes")]
+        all: bool,
+        /// Approve these handlers (the hashes `--list` shows).
+        #[arg(value_name = "HASH")]
+        hashes: Vec<String>,
+    },
 }
 
 /// `corvid debug ...`

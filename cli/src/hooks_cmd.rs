@@ -31,7 +31,7 @@ fn load(setup: &Setup) -> Result<Hooks, ConfigError> {
 pub fn list(setup: &Setup, out: &mut impl Write) -> Result<(), ConfigError> {
     let hooks = load(setup)?;
     let config = hooks.config();
-    if config.handlers.is_empty() {
+    if config.handlers.is_empty() && config.pending.is_empty() {
         writeln!(
             out,
             "No hooks configured. Add Claude Code's `hooks` block to ~/.corvid/settings.json \
@@ -61,6 +61,21 @@ pub fn list(setup: &Setup, out: &mut impl Write) -> Result<(), ConfigError> {
             writeln!(out, "{event}  {matcher}  {}\n  from {notes}", h.command)
                 .map_err(write_error)?;
         }
+    }
+    for hook in &config.pending {
+        let h = &hook.handler;
+        writeln!(
+            out,
+            "{}  {}  {}  (waits for review: `corvid hooks trust`)\n  from {}, project",
+            h.event,
+            match h.matcher.as_str() {
+                "" => "*",
+                m => m,
+            },
+            h.command,
+            h.source.path.display()
+        )
+        .map_err(write_error)?;
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ mod args;
 mod commands_cmd;
 mod headless;
 mod hooks_cmd;
+mod hooks_trust;
 mod logging;
 mod mcp_cmd;
 mod replay;
@@ -144,6 +145,9 @@ async fn run(cli: Cli) -> ExitCode {
             HooksCommand::List => hooks_cmd::list(&setup, &mut out),
             HooksCommand::Test { event, tool, input } => {
                 hooks_cmd::test(&setup, event, tool.as_deref(), input, &mut out).await
+            }
+            HooksCommand::Trust { list, all, hashes } => {
+                hooks_trust::trust(&setup, *list, *all, hashes, &mut out)
             }
         };
         return match done {

@@ -44,10 +44,11 @@ impl Setup {
         for warning in &loaded.warnings {
             eprintln!("corvid: warning: {warning}");
         }
-        Ok(Self {
-            cwd,
-            settings: loaded.settings,
-        })
+        let mut settings = loaded.settings;
+        if is_tui(cli) {
+            settings = crate::hooks_trust::ask_before_ui(settings, &cwd)?;
+        }
+        Ok(Self { cwd, settings })
     }
 
     /// A new session's agent configuration.

@@ -341,42 +341,6 @@ async fn hooks_of_an_untrusted_project_are_not_loaded_and_say_why() {
 }
 
 #[tokio::test]
-async fn a_trusted_projects_hooks_run_without_provider_keys_while_the_users_keep_them() {
-    let sb = Sandbox::new();
-    let echo = r#"echo "key=${OPENAI_API_KEY:-none} dir=$CLAUDE_PROJECT_DIR""#;
-    let block =
-        serde_json::json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": echo}]}]}});
-    std::fs::create_dir(sb.project_dir().join(".corvid")).unwrap();
-    std::fs::write(
-        sb.project_dir().join(".corvid/settings.json"),
-        block.to_string(),
-    )
-    .unwrap();
-    let file = input(&sb, "{}");
-    let project = sb.project_dir().to_string_lossy().into_owned();
-    let mut cmd = sb.corvid(&[
-        "--trust", &project, "hooks", "test", "Stop", "--input", &file,
-    ]);
-    cmd.env("OPENAI_API_KEY", "sk-test-secret");
-    let out = run(cmd).await;
-    let text = stdout(&out);
-    let real = sb.project_dir().canonicalize().unwrap();
-    assert!(
-        text.contains(&format!("stdout: key=none dir={}", real.display())),
-        "{text}{}",
-        stderr(&out)
-    );
-
-    // The same handler in the user's own file sees the user's environment.
-    std::fs::remove_file(sb.project_dir().join(".corvid/settings.json")).unwrap();
-    sb.user_settings(&block.to_string());
-    let mut cmd = sb.corvid(&["hooks", "test", "Stop", "--input", &file]);
-    cmd.env("OPENAI_API_KEY", "sk-test-secret");
-    let text = stdout(&run(cmd).await);
-    assert!(text.contains("stdout: key=sk-test-secret"), "{text}");
-}
-
-#[tokio::test]
 async fn import_claude_hooks_reads_the_users_claude_settings_as_they_are() {
     let sb = Sandbox::new();
     let home = tempfile::tempdir().unwrap();

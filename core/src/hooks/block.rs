@@ -30,6 +30,10 @@ impl Reader<'_> {
             other => return Err(self.wrong_type(&at, "an object of events", other)),
         };
         for (name, entries) in events {
+            if name == super::config::IMPORT_CLAUDE {
+                // A switch, not an event; checked where the file is read.
+                continue;
+            }
             at.push(Step::Key(name.clone()));
             let Some(event) = HookEvent::parse(name) else {
                 let known: Vec<&str> = HookEvent::ALL.iter().map(|e| e.as_str()).collect();

@@ -2,12 +2,16 @@
 //! merged, with every problem an error naming `file:line:column` and the key.
 //!
 //! Files, in order: `$CORVID_HOME/settings.json`; the project's `.corvid/settings.json` when
-//! the folder is trusted and the file accepted; and, when the user's file sets
-//! `importClaudeHooks: true`, `~/.claude/settings.json` and (under the same trust) the
-//! project's `.claude/settings.json` and `.claude/settings.local.json`. The switch is a
-//! top-level key of its own because in Claude Code `hooks` is the event map itself, and only
-//! the user's file may set it (a project cannot opt itself into more files).
+//! the folder is trusted; and, when the user's file sets `hooks.importClaude: true` (or the
+//! older top-level `importClaudeHooks: true`), `~/.claude/settings.json` and (under the same
+//! trust) the project's `.claude/settings.json` and `.claude/settings.local.json`. Only the
+//! user's file may set the switch (a project cannot opt itself into more files).
 //! `disableAllHooks: true` in any of them turns every hook off.
+//!
+//! A project's handlers need more than a trusted folder: each runs only once the user
+//! approved exactly that handler ([`super::review`]); the others wait in
+//! [`HooksConfig::pending`]. The per-handler pin is what guards them, so a project file's
+//! hooks are read whether or not the file as a whole was accepted.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -62,9 +66,11 @@ pub struct HooksConfig {
     pub handlers: Vec<Handler>,
     /// `disableAllHooks: true` was set somewhere: nothing runs.
     pub disabled: bool,
-    /// Problems that did not stop loading (unknown keys, files not applied); callers show
-    /// them to the user.
+    /// Problems that did not stop loading (unknown keys, files not applied, hooks waiting
+    /// for review); callers show them to the user.
     pub warnings: Vec<String>,
+    /// Project handlers the user has not approved (new, or changed since): they do not run.
+    pub pending: Vec<super::review::PendingHook>,
 }
 
 /// A hooks block that cannot be used.
@@ -112,11 +118,7 @@ impl HooksConfig {
             && let Some(text) = read_text(path)?
         {
             let root = config.add_file(path, &text, HookScope::User)?;
-            import_claude = root
-                .as_ref()
-                .and_then(|r| r.get("importClaudeHooks"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
+            import_claude = root.as_ref().is_some_and(imports_claude);
         }
         if import_claude && let Some(home) = home {
             let path = home.join(".claude").join("settings.json");
@@ -146,19 +148,12 @@ impl HooksConfig {
                 ));
                 continue;
             }
-            let Some(text) = read_text(&path)? else {
-                continue;
-            };
-            match project.verdict(&path, text.as_bytes()) {
-                Verdict::Apply => {
-                    config.add_file(&path, &text, HookScope::Project)?;
-                }
-                verdict => config.warnings.extend(ProjectTrust::ignored_warning(
-                    &path,
-                    "project hooks",
-                    verdict,
-                )),
+            if let Some(text) = read_text(&path)? {
+                config.add_file(&path, &text, HookScope::Project)?;
             }
+        }
+        if let Some(folder) = files.project_folder() {
+            super::review::hold_back(&mut config, folder, project);
         }
         Ok(config)
     }
@@ -209,8 +204,16 @@ impl HooksConfig {
                 }
             }
         }
-        if let Some(v) = root.get("importClaudeHooks") {
-            let at = [Step::Key("importClaudeHooks".into())];
+        let switches = [
+            (root.get("importClaudeHooks"), "importClaudeHooks"),
+            (
+                root.get("hooks").and_then(|h| h.get(IMPORT_CLAUDE)),
+                "hooks.importClaude",
+            ),
+        ];
+        for (value, key) in switches {
+            let Some(v) = value else { continue };
+            let at: Vec<Step> = key.split('.').map(|k| Step::Key(k.into())).collect();
             if !matches!(v, Value::Bool(_) | Value::Null) {
                 return Err(reader.error(
                     &at,
@@ -220,7 +223,7 @@ impl HooksConfig {
             if scope == HookScope::Project {
                 let place = reader.location(&at);
                 reader.warnings.push(format!(
-                    "{place}: `importClaudeHooks` is read from your own settings file only (ignored)"
+                    "{place}: `{key}` is read from your own settings file only (ignored)"
                 ));
             }
         }
@@ -255,6 +258,16 @@ impl HooksConfig {
     pub fn is_empty(&self) -> bool {
         self.disabled || self.handlers.is_empty()
     }
+}
+
+/// The key inside `hooks` that reads Claude Code's files too (not an event).
+pub(super) const IMPORT_CLAUDE: &str = "importClaude";
+
+/// Whether the user's settings `root` asks for Claude Code's hooks: `hooks.importClaude`, or
+/// the older top-level `importClaudeHooks` kept as its alias.
+fn imports_claude(root: &Map<String, Value>) -> bool {
+    let on = |v: Option<&Value>| v.and_then(Value::as_bool).unwrap_or(false);
+    on(root.get("hooks").and_then(|h| h.get(IMPORT_CLAUDE))) || on(root.get("importClaudeHooks"))
 }
 
 /// Checks the hooks block of a settings file being loaded, so a malformed one is a settings

@@ -17,6 +17,7 @@ pub mod lifecycle;
 mod locate;
 pub mod matcher;
 pub mod outcome;
+pub mod review;
 mod run;
 pub mod session;
 pub mod session_events;
@@ -25,6 +26,7 @@ pub use config::{Handler, HookConfigError, HookScope, HookSource, HooksConfig};
 pub use contract::{HookContext, HookPayload};
 pub use matcher::Matcher;
 pub use outcome::{Decision, HandlerReport, HookOutcome};
+pub use review::PendingHook;
 pub use run::Hooks;
 pub use session::SessionHooks;
 

@@ -11,7 +11,8 @@ mod mcp;
 mod project;
 mod project_limits;
 mod provider;
-mod trust;
+pub(crate) mod trust;
+mod trust_list;
 mod wiring;
 
 use std::path::{Path, PathBuf};

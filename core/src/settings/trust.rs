@@ -10,12 +10,16 @@
 //! until the user accepts it again (the terminal UI asks; elsewhere `--trust` applies it for
 //! one run). A `--trust` run pins the files its folders hold when corvid starts the same way.
 //!
+//! A project's hooks are pinned finer still: each handler the user approved (`corvid hooks
+//! trust`) is listed by its pin (see `corvid_core::hooks::review`), so a trusted folder's new
+//! or changed hook runs only once the user has seen that exact command.
+//!
 //! The list lives in `$CORVID_HOME/trusted_folders.json`, separate from the hand-edited
 //! `settings.json` so corvid can rewrite it (atomically, `0600`) without touching comments.
 //! A list written before the pins existed still loads; its folders stay trusted but none of
 //! their files is accepted, so each is asked about (or warned about) once.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -91,7 +95,7 @@ impl ConfigFile {
 }
 
 /// Lower-case hex SHA-256 of `bytes`.
-fn digest(bytes: &[u8]) -> String {
+pub(crate) fn digest(bytes: &[u8]) -> String {
     sha2::Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -115,6 +119,9 @@ pub struct ProjectTrust {
     /// The folder-level decision.
     pub trust: Trust,
     accepted: Accepted,
+    /// The pins of the project hook handlers the user approved (`corvid hooks trust`), each
+    /// a digest that includes its folder; `--trust` approves none of them.
+    hook_pins: BTreeSet<String>,
 }
 
 /// The files of a trusted folder that apply.
@@ -150,6 +157,7 @@ impl ProjectTrust {
             folder,
             trust,
             accepted: Accepted::All,
+            hook_pins: BTreeSet::new(),
         }
     }
 
@@ -165,7 +173,20 @@ impl ProjectTrust {
                     .map(|f| (config_key(&f.path), f.digest.clone()))
                     .collect(),
             ),
+            hook_pins: BTreeSet::new(),
         }
+    }
+
+    /// The same trust with the project hook handlers pinned as `pins` approved as well.
+    pub fn approving_hooks(mut self, pins: impl IntoIterator<Item = String>) -> Self {
+        self.hook_pins.extend(pins);
+        self
+    }
+
+    /// Whether the project hook handler pinned as `pin` may run: its folder is trusted and
+    /// the user approved exactly this handler.
+    pub fn hook_approved(&self, pin: &str) -> bool {
+        self.trust == Trust::Trusted && self.hook_pins.contains(pin)
     }
 
     /// Whether the file at `path`, holding `content`, applies.
@@ -228,6 +249,8 @@ pub struct TrustedFolders {
     folders: Vec<PathBuf>,
     /// Project configuration files the user accepted: key -> digest of the content seen.
     accepted: BTreeMap<PathBuf, String>,
+    /// Pins of the project hook handlers the user approved.
+    hooks: BTreeSet<String>,
 }
 
 impl TrustedFolders {
@@ -241,15 +264,17 @@ impl TrustedFolders {
                     path,
                     folders: Vec::new(),
                     accepted: BTreeMap::new(),
+                    hooks: BTreeSet::new(),
                 });
             }
             Err(source) => return Err(SettingsError::Read { path, source }),
         };
-        let (folders, accepted) = parse(&path, &text)?;
+        let (folders, accepted, hooks) = super::trust_list::parse(&path, &text)?;
         Ok(Self {
             path,
             folders,
             accepted,
+            hooks,
         })
     }
 
@@ -287,6 +312,13 @@ impl TrustedFolders {
         self.write()
     }
 
+    /// Approves the project hook handlers pinned as `pins` (see `corvid_core::hooks::review`)
+    /// and rewrites the list.
+    pub fn approve_hooks(&mut self, pins: &[String]) -> Result<(), SettingsError> {
+        self.hooks.extend(pins.iter().cloned());
+        self.write()
+    }
+
     /// The file this list is stored in.
     pub fn path(&self) -> &Path {
         &self.path
@@ -310,6 +342,14 @@ impl TrustedFolders {
                     )
                 })
                 .collect::<serde_json::Map<_, _>>()
+                .into();
+        }
+        if !self.hooks.is_empty() {
+            root["acceptedHooks"] = self
+                .hooks
+                .iter()
+                .map(|pin| serde_json::Value::String(format!("sha256:{pin}")))
+                .collect::<Vec<_>>()
                 .into();
         }
         let mut text = serde_json::to_string_pretty(&root).unwrap_or_default();
@@ -340,11 +380,19 @@ pub(super) fn decide(
         folder: Some(folder.to_owned()),
         ..ProjectTrust::default()
     };
+    let remembered = match corvid_home {
+        Some(home) => Some(TrustedFolders::load(home)?),
+        None => None,
+    };
+    let hook_pins = remembered
+        .as_ref()
+        .map(|r| r.hooks.clone())
+        .unwrap_or_default();
     if *grant == TrustGrant::ThisRun {
-        return Ok(ProjectTrust::vouched(
-            Some(folder.to_owned()),
-            Trust::Trusted,
-        ));
+        return Ok(
+            ProjectTrust::vouched(Some(folder.to_owned()), Trust::Trusted)
+                .approving_hooks(hook_pins),
+        );
     }
     let mut trusted = false;
     let mut accepted = BTreeMap::new();
@@ -355,98 +403,26 @@ pub(super) fn decide(
         trusted = true;
         accepted.extend(granted.accepted.clone());
     }
-    if let Some(home) = corvid_home {
-        let remembered = TrustedFolders::load(home)?;
-        if remembered.trusts(folder) {
-            trusted = true;
-            accepted.extend(remembered.accepted);
-        }
+    if let Some(remembered) = remembered
+        && remembered.trusts(folder)
+    {
+        trusted = true;
+        accepted.extend(remembered.accepted);
     }
     Ok(if trusted {
         ProjectTrust {
             folder: Some(folder.to_owned()),
             trust: Trust::Trusted,
             accepted: Accepted::Only(accepted),
+            hook_pins,
         }
     } else {
         untrusted
     })
 }
 
-type Parsed = (Vec<PathBuf>, BTreeMap<PathBuf, String>);
-
-/// `{"trustedFolders": ["/abs", ...], "acceptedFiles": {"/abs/file": "sha256:hex"}}`;
-/// relative entries are an error (they would trust a different folder depending on where
-/// corvid starts). `acceptedFiles` is missing from lists written before it existed.
-fn parse(path: &Path, text: &str) -> Result<Parsed, SettingsError> {
-    let invalid = |key: &str, message: String| SettingsError::InvalidValue {
-        origin: path.display().to_string(),
-        key: key.into(),
-        message,
-    };
-    if text.trim().is_empty() {
-        return Ok((Vec::new(), BTreeMap::new()));
-    }
-    let root: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        invalid(
-            "trustedFolders",
-            format!("is not valid JSON ({e}); fix or delete the file"),
-        )
-    })?;
-    let folders = match root.get("trustedFolders") {
-        None => Vec::new(),
-        Some(serde_json::Value::Array(list)) => list
-            .iter()
-            .map(|entry| match entry.as_str().map(PathBuf::from) {
-                Some(folder) if folder.is_absolute() => Ok(canonical(&folder)),
-                _ => Err(invalid(
-                    "trustedFolders",
-                    format!("must hold absolute folder paths, found {entry}"),
-                )),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(invalid(
-                "trustedFolders",
-                "must be a list of absolute folder paths".into(),
-            ));
-        }
-    };
-    let accepted = match root.get("acceptedFiles") {
-        None => BTreeMap::new(),
-        Some(serde_json::Value::Object(map)) => map
-            .iter()
-            .map(|(file, digest)| {
-                let digest = digest
-                    .as_str()
-                    .and_then(|d| d.strip_prefix("sha256:"))
-                    .filter(|d| d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit()));
-                match digest {
-                    Some(digest) if Path::new(file).is_absolute() => {
-                        Ok((PathBuf::from(file), digest.to_ascii_lowercase()))
-                    }
-                    _ => Err(invalid(
-                        "acceptedFiles",
-                        format!(
-                            "must map absolute file paths to \"sha256:<64 hex digits>\", \
-                             found {file:?}"
-                        ),
-                    )),
-                }
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(invalid(
-                "acceptedFiles",
-                "must be an object of file paths and digests".into(),
-            ));
-        }
-    };
-    Ok((folders, accepted))
-}
-
 /// The canonical form when the folder exists, so symlinked and `..` spellings compare equal.
-fn canonical(folder: &Path) -> PathBuf {
+pub(super) fn canonical(folder: &Path) -> PathBuf {
     folder
         .canonicalize()
         .unwrap_or_else(|_| folder.to_path_buf())
