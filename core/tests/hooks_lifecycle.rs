@@ -249,3 +249,45 @@ async fn continue_false_ends_the_task_before_the_call_runs_and_shows_the_stop_re
         )]
     );
 }
+
+/// The next `Notification` hook notice, with the events read before it.
+async fn next_notification(handle: &mut corvid_core::agent::AgentHandle) -> CoreEvent {
+    loop {
+        let ev = handle.next_event().await.unwrap();
+        if matches!(&ev, CoreEvent::Hook { event, .. } if event == "Notification") {
+            return ev;
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_session_waiting_for_the_user_sixty_seconds_after_a_task_fires_idle_prompt() {
+    use corvid_core::hooks::lifecycle::IDLE_AFTER;
+    use std::time::Duration;
+
+    let dir = tempfile::tempdir().unwrap();
+    let provider = ScriptedProvider::new(vec![answer("done")]);
+    let mut config = workspace_config(&provider, dir.path(), ApprovalMode::Yolo, &Ran::default());
+    // The notice shows whether the handler finishes or the paused clock runs out its timeout:
+    // what is checked is that the event fires for `idle_prompt`, and when.
+    let notify = r#"echo '{"systemMessage": "still there?"}'"#;
+    config.policy.hooks = Some(session_hooks(
+        dir.path(),
+        json!({"Notification": [{"matcher": "permission_prompt", "hooks": [{"type": "command", "command": "exit 3"}]},
+                                {"matcher": "idle_prompt", "hooks": [{"type": "command", "command": notify}]}]}),
+    ));
+    let mut handle = spawn_agent(config);
+    run_task(&mut handle, "hello").await;
+
+    let early = tokio::time::timeout(
+        IDLE_AFTER - Duration::from_secs(1),
+        next_notification(&mut handle),
+    )
+    .await;
+    assert!(early.is_err(), "fired before 60 s: {early:?}");
+    let CoreEvent::Hook { handler, .. } = next_notification(&mut handle).await else {
+        unreachable!("next_notification returns hook notices only")
+    };
+    assert_eq!(handler, notify);
+    shut_down(handle).await;
+}
