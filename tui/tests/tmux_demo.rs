@@ -85,3 +85,31 @@ fn resizing_right_after_a_turn_and_clear_keep_the_session_and_the_shells_scrollb
         String::from_utf8_lossy(&out.stderr),
     );
 }
+
+#[test]
+fn hooks_in_the_terminal_ui_ask_for_review_before_it_starts_and_show_a_block_as_a_notice() {
+    let Some(bin) = corvid_binary() else {
+        panic!(
+            "the corvid binary was not built next to the tests: run the whole suite with \
+             `bash tests/run.sh`, or `cargo build -p corvid-cli` first"
+        );
+    };
+    assert!(
+        have_tmux(),
+        "tmux is not installed: `bash tests/run.sh` installs it (or `apt-get install tmux`)"
+    );
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/tui/tmux_hooks.sh");
+    let out_dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(&bin)
+        .arg(out_dir.path())
+        .output()
+        .unwrap_or_else(|e| panic!("bash runs: {e}"));
+    assert!(
+        out.status.success(),
+        "tmux_hooks.sh failed\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+}
