@@ -152,9 +152,10 @@ impl HooksConfig {
                 config.add_file(&path, &text, HookScope::Project)?;
             }
         }
-        if let Some(folder) = files.project_folder() {
-            super::review::hold_back(&mut config, folder, project);
-        }
+        // Without a project folder no project file was read; should one ever be, its handlers
+        // still wait (no approval names an empty folder).
+        let folder = files.project_folder().unwrap_or(Path::new(""));
+        super::review::hold_back(&mut config, folder, project);
         Ok(config)
     }
 
