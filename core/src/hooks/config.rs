@@ -465,4 +465,19 @@ mod tests {
             config.warnings
         );
     }
+
+    #[test]
+    fn import_claude_inside_hooks_is_a_switch_not_an_event_and_must_be_a_boolean() {
+        let config = parse(r#"{"hooks": {"importClaude": true}}"#).unwrap();
+        assert!(config.handlers.is_empty() && config.warnings.is_empty());
+        let root: Map<String, Value> =
+            serde_json::from_str(r#"{"hooks": {"importClaude": true}}"#).unwrap();
+        assert!(imports_claude(&root));
+        let err = error_of("{\n  \"hooks\": {\"importClaude\": \"yes\"}\n}");
+        assert!(err.starts_with("/u/settings.json:2:29:"), "{err}");
+        assert!(
+            err.contains("`hooks.importClaude` must be true or false, found"),
+            "{err}"
+        );
+    }
 }
