@@ -117,6 +117,9 @@ async fn nothing_a_background_command_started_survives_kill_9_of_corvid() {
     child.start_kill().unwrap();
     let status = child.wait().await.unwrap();
 
-    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9));
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
     assert_all_gone(&pids).await;
 }

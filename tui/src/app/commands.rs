@@ -27,6 +27,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "the MCP servers of this session: status, tools, errors",
     ),
     (
+        "/tasks",
+        "",
+        "the background processes of this session: id, state, command",
+    ),
+    (
         "/view",
         "[MODE]",
         "tool groups `compact` or `full` from now on; alone toggles (ctrl+o shows all in full)",
@@ -131,6 +136,21 @@ fn skills_text(library: Option<&Library>) -> String {
     out
 }
 
+/// `/tasks`: the session's background processes, oldest first.
+fn tasks_text(background: Option<&corvid_tools::shell::BackgroundProcesses>) -> String {
+    let list = background.map(|b| b.list()).unwrap_or_default();
+    if list.is_empty() {
+        return "No background processes. The model starts them with run_shell_command's \
+                run_in_background (dev servers, watchers)."
+            .to_owned();
+    }
+    let mut out = String::from("Background processes\n");
+    for process in list {
+        out.push_str(&format!("{}\n", process.line()));
+    }
+    out.trim_end().to_owned()
+}
+
 /// What `/mcp` says in a session without MCP servers.
 const NO_MCP_SERVERS: &str = "No MCP servers in this session. Add them under `mcpServers` in \
 ~/.corvid/settings.json or the project's .corvid/settings.json.";
@@ -170,6 +190,7 @@ impl App {
                     .source_report()
                     .unwrap_or_else(|| NO_MCP_SERVERS.to_owned()),
             ),
+            "/tasks" => info(self, tasks_text(self.background.as_deref())),
             "/view" => self.view_command(arg),
             "/model" if arg.is_empty() => info(self, format!("Model: {}", self.status.model)),
             "/model" => return self.model_command(arg),
