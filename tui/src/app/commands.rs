@@ -136,21 +136,6 @@ fn skills_text(library: Option<&Library>) -> String {
     out
 }
 
-/// `/tasks`: the session's background processes, oldest first.
-fn tasks_text(background: Option<&corvid_tools::shell::BackgroundProcesses>) -> String {
-    let list = background.map(|b| b.list()).unwrap_or_default();
-    if list.is_empty() {
-        return "No background processes. The model starts them with run_shell_command's \
-                run_in_background (dev servers, watchers)."
-            .to_owned();
-    }
-    let mut out = String::from("Background processes\n");
-    for process in list {
-        out.push_str(&format!("{}\n", process.line()));
-    }
-    out.trim_end().to_owned()
-}
-
 /// What `/mcp` says in a session without MCP servers.
 const NO_MCP_SERVERS: &str = "No MCP servers in this session. Add them under `mcpServers` in \
 ~/.corvid/settings.json or the project's .corvid/settings.json.";
@@ -190,7 +175,13 @@ impl App {
                     .source_report()
                     .unwrap_or_else(|| NO_MCP_SERVERS.to_owned()),
             ),
-            "/tasks" => info(self, tasks_text(self.background.as_deref())),
+            "/tasks" => info(
+                self,
+                self.background.as_ref().map_or_else(
+                    || "This session runs no background processes.".to_owned(),
+                    |b| b.report(),
+                ),
+            ),
             "/view" => self.view_command(arg),
             "/model" if arg.is_empty() => info(self, format!("Model: {}", self.status.model)),
             "/model" => return self.model_command(arg),

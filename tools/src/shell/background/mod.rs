@@ -205,6 +205,18 @@ impl BackgroundProcesses {
             .count()
     }
 
+    /// `/tasks` for people: every process of the session with its state, oldest first.
+    pub fn report(&self) -> String {
+        let list = self.list();
+        if list.is_empty() {
+            return "No background processes. The model starts them with run_shell_command's \
+                    run_in_background (dev servers, watchers)."
+                .to_owned();
+        }
+        let lines: Vec<String> = list.iter().map(ProcessInfo::line).collect();
+        format!("Background processes\n{}", lines.join("\n"))
+    }
+
     /// What the model is reminded of after a compaction dropped the calls that started them;
     /// `None` when the session has none.
     pub fn reminder(&self) -> Option<String> {
