@@ -69,6 +69,8 @@ pub(crate) enum Reply {
     Clear,
     /// Show the model (nothing chosen), or switch later turns to a model, an effort or both.
     Model(ModelChoice),
+    /// The session's background processes.
+    Tasks,
 }
 
 /// The command a prompt starts with; anything else (an unknown `/word`, a path such as
@@ -81,6 +83,7 @@ pub(crate) fn parse(prompt: &str) -> Option<Command> {
     match name {
         "/stats" if arg.is_empty() => Some(Command::Reply(Reply::Stats)),
         "/clear" if arg.is_empty() => Some(Command::Reply(Reply::Clear)),
+        "/tasks" if arg.is_empty() => Some(Command::Reply(Reply::Tasks)),
         "/compress" | "/compact" if arg.is_empty() => Some(Command::Task(Op::Compact)),
         "/undo" if arg.is_empty() => Some(Command::Rewind(RewindAsk::To {
             turn: None,
@@ -107,6 +110,10 @@ pub(crate) fn available(session_id: SessionId, library: Option<&Library>) -> Ses
         AvailableCommand::new("stats", "Token usage per prompt id, turns and tool calls"),
         AvailableCommand::new("clear", "Start a fresh conversation in this session"),
         AvailableCommand::new(
+            "tasks",
+            "The background processes of this session: id, state, command",
+        ),
+        AvailableCommand::new(
             "compress",
             "Summarize the older conversation to free the context window",
         ),
@@ -132,7 +139,7 @@ pub(crate) fn available(session_id: SessionId, library: Option<&Library>) -> Ses
         )),
     ];
     let builtin = [
-        "stats", "clear", "compress", "compact", "model", "undo", "rewind",
+        "stats", "clear", "tasks", "compress", "compact", "model", "undo", "rewind",
     ];
     if let Some(library) = library {
         for command in library.commands().commands {
@@ -199,6 +206,7 @@ mod tests {
         let parsed: Vec<Option<Command>> = [
             "/stats",
             "  /clear \n",
+            "/tasks",
             "/compress",
             "/compact",
             "/model",
@@ -217,6 +225,7 @@ mod tests {
             vec![
                 Some(Command::Reply(Reply::Stats)),
                 Some(Command::Reply(Reply::Clear)),
+                Some(Command::Reply(Reply::Tasks)),
                 Some(Command::Task(Op::Compact)),
                 Some(Command::Task(Op::Compact)),
                 Some(Command::Reply(Reply::Model(ModelChoice::default()))),

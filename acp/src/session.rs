@@ -46,6 +46,8 @@ pub(crate) struct Session {
     pub(crate) checkpoints: Option<Arc<corvid_core::checkpoints::SessionCheckpoints>>,
     /// Custom commands and skills, advertised with `available_commands_update`.
     pub(crate) commands: Option<Arc<corvid_core::commands::Library>>,
+    /// The session's background processes, for `/tasks`.
+    pub(crate) background: Option<Arc<corvid_tools::shell::BackgroundProcesses>>,
 }
 
 /// What handlers and the pump both touch. Never held across an await.
@@ -85,6 +87,8 @@ pub(crate) struct Start {
     pub commands: Option<Arc<corvid_core::commands::Library>>,
     /// The session's checkpoints, for `/undo` and `/rewind` (`None` when off).
     pub checkpoints: Option<Arc<corvid_core::checkpoints::SessionCheckpoints>>,
+    /// The session's background processes (`None` when it runs none).
+    pub background: Option<Arc<corvid_tools::shell::BackgroundProcesses>>,
 }
 
 impl State {
@@ -155,6 +159,7 @@ impl Session {
                 cx,
                 commands: start.commands,
                 checkpoints: start.checkpoints,
+                background: start.background,
             }
         })
     }
@@ -234,6 +239,10 @@ impl Session {
     fn run_command(&self, state: &mut State, command: Reply, responder: Responder<PromptResponse>) {
         let reply = match command {
             Reply::Stats => state.stats.report(),
+            Reply::Tasks => self.background.as_ref().map_or_else(
+                || "This session runs no background processes.".to_owned(),
+                |b| b.report(),
+            ),
             Reply::Clear => match self.ops.submit(Op::ClearHistory) {
                 Ok(()) => "History cleared: the next prompt starts a fresh conversation in \
                            this session."

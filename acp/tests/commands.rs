@@ -7,7 +7,7 @@ mod common;
 
 use agent_client_protocol::v1::schema::StopReason;
 use common::*;
-use corvid_protocol::Message;
+use corvid_protocol::{FinishReason, Message};
 use pretty_assertions::assert_eq;
 
 #[tokio::test]
@@ -338,4 +338,36 @@ async fn compress_compacts_the_conversation_and_answers_when_the_summary_is_in()
     );
     // The next turn starts from the summary.
     assert!(requests[2].messages[0].text().contains("Goal: say hello."));
+}
+
+#[tokio::test]
+async fn tasks_lists_the_background_processes_without_calling_the_model() {
+    let dir = project();
+    let start = vec![
+        call(
+            "call_bg",
+            "run_shell_command",
+            serde_json::json!({"command": "exec sleep 300", "run_in_background": true}),
+        ),
+        finish(FinishReason::ToolCalls),
+    ];
+    let provider = ScriptedProvider::new(vec![start, answer("Started.")]);
+    let mut client =
+        TestClient::start(TestFactory::new(provider.clone()), fs_caps(false, false)).await;
+    let sid = client.new_session(dir.path()).await;
+    client.prompt(&sid, "start it").await.unwrap().unwrap();
+    client.drain();
+    let before = client.updates().len();
+
+    let response = client.prompt(&sid, "/tasks").await.unwrap().unwrap();
+    client.drain();
+
+    assert_eq!(response.stop_reason, StopReason::EndTurn);
+    assert_eq!(
+        client.updates()[before..].to_vec(),
+        vec![message(
+            "Background processes\nbg-1 running: exec sleep 300"
+        )]
+    );
+    assert_eq!(provider.requests().len(), 2);
 }

@@ -80,6 +80,8 @@ async fn plan_mode_offers_only_read_only_tools_and_says_it_is_planning() {
             "list_directory",
             "glob",
             "grep_search",
+            // Reads what was started before planning began.
+            "shell_output",
             "todo_write",
             // Offered, but refused unasked unless a rule allows the domain (approval_web.rs).
             "web_fetch",

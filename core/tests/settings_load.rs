@@ -609,3 +609,28 @@ fn checkpoints_are_on_unless_a_file_turns_them_off_and_auto_is_a_mode() {
     let msg = fx.load(&Overrides::default()).unwrap_err().to_string();
     assert!(msg.contains("checkpoints.enabled"), "{msg}");
 }
+
+#[test]
+fn background_settings_default_to_eight_processes_and_no_auto_background() {
+    let fx = Fixture::new();
+    let defaults = fx.load(&Overrides::default()).unwrap().settings.tools;
+    assert_eq!(
+        (defaults.max_background, defaults.auto_background_ms),
+        (8, None)
+    );
+
+    fx.user(r#"{"tools": {"maxBackground": 3, "autoBackgroundMs": 120000}}"#);
+    let set = fx.load(&Overrides::default()).unwrap();
+    assert_eq!(set.warnings, Vec::<String>::new());
+    assert_eq!(
+        (
+            set.settings.tools.max_background,
+            set.settings.tools.auto_background_ms
+        ),
+        (3, Some(120_000))
+    );
+
+    fx.user(r#"{"tools": {"autoBackgroundMs": 0}}"#);
+    let err = fx.load(&Overrides::default()).unwrap_err().to_string();
+    assert!(err.contains("`tools.autoBackgroundMs`"), "{err}");
+}

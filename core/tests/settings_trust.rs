@@ -972,3 +972,31 @@ fn in_the_home_folder_the_users_own_agent_files_are_not_taken_for_project_files(
         (vec!["general", "explore", "mine"], vec![])
     );
 }
+
+#[test]
+fn a_project_may_lower_max_background_but_not_raise_it_and_may_set_auto_background() {
+    let fx = Files::new(
+        r#"{"tools": {"maxBackground": 4}}"#,
+        r#"{"tools": {"maxBackground": 50, "autoBackgroundMs": 60000}}"#,
+    );
+    let loaded = fx.load(Trust::Trusted);
+    let file = fx.project_path();
+    assert_eq!(
+        loaded.warnings,
+        vec![format!(
+            "{file}: settings key `tools.maxBackground` is `50`, more permissive than your own \
+             `4`; a project file may only make it stricter (ignored)"
+        )]
+    );
+    assert_eq!(
+        (
+            loaded.settings.tools.max_background,
+            loaded.settings.tools.auto_background_ms
+        ),
+        (4, Some(60_000))
+    );
+
+    let stricter = Files::new("{}", r#"{"tools": {"maxBackground": 2}}"#).load(Trust::Trusted);
+    assert_eq!(stricter.warnings, Vec::<String>::new());
+    assert_eq!(stricter.settings.tools.max_background, 2);
+}

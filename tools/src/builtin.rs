@@ -9,6 +9,7 @@ use crate::grep::GrepSearch;
 use crate::list_directory::ListDirectory;
 use crate::read_file::ReadFile;
 use crate::shell::RunShellCommand;
+use crate::shell::background::{KillShell, ShellOutput};
 use crate::todo_write::TodoWrite;
 use crate::web::WebFetch;
 use crate::write_file::WriteFile;
@@ -28,6 +29,8 @@ pub fn builtin_tools() -> ToolRegistry {
             Arc::new(WriteFile),
             Arc::new(Edit),
             Arc::new(RunShellCommand),
+            Arc::new(ShellOutput),
+            Arc::new(KillShell),
             Arc::new(TodoWrite),
             // Without the user's `web.allowPrivate`; sessions get theirs from the core.
             Arc::new(WebFetch::default()),

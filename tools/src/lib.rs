@@ -37,6 +37,7 @@ pub use local_fs::LocalFs;
 pub use read_file::ReadFile;
 pub use registry::{ToolRegistry, ToolSource};
 pub use shell::RunShellCommand;
+pub use shell::background::{KillShell, ShellOutput};
 pub use todo_write::TodoWrite;
 pub use web::WebFetch;
 pub use write_file::WriteFile;

@@ -1,52 +1,37 @@
 //! `run_shell_command`: `bash -c` in its own process group, bounded in time and output,
 //! confined by the OS sandbox and given an environment without secrets.
 
+pub mod background;
+mod collect;
 mod env;
 mod host;
 mod reap;
+mod render;
+mod spawn;
 mod violations;
 mod watchdog;
 
+pub use background::{BackgroundLimits, BackgroundProcesses};
 pub use corvid_sandbox::SandboxLevel;
 pub use env::{EnvFilter, PROVIDER_KEYS};
 pub use host::{CommandHost, HOSTED_OUTPUT_LIMIT, HostedCommand, HostedRun};
 
 use std::ffi::OsString;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use corvid_protocol::{ApprovalPreview, ToolDisplay, ToolKind, ToolOutput};
 use corvid_sandbox::{CheckReport, Confinement};
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncReadExt};
 
-use crate::capped::CappedBuffer;
 use crate::common::{one_line, parse_args, plain_display};
-use crate::live_output::{LiveOutput, Utf8Chunks};
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
-
-/// How long output is still collected after the shell exits, for background processes
-/// that keep the pipes open.
-const DRAIN: Duration = Duration::from_millis(300);
-
-/// Failure messages that suggest the sandbox stopped a command (file system or network).
-const BLOCKED_SIGNS: [&str; 7] = [
-    "Permission denied",
-    "Read-only file system",
-    "Operation not permitted",
-    "Could not resolve host",
-    "Temporary failure in name resolution",
-    "Name or service not known",
-    "Network is unreachable",
-];
+use render::render;
 
 /// How shell commands are confined and what environment they get; fixed per session from
 /// settings (`tools.sandbox`, `tools.shellEnv`).
@@ -63,6 +48,9 @@ pub struct ShellPolicy {
     /// Folders a sandboxed command may never write, even inside the workspace or a temp dir:
     /// `$CORVID_HOME`, whose settings decide how later commands run.
     pub keep_read_only: Vec<PathBuf>,
+    /// The session's background processes (`run_in_background`, `shell_output`,
+    /// `kill_shell`); `None` offers none.
+    pub background: Option<Arc<BackgroundProcesses>>,
 }
 
 /// Runs a shell command and reports its output, exit code or signal.
@@ -79,12 +67,17 @@ struct Args {
     /// Asks to run without the sandbox; always asked, in every approval mode.
     #[serde(default)]
     outside_sandbox: bool,
+    /// Returns at once with a process id instead of waiting for the command.
+    #[serde(default)]
+    run_in_background: bool,
 }
 
 enum Outcome {
     Exited(std::process::ExitStatus),
     TimedOut,
     Cancelled,
+    /// Still running after `tools.autoBackgroundMs`: moved to the background.
+    MovedToBackground,
 }
 
 /// Kills the command's whole process tree unless disarmed, so a dropped call leaves nothing
@@ -97,7 +90,7 @@ struct TreeGuard {
 impl TreeGuard {
     fn kill(&mut self) {
         if let Some(shell) = self.shell.take() {
-            reap::kill_tree(shell, &self.marker);
+            reap::kill_tree(Some(shell), &self.marker);
         }
     }
 }
@@ -121,8 +114,10 @@ impl Tool for RunShellCommand {
         "Runs a command with `bash -c` in the working directory and returns its exit code, \
          stdout and stderr (long output is truncated in the middle). The command is killed \
          with all its child processes after `timeout_ms` (at most the user's limit) or when \
-         the user cancels. Background processes are not waited for and their later output is \
-         not captured. Unless the user turned the sandbox off, the command cannot write outside \
+         the user cancels. With `run_in_background` it returns at once with a process id: \
+         read its output with `shell_output`, stop it with `kill_shell` (use this for dev \
+         servers and watchers; `&` inside the command is not waited for and its later output \
+         is lost). Background processes end with the session. Unless the user turned the sandbox off, the command cannot write outside \
          the workspace and temp dirs (nor create or write .git, .corvid, .envrc, .vscode or .idea \
          anywhere) and has no network; secrets are not in its environment."
     }
@@ -134,6 +129,7 @@ impl Tool for RunShellCommand {
                 "command": {"type": "string", "description": "The bash command line to run."},
                 "description": {"type": "string", "description": "A short explanation of what the command does, shown to the user."},
                 "timeout_ms": {"type": "integer", "minimum": 1, "description": "Kill the command after this many milliseconds (default and maximum: the session's shell timeout)."},
+                "run_in_background": {"type": "boolean", "description": "Start the command and return at once with an id for shell_output and kill_shell, instead of waiting for it (servers, watchers, long builds)."},
                 "outside_sandbox": {"type": "boolean", "description": "Run without the sandbox (writes anywhere, network on). The user is asked every time, whatever the approval mode; ask for it only after a sandboxed run was blocked."}
             },
             "required": ["command"]
@@ -149,7 +145,9 @@ impl Tool for RunShellCommand {
     }
 
     fn display(&self, args: &Value, _ctx: &ToolContext) -> ToolDisplay {
+        let background = args.get("run_in_background").and_then(Value::as_bool) == Some(true);
         let title = match args.get("command").and_then(Value::as_str) {
+            Some(command) if background => format!("Start {} (background)", one_line(command, 80)),
             Some(command) => format!("Run {}", one_line(command, 80)),
             None => "Run command".to_owned(),
         };
@@ -206,38 +204,32 @@ impl Tool for RunShellCommand {
                 Some(ms) => Duration::from_millis(ms).min(ctx.shell_timeout),
                 None => ctx.shell_timeout,
             };
-            // Outside the sandbox, or without one, only after the escalated question was
-            // answered (it is asked in every mode).
-            let confinement = if args.outside_sandbox {
-                Confinement::unconfined()
-            } else {
-                // Preparing walks the workspace; keep that off the async threads.
-                let (level, cwd, kept) = (
-                    ctx.shell.sandbox,
-                    ctx.cwd.clone(),
-                    ctx.shell.keep_read_only.clone(),
-                );
-                let prepared = tokio::task::spawn_blocking(move || {
-                    let prepared = Confinement::prepare(level, &cwd, &kept);
-                    let available =
-                        prepared.is_err() && corvid_sandbox::available(level, &cwd).is_ok();
-                    (prepared, available)
-                })
-                .await
-                .map_err(|e| ToolError::new(format!("preparing the sandbox failed: {e}")))?;
-                match prepared {
-                    (Ok(confinement), _) => confinement,
-                    // The approval asked about running unconfined only if the sandbox is
-                    // unavailable here; any other failure must not run the command at all.
-                    (Err(why), true) => {
-                        return Err(ToolError::new(format!(
-                            "the shell sandbox could not be set up for this command ({why}); \
-                             it was not run"
-                        )));
-                    }
-                    (Err(_), false) => Confinement::unconfined(),
+            let background = match (&ctx.shell.background, args.run_in_background) {
+                (Some(table), true) => {
+                    table.check_room()?;
+                    Some(table.clone())
                 }
+                (None, true) => {
+                    return Err(ToolError::new(
+                        "this session runs no background processes; run the command without \
+                         run_in_background",
+                    ));
+                }
+                (_, false) => None,
             };
+            let confinement = confinement(&args, &ctx).await?;
+            if let Some(table) = background {
+                let level = confinement.level();
+                let started = spawn::start(&args.command, confinement, &ctx, None)?;
+                let cwd = ctx.cwd.clone();
+                return Ok(background::launch::started(
+                    &table,
+                    &args.command,
+                    started,
+                    level,
+                    cwd,
+                ));
+            }
             // A command that runs unconfined anyway loses nothing in the editor's terminal;
             // a sandboxed one stays here, in the sandbox.
             let hosted = match &ctx.shell.host {
@@ -257,6 +249,36 @@ impl Tool for RunShellCommand {
     }
 }
 
+/// The sandbox for this call. Outside the sandbox, or without one, only after the escalated
+/// question was answered (it is asked in every mode).
+async fn confinement(args: &Args, ctx: &ToolContext) -> Result<Confinement, ToolError> {
+    if args.outside_sandbox {
+        return Ok(Confinement::unconfined());
+    }
+    // Preparing walks the workspace; keep that off the async threads.
+    let (level, cwd, kept) = (
+        ctx.shell.sandbox,
+        ctx.cwd.clone(),
+        ctx.shell.keep_read_only.clone(),
+    );
+    let prepared = tokio::task::spawn_blocking(move || {
+        let prepared = Confinement::prepare(level, &cwd, &kept);
+        let available = prepared.is_err() && corvid_sandbox::available(level, &cwd).is_ok();
+        (prepared, available)
+    })
+    .await
+    .map_err(|e| ToolError::new(format!("preparing the sandbox failed: {e}")))?;
+    match prepared {
+        (Ok(confinement), _) => Ok(confinement),
+        // The approval asked about running unconfined only if the sandbox is unavailable
+        // here; any other failure must not run the command at all.
+        (Err(why), true) => Err(ToolError::new(format!(
+            "the shell sandbox could not be set up for this command ({why}); it was not run"
+        ))),
+        (Err(_), false) => Ok(Confinement::unconfined()),
+    }
+}
+
 async fn run(
     command: &str,
     timeout: Duration,
@@ -267,58 +289,73 @@ async fn run(
         return Err(cancelled());
     }
     let level = confinement.level();
-    let base = match &ctx.shell.base_env {
-        Some(env) => env.as_ref().clone(),
-        None => std::env::vars_os().collect(),
-    };
-    let marker = reap::new_marker();
-    let mut cmd = tokio::process::Command::new("bash");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(&ctx.cwd)
-        .env_clear()
-        .envs(ctx.shell.env.apply(base))
-        .env(reap::RUN_MARKER, &marker)
-        .envs(watchdog::owner_marker().map(|owner| (watchdog::OWNER_MARKER, owner)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    // The child starts a session of its own (so also a process group of its own, whose id is
-    // its pid): no controlling terminal, and a Ctrl-C meant for corvid does not reach it.
-    let after = confinement.apply_to(cmd.as_std_mut());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| ToolError::new(format!("cannot start bash: {e}")))?;
-    let mut guard = TreeGuard {
-        shell: child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw),
+    let spawn::Started {
+        mut child,
+        shell,
         marker,
-    };
-    let stdout = collect(child.stdout.take(), ctx.live_output.clone());
-    let stderr = collect(child.stderr.take(), ctx.live_output.clone());
-
-    let outcome = tokio::select! {
-        status = child.wait() => match status {
-            Ok(status) => Outcome::Exited(status),
-            Err(e) => return Err(ToolError::new(format!("waiting for the command failed: {e}"))),
-        },
-        () = tokio::time::sleep(timeout) => Outcome::TimedOut,
-        () = ctx.cancel.cancelled() => Outcome::Cancelled,
+        stdout,
+        stderr,
+        after: sandbox_check,
+    } = spawn::start(command, confinement, ctx, ctx.live_output.clone())?;
+    let mut guard = TreeGuard { shell, marker };
+    // Moving to the background needs room in the session's table when the time comes; a
+    // full table leaves the command in the foreground until it ends or times out.
+    let mut auto = ctx
+        .shell
+        .background
+        .as_ref()
+        .and_then(|table| Some((table, table.limits().auto_background_after?)))
+        .filter(|(_, after)| *after < timeout);
+    let started_at = tokio::time::Instant::now();
+    let outcome = loop {
+        let move_after = async {
+            match auto {
+                Some((_, after)) => tokio::time::sleep_until(started_at + after).await,
+                None => std::future::pending().await,
+            }
+        };
+        let outcome = tokio::select! {
+            status = child.wait() => match status {
+                Ok(status) => Outcome::Exited(status),
+                Err(e) => return Err(ToolError::new(format!("waiting for the command failed: {e}"))),
+            },
+            () = tokio::time::sleep_until(started_at + timeout) => Outcome::TimedOut,
+            () = ctx.cancel.cancelled() => Outcome::Cancelled,
+            () = move_after => Outcome::MovedToBackground,
+        };
+        match (outcome, auto) {
+            (Outcome::MovedToBackground, Some((table, after))) => {
+                if table.check_room().is_err() {
+                    auto = None;
+                    continue;
+                }
+                let started = spawn::Started {
+                    child,
+                    shell: guard.shell.take(),
+                    marker: std::mem::take(&mut guard.marker),
+                    stdout,
+                    stderr,
+                    after: sandbox_check,
+                };
+                let cwd = ctx.cwd.clone();
+                return Ok(background::launch::moved(
+                    table, command, started, after, level, cwd,
+                ));
+            }
+            (outcome, _) => break outcome,
+        }
     };
     match outcome {
         // Background processes may outlive the shell; they are left running.
         Outcome::Exited(_) => guard.shell = None,
-        Outcome::TimedOut | Outcome::Cancelled => {
+        Outcome::TimedOut | Outcome::Cancelled | Outcome::MovedToBackground => {
             guard.kill();
             let _ = child.wait().await;
         }
     }
     let stdout = stdout.finish().await;
     let stderr = stderr.finish().await;
-    let report = match after {
+    let report = match sandbox_check {
         Some(after) => violations::check(after).await,
         None => CheckReport::default(),
     };
@@ -326,6 +363,8 @@ async fn run(
         Outcome::Cancelled => return Err(cancelled_with(&report, &ctx.cwd)),
         Outcome::TimedOut => render(command, None, Some(timeout), level, &stdout, &stderr),
         Outcome::Exited(status) => render(command, Some(status), None, level, &stdout, &stderr),
+        // Only without a table, which never moves a command: treated as a timeout.
+        Outcome::MovedToBackground => render(command, None, Some(timeout), level, &stdout, &stderr),
     };
     violations::add(&mut output, &report, &ctx.cwd);
     Ok(output)
@@ -367,132 +406,4 @@ async fn run_hosted(
 
 fn cancelled() -> ToolError {
     ToolError::new("cancelled: the command and its child processes were killed")
-}
-
-/// A pipe being read into a bounded buffer in the background, and shown live as it is read.
-struct Collector {
-    buffer: Arc<Mutex<CappedBuffer>>,
-    task: Option<tokio::task::JoinHandle<()>>,
-}
-
-fn collect(
-    pipe: Option<impl AsyncRead + Unpin + Send + 'static>,
-    live: Option<LiveOutput>,
-) -> Collector {
-    let buffer = Arc::new(Mutex::new(CappedBuffer::default()));
-    let task = pipe.map(|mut pipe| {
-        let buffer = buffer.clone();
-        tokio::spawn(async move {
-            let mut chunk = vec![0u8; 8192];
-            let mut text = Utf8Chunks::default();
-            while let Ok(n) = pipe.read(&mut chunk).await {
-                if n == 0 {
-                    break;
-                }
-                buffer
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(&chunk[..n]);
-                if let Some(live) = &live {
-                    live.send(&text.push(&chunk[..n]));
-                }
-            }
-        })
-    });
-    Collector { buffer, task }
-}
-
-impl Collector {
-    /// What was read, waiting briefly for the pipe to close.
-    async fn finish(self) -> Captured {
-        if let Some(mut task) = self.task
-            && tokio::time::timeout(DRAIN, &mut task).await.is_err()
-        {
-            task.abort();
-        }
-        let buffer = self.buffer.lock().unwrap_or_else(PoisonError::into_inner);
-        Captured {
-            text: buffer.render(),
-            truncated: buffer.truncated(),
-        }
-    }
-}
-
-struct Captured {
-    text: String,
-    truncated: bool,
-}
-
-fn render(
-    command: &str,
-    status: Option<std::process::ExitStatus>,
-    timed_out: Option<Duration>,
-    sandbox: SandboxLevel,
-    stdout: &Captured,
-    stderr: &Captured,
-) -> ToolOutput {
-    let exit_code = status.and_then(|s| s.code());
-    let signal = status.and_then(|s| s.signal());
-    let headline = match (timed_out, exit_code, signal) {
-        (Some(after), _, _) => format!(
-            "Timed out after {} ms; the command and its child processes were killed.",
-            after.as_millis()
-        ),
-        (None, Some(code), _) => format!("Exit code: {code}"),
-        (None, None, Some(sig)) => format!("Killed by signal {sig} ({})", signal_name(sig)),
-        (None, None, None) => "Finished without an exit code.".to_owned(),
-    };
-    let mut text = headline;
-    for (label, captured) in [("Stdout", stdout), ("Stderr", stderr)] {
-        if !captured.text.is_empty() {
-            text.push_str(&format!("\n\n{label}:\n{}", captured.text.trim_end()));
-        }
-    }
-    if stdout.text.is_empty() && stderr.text.is_empty() {
-        text.push_str("\n\n(no output)");
-    }
-    let failed = timed_out.is_none() && exit_code != Some(0);
-    if failed && sandbox != SandboxLevel::Off && looks_blocked(stdout, stderr) {
-        text.push_str(&format!("\n\n{}", blocked_note(sandbox)));
-    }
-    ToolOutput::new(
-        text,
-        json!({
-            "command": command,
-            "exit_code": exit_code,
-            "signal": signal.map(signal_name),
-            "timed_out": timed_out.is_some(),
-            "stdout": stdout.text,
-            "stderr": stderr.text,
-            "truncated": stdout.truncated || stderr.truncated,
-            "sandbox": sandbox.as_str(),
-        }),
-    )
-}
-
-fn looks_blocked(stdout: &Captured, stderr: &Captured) -> bool {
-    BLOCKED_SIGNS
-        .iter()
-        .any(|sign| stdout.text.contains(sign) || stderr.text.contains(sign))
-}
-
-/// Tells the model the failure may be the sandbox's doing, so it asks instead of retrying.
-fn blocked_note(sandbox: SandboxLevel) -> String {
-    let denied = match sandbox {
-        SandboxLevel::ReadOnly => "all writes and network access are denied",
-        _ => {
-            "writes outside the workspace and temp dirs, to .git, .corvid, .envrc, .vscode and \
-             .idea (at any depth) and corvid's home, and new entries in the folders holding \
-             them are denied, and so is network access"
-        }
-    };
-    format!(
-        "corvid's sandbox ({}) may have blocked this: {denied}; if the command needs that, run it \
-         again with \"outside_sandbox\": true, which asks the user to approve it",
-        sandbox.as_str()
-    )
-}
-
-fn signal_name(sig: i32) -> String {
-    Signal::try_from(sig).map_or_else(|_| format!("signal {sig}"), |s| s.as_str().to_owned())
 }

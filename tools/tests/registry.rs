@@ -40,6 +40,8 @@ fn the_builtin_registry_describes_every_tool_of_the_spec() {
             ("write_file", "WriteFile", ToolKind::Edit, true, true),
             ("edit", "Edit", ToolKind::Edit, true, true),
             ("run_shell_command", "Shell", ToolKind::Execute, true, true),
+            ("shell_output", "ShellOutput", ToolKind::Read, false, true),
+            ("kill_shell", "KillShell", ToolKind::Execute, true, true),
             ("todo_write", "TodoWrite", ToolKind::Think, true, false),
             ("web_fetch", "WebFetch", ToolKind::Fetch, false, true),
             (

@@ -137,6 +137,8 @@ pub struct App {
     pub tools: corvid_tools::ToolRegistry,
     /// Custom commands and skills, for `/help`, `/skills` and running `/name args`.
     pub commands: Option<std::sync::Arc<corvid_core::commands::Library>>,
+    /// The session's background processes, for `/tasks` and the status line.
+    pub background: Option<std::sync::Arc<corvid_tools::shell::BackgroundProcesses>>,
 }
 
 impl App {
@@ -150,6 +152,7 @@ impl App {
                 approval_mode: options.approval_mode,
                 hint: None,
                 context: None,
+                background: 0,
             },
             stats: UsageStats::default(),
             times: crate::timing::SessionTimes::new(Instant::now()),
@@ -183,6 +186,7 @@ impl App {
             instructions: Vec::new(),
             tools: corvid_tools::ToolRegistry::default(),
             commands: None,
+            background: None,
         }
     }
 
@@ -197,6 +201,9 @@ impl App {
         self.times.observe(ev, now);
         if let CoreEvent::TaskStarted { prompt, .. } = ev {
             self.prompts.push(prompt.clone());
+        }
+        if matches!(ev, CoreEvent::ToolFinished { .. }) {
+            self.count_background();
         }
         match ev {
             CoreEvent::TurnStarted { model, .. } => self.status.model = model.clone(),
@@ -322,6 +329,8 @@ impl App {
     /// Advances spinners.
     pub fn tick(&mut self, now: Instant) {
         self.frame = self.frame.wrapping_add(1);
+        // Processes exit on their own; the count follows at the next tick.
+        self.count_background();
         if self
             .ctrl_c_at
             .is_some_and(|t| now.duration_since(t) > EXIT_WINDOW)
@@ -329,6 +338,11 @@ impl App {
             self.ctrl_c_at = None;
             self.status.hint = None;
         }
+    }
+
+    /// Refreshes the status line's count of running background processes.
+    pub fn count_background(&mut self) {
+        self.status.background = self.background.as_ref().map_or(0, |b| b.running());
     }
 
     /// Whether something animates (the run loop ticks faster then).

@@ -35,6 +35,8 @@ pub struct StatusInfo {
     pub hint: Option<String>,
     /// How full the model's context window is (none before the first answer).
     pub context: Option<ContextFill>,
+    /// How many background processes run (shown when some do).
+    pub background: usize,
 }
 
 /// Everything the live area is drawn from.
@@ -209,6 +211,9 @@ impl LiveView<'_> {
         );
         if let Some(fill) = self.status.context {
             left.push_str(&format!(" · ctx {}%", fill.percent()));
+        }
+        if self.status.background > 0 {
+            left.push_str(&format!(" · {} background", self.status.background));
         }
         let right = self
             .status

@@ -48,6 +48,7 @@ struct Agent {
     instructions: Vec<InstructionsFile>,
     tools: ToolRegistry,
     commands: Option<std::sync::Arc<corvid_core::commands::Library>>,
+    background: Option<std::sync::Arc<corvid_tools::shell::BackgroundProcesses>>,
     checkpoints: Option<std::sync::Arc<corvid_core::checkpoints::SessionCheckpoints>>,
     sender: OpSender,
     events: EventReceiver,
@@ -60,12 +61,14 @@ impl Agent {
         let tools = handle.tools().clone();
         let commands = handle.commands().cloned();
         let checkpoints = handle.checkpoints();
+        let background = handle.background();
         let (sender, events) = handle.split();
         Self {
             session_id,
             instructions,
             tools,
             commands,
+            background,
             checkpoints,
             sender,
             events,
@@ -183,6 +186,7 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
     app.session_id.clone_from(&agent.session_id);
     app.instructions.clone_from(&agent.instructions);
     app.tools.clone_from(&agent.tools);
+    app.background.clone_from(&agent.background);
     app.commands.clone_from(&agent.commands);
     app.checkpoints.clone_from(&agent.checkpoints);
     if !options.transcript.is_empty() {
@@ -394,6 +398,8 @@ fn resume(
             *agent = Agent::new(resumed.handle);
             app.instructions.clone_from(&agent.instructions);
             app.tools.clone_from(&agent.tools);
+            app.background.clone_from(&agent.background);
+            app.count_background();
             app.commands.clone_from(&agent.commands);
             app.commands.clone_from(&agent.commands);
             app.checkpoints.clone_from(&agent.checkpoints);

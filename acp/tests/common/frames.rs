@@ -131,6 +131,7 @@ pub fn commands() -> Vec<String> {
     vec![
         "stats".into(),
         "clear".into(),
+        "tasks".into(),
         "compress".into(),
         "undo".into(),
         "rewind".into(),

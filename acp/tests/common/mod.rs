@@ -259,7 +259,15 @@ impl AgentFactory for TestFactory {
                 model: "scripted-fast".into(),
             }),
             history: Vec::new(),
-            policy: Default::default(),
+            policy: corvid_core::policy::SessionPolicy {
+                shell: corvid_tools::shell::ShellPolicy {
+                    background: Some(Arc::new(corvid_tools::shell::BackgroundProcesses::new(
+                        Default::default(),
+                    ))),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
             instructions: Default::default(),
         })
     }

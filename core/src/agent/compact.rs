@@ -151,6 +151,18 @@ async fn compact_history(
         Some(skills) => format!("{summary}\n\n{skills}"),
         None => summary,
     };
+    // The calls that started background processes may be gone from the history now.
+    let summary = match ctx
+        .stat
+        .policy
+        .shell
+        .background
+        .as_ref()
+        .and_then(|b| b.reminder())
+    {
+        Some(running) => format!("{summary}\n\n{running}"),
+        None => summary,
+    };
     let history = compacted_history(&summary, kept);
     // `/compress` on a short conversation can produce a summary longer than what it replaces:
     // keep the history then, and say so.

@@ -142,6 +142,7 @@ fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) ->
     let tools = config.tools.clone();
     let commands = config.policy.commands.clone();
     let checkpoints = config.policy.checkpoints.clone();
+    let background = config.policy.shell.background.clone();
     let hook = Arc::new(OnceLock::new());
     crate::telemetry::session_started();
     tokio::spawn(session::run_session(
@@ -157,6 +158,7 @@ fn start(mut config: AgentConfig, observer: Option<Arc<dyn HistoryObserver>>) ->
         tools,
         commands,
         checkpoints,
+        background,
         ops: OpSender { tx: op_tx },
         events: EventReceiver { rx: ev_rx, hook },
     }
@@ -174,6 +176,7 @@ pub struct AgentHandle {
     tools: corvid_tools::ToolRegistry,
     commands: Option<Arc<crate::commands::Library>>,
     checkpoints: Option<Arc<crate::checkpoints::SessionCheckpoints>>,
+    background: Option<Arc<corvid_tools::shell::BackgroundProcesses>>,
     ops: OpSender,
     events: EventReceiver,
 }
@@ -203,6 +206,12 @@ impl AgentHandle {
     /// turns and preview a rewind here, then carry it out with [`Op::Rewind`].
     pub fn checkpoints(&self) -> Option<Arc<crate::checkpoints::SessionCheckpoints>> {
         self.checkpoints.clone()
+    }
+
+    /// The session's background processes (`None` when it runs none), for `/tasks` and the
+    /// status line's count.
+    pub fn background(&self) -> Option<Arc<corvid_tools::shell::BackgroundProcesses>> {
+        self.background.clone()
     }
 
     /// Queues an operation for the agent.

@@ -604,6 +604,10 @@ pub(super) async fn run_session(
     if let Some(r) = running.take() {
         take_back(&mut state, r.handle.await, &events, &r.task_id, &shared);
     }
+    // Background processes end with their session.
+    if let Some(background) = &stat.policy.shell.background {
+        background.kill_all();
+    }
     if let Some(lifecycle) = &lifecycle {
         lifecycle.end().await;
     }

@@ -36,6 +36,8 @@ pub(super) struct Partial {
     pub emit_tool_use_summaries: Option<bool>,
     pub approval_mode: Option<ApprovalMode>,
     pub shell_timeout_ms: Option<u64>,
+    pub auto_background_ms: Option<u64>,
+    pub max_background: Option<usize>,
     pub sandbox: Option<corvid_tools::shell::SandboxLevel>,
     /// `tools.shellEnv`: a file that sets it replaces the lower files' lists.
     pub shell_env: Option<super::ShellEnvSettings>,
@@ -102,6 +104,8 @@ impl Partial {
         );
         over(&mut self.approval_mode, higher.approval_mode);
         over(&mut self.shell_timeout_ms, higher.shell_timeout_ms);
+        over(&mut self.auto_background_ms, higher.auto_background_ms);
+        over(&mut self.max_background, higher.max_background);
         over(&mut self.sandbox, higher.sandbox);
         over(&mut self.shell_env, higher.shell_env);
         self.protected_paths.extend(higher.protected_paths);
@@ -165,6 +169,12 @@ impl Partial {
         }
         if let Some(v) = self.shell_timeout_ms {
             s.tools.shell_timeout_ms = v;
+        }
+        if let Some(v) = self.auto_background_ms {
+            s.tools.auto_background_ms = Some(v);
+        }
+        if let Some(v) = self.max_background {
+            s.tools.max_background = v;
         }
         if let Some(v) = self.sandbox {
             s.tools.sandbox = v;
@@ -507,6 +517,19 @@ impl Validator<'_> {
                     };
                 }
                 "shellTimeoutMs" => self.out.shell_timeout_ms = self.number(&key, v)?,
+                "autoBackgroundMs" => {
+                    self.out.auto_background_ms = match self.number::<u64>(&key, v)? {
+                        Some(0) => {
+                            return Err(self.invalid(
+                                &key,
+                                "0",
+                                "at least 1 (leave it out to keep commands in the foreground)",
+                            ));
+                        }
+                        n => n,
+                    }
+                }
+                "maxBackground" => self.out.max_background = self.number(&key, v)?,
                 "sandbox" => {
                     self.out.sandbox = match self.string(&key, v)? {
                         None => None,

@@ -190,6 +190,11 @@ pub struct ExperimentalSettings {
 pub struct ToolSettings {
     pub approval_mode: ApprovalMode,
     pub shell_timeout_ms: u64,
+    /// `tools.autoBackgroundMs`: a foreground command still running after this long moves
+    /// to the background instead of running into its timeout (`None`: never).
+    pub auto_background_ms: Option<u64>,
+    /// `tools.maxBackground`: how many background processes may run at once.
+    pub max_background: usize,
     /// `tools.sandbox`: `off`, `workspace-write` (default) or `read-only`.
     pub sandbox: corvid_tools::shell::SandboxLevel,
     /// `tools.shellEnv`: which variables shell commands inherit beyond the defaults.
@@ -268,6 +273,8 @@ impl Default for Settings {
             tools: ToolSettings {
                 approval_mode: ApprovalMode::Default,
                 shell_timeout_ms: 120_000,
+                auto_background_ms: None,
+                max_background: 8,
                 sandbox: corvid_tools::shell::SandboxLevel::WorkspaceWrite,
                 shell_env: ShellEnvSettings::default(),
                 protected_paths: Vec::new(),

@@ -100,6 +100,21 @@ const LIMITED_KEYS: &[LimitedKey] = &[
         }),
     },
     LimitedKey {
+        // The user's cap on how many processes the model may leave running.
+        key: "tools.maxBackground",
+        limit: Limit::NoLooser(|user, project| {
+            let mine = user
+                .max_background
+                .unwrap_or(Settings::default().tools.max_background);
+            let theirs = project.max_background?;
+            if theirs <= mine {
+                return None;
+            }
+            project.max_background = None;
+            Some((theirs.to_string(), mine.to_string()))
+        }),
+    },
+    LimitedKey {
         key: "tools.shellEnv",
         limit: Limit::UserLevel(|p| p.shell_env.take().is_some()),
     },

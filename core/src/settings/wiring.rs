@@ -11,7 +11,7 @@ use corvid_providers::{
     AnthropicProvider, ApiKey, GeminiProvider, OpenAiChatProvider, OpenAiResponsesProvider,
     Provider, ProviderConfig, Reasoning, ResponseStorage,
 };
-use corvid_tools::shell::{EnvFilter, ShellPolicy};
+use corvid_tools::shell::{BackgroundLimits, BackgroundProcesses, EnvFilter, ShellPolicy};
 
 use super::{
     FastModelSetting, ProviderKind, ResolvedModel, Settings, SettingsError, resolve_fast_model,
@@ -302,6 +302,11 @@ fn approval_policy(
             // Sandboxed commands must never change the user's settings, even when the
             // workspace or a temp dir holds them.
             keep_read_only: home.iter().cloned().collect(),
+            // One table per session: its processes end with it.
+            background: Some(Arc::new(BackgroundProcesses::new(BackgroundLimits {
+                max_running: tools.max_background,
+                auto_background_after: tools.auto_background_ms.map(Duration::from_millis),
+            }))),
             ..shell_policy(settings).map_err(|e| invalid("tools.shellEnv", e))?
         },
         images: crate::images::ImageSupport {
@@ -368,6 +373,7 @@ pub(crate) fn shell_policy(settings: &Settings) -> Result<ShellPolicy, String> {
         base_env: None,
         host: None,
         keep_read_only: Vec::new(),
+        background: None,
     })
 }
 

@@ -27,11 +27,13 @@ pub(super) fn new_marker() -> String {
 
 /// Kills the shell's process group and every process it started, wherever it went. Each
 /// process found is stopped first so it cannot fork more while the rest are collected.
-pub(super) fn kill_tree(shell: Pid, marker: &str) {
+/// Without `shell` (it exited and was reaped, so its pid may belong to someone else now),
+/// only the processes carrying `marker` are killed.
+pub(super) fn kill_tree(shell: Option<Pid>, marker: &str) {
     let own = Pid::this();
     let mut found: BTreeSet<Pid> = BTreeSet::new();
     for _ in 0..FREEZE_ROUNDS {
-        let mut fresh: BTreeSet<Pid> = descendants(shell);
+        let mut fresh: BTreeSet<Pid> = shell.map(descendants).unwrap_or_default();
         fresh.extend(marked(marker));
         fresh.retain(|pid| *pid != own && !found.contains(pid));
         if fresh.is_empty() {
@@ -43,8 +45,10 @@ pub(super) fn kill_tree(shell: Pid, marker: &str) {
         found.extend(fresh);
     }
     // ESRCH means the process or group is already gone, which is what we want.
-    let _ = killpg(shell, Signal::SIGKILL);
-    let _ = kill(shell, Signal::SIGKILL);
+    if let Some(shell) = shell {
+        let _ = killpg(shell, Signal::SIGKILL);
+        let _ = kill(shell, Signal::SIGKILL);
+    }
     for pid in found {
         let _ = kill(pid, Signal::SIGKILL);
     }

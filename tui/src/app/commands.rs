@@ -27,6 +27,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "the MCP servers of this session: status, tools, errors",
     ),
     (
+        "/tasks",
+        "",
+        "the background processes of this session: id, state, command",
+    ),
+    (
         "/view",
         "[MODE]",
         "tool groups `compact` or `full` from now on; alone toggles (ctrl+o shows all in full)",
@@ -169,6 +174,13 @@ impl App {
                 self.tools
                     .source_report()
                     .unwrap_or_else(|| NO_MCP_SERVERS.to_owned()),
+            ),
+            "/tasks" => info(
+                self,
+                self.background.as_ref().map_or_else(
+                    || "This session runs no background processes.".to_owned(),
+                    |b| b.report(),
+                ),
             ),
             "/view" => self.view_command(arg),
             "/model" if arg.is_empty() => info(self, format!("Model: {}", self.status.model)),
