@@ -190,3 +190,49 @@ fn no_subagent_type_is_offered_ask_user_or_the_plan_mode_tools() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_resumed_session_replays_the_card_and_the_answers_but_asks_nothing() {
+    use corvid_core::session::{SessionStore, spawn_resumed};
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let recorder = std::sync::Arc::new(store.create(ws.path(), "q1", "main-model").unwrap());
+    let provider = turns(vec![one_call("q1", "ask_user", ask_args())]);
+    let config = workspace_config(&provider, ws.path(), ApprovalMode::Default, &Ran::default());
+    let mut handle = corvid_core::agent::spawn_agent_observed(config, recorder);
+    prompt(&handle, "go");
+    let reply = QuestionReply::Answered {
+        answers: vec![QuestionAnswer {
+            header: "Db".into(),
+            labels: vec!["Postgres".into()],
+            other: None,
+        }],
+    };
+    answer_with(&mut handle, reply).await;
+    common::shut_down(handle).await;
+
+    let loaded = store.load(ws.path(), "q1").unwrap();
+    let provider = turns(vec![]);
+    let config = workspace_config(&provider, ws.path(), ApprovalMode::Default, &Ran::default());
+    let resumed = spawn_resumed(config, &store, &loaded).unwrap();
+    let transcript = &resumed.transcript;
+    assert!(
+        !transcript
+            .iter()
+            .any(|ev| matches!(ev, CoreEvent::QuestionAsked { .. }))
+    );
+    let title = transcript.iter().find_map(|ev| match ev {
+        CoreEvent::ToolStarted { display, .. } => Some(display.title.clone()),
+        _ => None,
+    });
+    assert_eq!(title.as_deref(), Some("Which database?[2J"));
+    assert_eq!(
+        finished(transcript),
+        vec![(
+            "q1".to_owned(),
+            ToolStatus::Completed,
+            "The user answered:\n- Db: Postgres".to_owned()
+        )]
+    );
+}

@@ -148,3 +148,33 @@ async fn a_deny_rule_still_refuses_it_in_yolo() {
     assert_eq!(mode_changes(&events), Vec::<ApprovalMode>::new());
     assert_eq!(finished(&events)[0].1, ToolStatus::Failed);
 }
+
+#[tokio::test]
+async fn the_switch_is_recorded_and_a_resumed_session_starts_planning() {
+    use corvid_core::session::{SessionStore, spawn_resumed};
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let recorder = std::sync::Arc::new(store.create(ws.path(), "p1", "main-model").unwrap());
+    let provider = turns(vec![enter("e1")]);
+    let config = workspace_config(&provider, ws.path(), ApprovalMode::Yolo, &Ran::default());
+    let mut handle = corvid_core::agent::spawn_agent_observed(config, recorder);
+    common::prompt(&handle, "go");
+    common::collect_task(&mut handle).await;
+    common::shut_down(handle).await;
+
+    let loaded = store.load(ws.path(), "p1").unwrap();
+    let provider = turns(vec![]);
+    let config = workspace_config(&provider, ws.path(), ApprovalMode::Default, &Ran::default());
+    let resumed = spawn_resumed(config, &store, &loaded).unwrap();
+    assert_eq!(resumed.approval_mode, ApprovalMode::Plan);
+    let card = resumed.transcript.iter().find_map(|ev| match ev {
+        CoreEvent::ToolStarted { display, .. } => Some(display.title.clone()),
+        _ => None,
+    });
+    assert_eq!(card.as_deref(), Some("Enter plan mode"));
+    let mut handle = resumed.handle;
+    common::prompt(&handle, "again");
+    common::collect_task(&mut handle).await;
+    assert_eq!(offered(&provider, 0), PLAN_TOOLS);
+}
