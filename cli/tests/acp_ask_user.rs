@@ -134,3 +134,62 @@ async fn declining_the_form_cancels_the_prompt_turn() {
     assert_eq!(answer["response"]["stopReason"], "cancelled");
     assert_eq!(server.requests().len(), 1, "the model is not asked again");
 }
+
+/// `enter_plan_mode` over ACP: asked in `default`, and once allowed the editor gets the mode
+/// change both ways and the model's next request offers only the plan tools.
+#[tokio::test]
+async fn enter_plan_mode_is_asked_and_the_mode_change_reaches_the_editor_and_the_model() {
+    require_client();
+    let server = MockServer::start().await;
+    server.push(ScriptedResponse::sse(turn(
+        json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_e", "type": "function",
+            "function": {"name": "enter_plan_mode", "arguments": "{}"}}]}),
+        "tool_calls",
+    )));
+    server.push(text_turn("Planning."));
+    let lines = run_client(&server, "allow_once").await;
+
+    let asks = kinds(&lines, "permission");
+    assert_eq!(asks.len(), 1, "{lines:?}");
+    assert_eq!(asks[0]["params"]["toolCall"]["toolCallId"], "call_e");
+    let modes: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["update"]["sessionUpdate"] == "current_mode_update")
+        .map(|l| &l["update"]["currentModeId"])
+        .collect();
+    assert_eq!(modes, vec!["plan"]);
+    let mode_option = lines
+        .iter()
+        .filter(|l| l["update"]["sessionUpdate"] == "config_option_update")
+        .filter_map(|l| {
+            l["update"]["configOptions"]
+                .as_array()?
+                .iter()
+                .find(|o| o["id"] == "mode")
+                .map(|o| o["currentValue"].clone())
+        })
+        .last();
+    assert_eq!(mode_option, Some(json!("plan")));
+    let requests = server.requests();
+    let offered: Vec<&str> = requests[1].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        offered,
+        vec![
+            "read_file",
+            "list_directory",
+            "glob",
+            "grep_search",
+            "todo_write",
+            "web_fetch",
+            "exit_plan_mode",
+            "ask_user",
+            // Subagents plan too (they only read and report in plan mode).
+            "task"
+        ]
+    );
+}
