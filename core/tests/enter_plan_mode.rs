@@ -178,3 +178,27 @@ async fn the_switch_is_recorded_and_a_resumed_session_starts_planning() {
     common::collect_task(&mut handle).await;
     assert_eq!(offered(&provider, 0), PLAN_TOOLS);
 }
+
+#[tokio::test]
+async fn after_entering_plan_mode_in_yolo_a_write_is_refused_and_never_runs() {
+    let ws = tempfile::tempdir().unwrap();
+    let provider = turns(vec![
+        enter("e1"),
+        common::approvals::write("w1", "a.txt", "x"),
+    ]);
+    let config = workspace_config(&provider, ws.path(), ApprovalMode::Yolo, &Ran::default());
+    let (_h, events) = run(config, |_| ApprovalDecision::AllowAlways).await;
+    assert_eq!(asked(&events), Vec::<Asked>::new());
+    let statuses: Vec<(String, ToolStatus)> = finished(&events)
+        .into_iter()
+        .map(|(id, status, _)| (id, status))
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![
+            ("e1".to_owned(), ToolStatus::Completed),
+            ("w1".to_owned(), ToolStatus::Failed)
+        ]
+    );
+    assert!(!ws.path().join("a.txt").exists());
+}
