@@ -235,8 +235,7 @@ async fn run(cli: Cli) -> ExitCode {
             let task = headless::run(
                 started.handle,
                 init,
-                prompt,
-                answers,
+                headless::Job { prompt, answers },
                 cli.output_format,
                 cli.include_partial_messages,
                 sigint,

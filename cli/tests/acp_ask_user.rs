@@ -7,8 +7,6 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::{require_client, run_session_script, text_turn, turn};
 use corvid_testkit::{MockServer, ScriptedResponse};
 use pretty_assertions::assert_eq;
@@ -160,6 +158,7 @@ async fn enter_plan_mode_is_asked_and_the_mode_change_reaches_the_editor_and_the
     assert_eq!(modes, vec!["plan"]);
     let mode_option = lines
         .iter()
+        .rev()
         .filter(|l| l["update"]["sessionUpdate"] == "config_option_update")
         .filter_map(|l| {
             l["update"]["configOptions"]
@@ -168,7 +167,7 @@ async fn enter_plan_mode_is_asked_and_the_mode_change_reaches_the_editor_and_the
                 .find(|o| o["id"] == "mode")
                 .map(|o| o["currentValue"].clone())
         })
-        .last();
+        .next();
     assert_eq!(mode_option, Some(json!("plan")));
     let requests = server.requests();
     let offered: Vec<&str> = requests[1].body["tools"]

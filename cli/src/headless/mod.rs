@@ -30,13 +30,19 @@ pub const EXIT_CANCELLED: u8 = 130;
 /// Exit code of bad input (as for a configuration error): a question `--answers` lacks.
 const EXIT_BAD_INPUT: u8 = 2;
 
+/// What a headless run does: the prompt, and the `--answers` file (with its path, for
+/// messages) for the model's questions.
+pub struct Job {
+    pub prompt: String,
+    pub answers: Option<(Answers, std::path::PathBuf)>,
+}
+
 /// Runs `prompt` as one task on `agent` and prints its output to `out`. `sigint` is listened
 /// to from before the agent started, so an early Ctrl+C cancels instead of killing.
 pub async fn run(
     mut agent: AgentHandle,
     init: InitInfo,
-    prompt: String,
-    answers: Option<(Answers, std::path::PathBuf)>,
+    job: Job,
     format: OutputFormat,
     partial: bool,
     sigint: Signal,
@@ -45,6 +51,7 @@ pub async fn run(
     let started = Instant::now();
     let safety = TextSafety::for_terminal(std::io::stdout().is_terminal());
     let mut printer = Printer::new(format, partial, init.session_id.clone(), out, safety);
+    let Job { prompt, answers } = job;
     let mut unanswered = None;
     let questions = Questions {
         answers: answers.as_ref(),
