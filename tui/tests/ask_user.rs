@@ -75,8 +75,12 @@ fn asked(app: &mut App) {
     }
 }
 
+/// A key pressed after the picker's guard against typing meant for the prompt box.
 fn press(app: &mut App, code: KeyCode) -> Vec<Action> {
-    app.on_key(KeyEvent::new(code, KeyModifiers::NONE), Instant::now())
+    app.on_key(
+        KeyEvent::new(code, KeyModifiers::NONE),
+        Instant::now() + Duration::from_secs(5),
+    )
 }
 
 fn live(app: &App) -> String {
@@ -168,4 +172,17 @@ fn the_picker_closes_when_the_task_ends_without_an_answer() {
     asked(&mut a);
     a.on_core_event(&task_finished(0));
     assert!(a.chat.question.is_none());
+}
+
+#[test]
+fn keys_typed_as_the_picker_appears_do_not_answer_it() {
+    let mut a = app();
+    asked(&mut a);
+    let typed = a.on_key(
+        KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE),
+        Instant::now(),
+    );
+    assert_eq!(typed, vec![]);
+    assert!(a.chat.question.is_some());
+    assert!(live(&a).contains("› 1. Postgres"), "{}", live(&a));
 }

@@ -40,6 +40,12 @@ impl App {
         if self.rewind.is_some() {
             return self.on_rewind_key(key);
         }
+        if self.chat.question.is_some() && !self.approval_armed(now) {
+            // Typing that was meant for the prompt box: ignored, and the picker waits until
+            // the typing pauses.
+            self.approval_armed_at = Some(now + super::APPROVAL_GUARD);
+            return Vec::new();
+        }
         if let Some(question) = self.chat.question.as_mut() {
             return match question.on_key(key) {
                 QuestionKey::Open => Vec::new(),
