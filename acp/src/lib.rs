@@ -19,6 +19,7 @@ mod output;
 mod plan_mode;
 mod prompt;
 mod pump;
+mod questions;
 mod rewind;
 mod server;
 mod session;

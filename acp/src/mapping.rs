@@ -59,6 +59,8 @@ pub struct Mapper {
     tasks: Arc<TaskCards>,
     /// What the session's own cards show, restated by later updates about them.
     faces: Arc<CardFaces>,
+    /// How `ask_user` questions reach this client.
+    questions: crate::questions::QuestionChannel,
 }
 
 /// A call awaiting approval, as `session/request_permission` shows it.
@@ -90,6 +92,7 @@ impl Mapper {
             terminals: Arc::default(),
             tasks: Arc::default(),
             faces: Arc::default(),
+            questions: crate::questions::QuestionChannel::default(),
         }
     }
 
@@ -108,6 +111,20 @@ impl Mapper {
     pub fn with_summary_notification(mut self, on: bool) -> Self {
         self.summary_notification = on;
         self
+    }
+
+    /// Asks `ask_user` questions the way the client's `initialize` allows.
+    pub(crate) fn with_question_channel(
+        mut self,
+        channel: crate::questions::QuestionChannel,
+    ) -> Self {
+        self.questions = channel;
+        self
+    }
+
+    /// How `ask_user` questions reach this client.
+    pub(crate) fn question_channel(&self) -> crate::questions::QuestionChannel {
+        self.questions
     }
 
     /// The notifications an event becomes. Events that are not frames (task boundaries,

@@ -71,6 +71,11 @@ enum Outgoing {
         request: Box<RequestPermissionRequest>,
         call_id: String,
     },
+    /// Asks the client the questions of an `ask_user` call whose card is out.
+    Question {
+        call_id: String,
+        questions: Vec<corvid_protocol::Question>,
+    },
     /// The task ended: answer the prompt, after everything it sent.
     Finish {
         stop_reason: StopReason,
@@ -227,6 +232,7 @@ impl Pump {
                     .forwarded(&call_id, &self.cx, self.mapper.session_id());
             }
             Outgoing::Ask { request, call_id } => self.ask_permission(*request, call_id),
+            Outgoing::Question { call_id, questions } => self.ask_questions(call_id, questions),
             Outgoing::Finish { stop_reason, error } => self.finish(stop_reason, error),
             Outgoing::AgentGone => {
                 if let Some(prompt) = lock(&self.state).prompt.take() {
@@ -318,6 +324,9 @@ impl Pump {
                     request: Box::new(request),
                     call_id: shown_id,
                 });
+            }
+            CoreEvent::QuestionAsked { call_id, questions } => {
+                self.enqueue_action(Outgoing::Question { call_id, questions });
             }
             CoreEvent::TurnStarted { model, .. } => lock(&self.state).model = model,
             CoreEvent::ApprovalModeChanged { mode } => self.mode_changed(mode),
@@ -428,6 +437,33 @@ impl Pump {
                 // The core settles the waiting call as part of the cancelled task, which then
                 // answers the prompt `cancelled` without asking the model again.
                 Answer::TurnCancelled => session.cancel(),
+            }
+        });
+    }
+}
+
+impl Pump {
+    /// Asks the client in the background (see [`crate::questions`]); the reply goes to the
+    /// core, which cancels the task when the questions were dismissed.
+    fn ask_questions(&self, call_id: String, questions: Vec<corvid_protocol::Question>) {
+        let cancel = match &lock(&self.state).prompt {
+            Some(prompt) => prompt.cancel.clone(),
+            None => CancellationToken::new(),
+        };
+        let (cx, session) = (self.cx.clone(), self.session.clone());
+        let (session_id, channel) = (
+            self.mapper.session_id().clone(),
+            self.mapper.question_channel(),
+        );
+        tokio::spawn(async move {
+            let asked = crate::questions::ask(&cx, session_id, &call_id, &questions, channel);
+            let reply = tokio::select! {
+                // The core settles the call as part of the cancelled task.
+                () = cancel.cancelled() => return,
+                reply = asked => reply,
+            };
+            if let Some(session) = session.upgrade() {
+                let _ = session.ops.submit(Op::AnswerQuestion { call_id, reply });
             }
         });
     }

@@ -50,6 +50,8 @@ struct Server {
     fs_caps: Mutex<FileSystemCapabilities>,
     /// The client offers `terminal/*` (see [`crate::terminal`]).
     client_terminals: Mutex<bool>,
+    /// How `ask_user` questions reach the client (form elicitation when it offers it).
+    questions: Mutex<crate::questions::QuestionChannel>,
     /// The client opted in to `_corvid/tool_use_summary` (SPEC §6).
     summary_notification: Mutex<bool>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
@@ -81,6 +83,7 @@ pub(crate) async fn serve(
         factory,
         fs_caps: Mutex::new(FileSystemCapabilities::default()),
         client_terminals: Mutex::new(false),
+        questions: Mutex::default(),
         summary_notification: Mutex::new(false),
         sessions: Mutex::new(HashMap::new()),
         output,
@@ -104,6 +107,7 @@ pub(crate) async fn serve(
             async move |req: InitializeRequest, responder: Responder<InitializeResponse>, _cx| {
                 *lock(&s1.fs_caps) = req.client_capabilities.fs.clone();
                 *lock(&s1.client_terminals) = req.client_capabilities.terminal;
+                *lock(&s1.questions) = question_channel(&req);
                 *lock(&s1.summary_notification) = wants_summary_notification(&req);
                 responder.respond(initialize_response(s1.factory.accepts_images()))
             },
@@ -229,6 +233,20 @@ fn offer_provider_models(server: &Server, id: &SessionId) {
     }
 }
 
+/// Form elicitation for a client that advertises it, else permission requests.
+fn question_channel(req: &InitializeRequest) -> crate::questions::QuestionChannel {
+    let form = req
+        .client_capabilities
+        .elicitation
+        .as_ref()
+        .is_some_and(|e| e.supports_form());
+    if form {
+        crate::questions::QuestionChannel::Elicitation
+    } else {
+        crate::questions::QuestionChannel::Permission
+    }
+}
+
 /// Whether the client asked for the summary notification with
 /// `clientCapabilities._meta.corvid.toolUseSummaryNotification: true`.
 fn wants_summary_notification(req: &InitializeRequest) -> bool {
@@ -337,6 +355,7 @@ fn install_terminals(
 fn mapper(server: &Server, session_id: &SessionId, cwd: PathBuf) -> Mapper {
     Mapper::new(session_id.clone(), cwd)
         .with_summary_notification(*lock(&server.summary_notification))
+        .with_question_channel(*lock(&server.questions))
 }
 
 /// What the factory needs to build a session's agent; file access goes through the client

@@ -14,6 +14,11 @@ pub struct Cli {
     /// Output format of headless mode.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
+    /// Headless: answers to the model's ask_user questions, by header (a JSON object; a label,
+    /// free text, or a list for a multi-select question). Without it, a headless run does
+    /// not offer ask_user to the model.
+    #[arg(long, value_name = "FILE", requires = "prompt")]
+    pub answers: Option<PathBuf>,
     /// With stream-json: also emit tool_preparing and text deltas.
     #[arg(long)]
     pub include_partial_messages: bool,

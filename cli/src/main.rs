@@ -208,6 +208,16 @@ async fn run(cli: Cli) -> ExitCode {
                 }
                 Err(e) => return config_error(&ConfigError(format!("{e:#}"))),
             };
+            let answers = match cli.answers.as_deref().map(headless::Answers::load) {
+                None => None,
+                Some(Ok(answers)) => Some((answers, cli.answers.clone().unwrap_or_default())),
+                Some(Err(e)) => return config_error(&ConfigError(e)),
+            };
+            // Nobody can answer a question in a headless run unless the file does.
+            let config = match answers {
+                Some(_) => config,
+                None => config.without_questions(),
+            };
             let sigint = match headless::listen_for_sigint() {
                 Ok(sigint) => sigint,
                 Err(e) => {
@@ -229,7 +239,7 @@ async fn run(cli: Cli) -> ExitCode {
             let task = headless::run(
                 started.handle,
                 init,
-                prompt,
+                headless::Job { prompt, answers },
                 cli.output_format,
                 cli.include_partial_messages,
                 sigint,

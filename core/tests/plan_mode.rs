@@ -85,7 +85,9 @@ async fn plan_mode_offers_only_read_only_tools_and_says_it_is_planning() {
             "todo_write",
             // Offered, but refused unasked unless a rule allows the domain (approval_web.rs).
             "web_fetch",
-            "exit_plan_mode"
+            "exit_plan_mode",
+            // Asking the user is part of planning (never `enter_plan_mode`: it plans already).
+            "ask_user"
         ]
     );
     assert!(request.system.contains("You are in PLAN MODE."));

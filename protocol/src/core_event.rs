@@ -67,6 +67,13 @@ pub enum CoreEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         server: Option<String>,
     },
+    /// An `ask_user` call waits for the user's answers (`Op::AnswerQuestion`); its card
+    /// (`ToolStarted`) is already out, and its `ToolFinished` carries the answers. The text is
+    /// the model's, cleaned of control characters: front ends show it as the model's words.
+    QuestionAsked {
+        call_id: String,
+        questions: Vec<crate::Question>,
+    },
     /// The approval was answered.
     PermissionResolved {
         call_id: String,

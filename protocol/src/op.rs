@@ -36,6 +36,12 @@ pub enum Op {
         call_id: String,
         decision: ApprovalDecision,
     },
+    /// Answer the questions of a pending `ask_user` call ([`crate::CoreEvent::QuestionAsked`]);
+    /// [`crate::QuestionReply::Cancelled`] cancels the task.
+    AnswerQuestion {
+        call_id: String,
+        reply: crate::QuestionReply,
+    },
     /// Change the approval mode for later calls.
     SetApprovalMode { mode: ApprovalMode },
     /// Switch the main model for later turns.

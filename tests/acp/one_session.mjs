@@ -1,6 +1,7 @@
 // The shared frame of the official-client scripts that drive one session: argument parsing,
 // spawning the agent, initialize + session/new, permission answers, the exit protocol.
-// A script passes what it does inside the session as `body(ctx, { sessionId, prompt, emit })`.
+// A script passes what it does inside the session as `body(ctx, { sessionId, prompt, emit })`,
+// and may add client capabilities (`capabilities(answer)`) and handlers (`handlers(app, ...)`).
 // Every script prints one JSON object per line on stdout:
 //   {"kind":"session","response":{...}}   the session/new answer
 //   {"kind":"update","update":{...}}      a session/update
@@ -16,7 +17,7 @@ import * as acp from "@agentclientprotocol/sdk";
 
 export { acp };
 
-export async function runOneSession({ script, clientName, body }) {
+export async function runOneSession({ script, clientName, body, capabilities, handlers }) {
   const argv = process.argv.slice(2);
   const split = argv.indexOf("--");
   if (split !== 3 || split === argv.length - 1) {
@@ -53,7 +54,7 @@ export async function runOneSession({ script, clientName, body }) {
     process.exit(3);
   }, 60_000);
 
-  const app = acp
+  let app = acp
     .client({ name: clientName })
     .onNotification(acp.methods.client.session.update, ({ params }) => {
       emit({ kind: "update", update: params.update });
@@ -62,6 +63,7 @@ export async function runOneSession({ script, clientName, body }) {
       emit({ kind: "permission", params });
       return { outcome: { outcome: "selected", optionId: answer } };
     });
+  if (handlers) app = handlers(app, { answer, emit });
 
   let code = 0;
   try {
@@ -69,7 +71,11 @@ export async function runOneSession({ script, clientName, body }) {
     await app.connectWith(stream, async (ctx) => {
       await ctx.request(acp.methods.agent.initialize, {
         protocolVersion: acp.PROTOCOL_VERSION,
-        clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+        clientCapabilities: {
+          fs: { readTextFile: false, writeTextFile: false },
+          terminal: false,
+          ...(capabilities ? capabilities(answer) : {}),
+        },
       });
       const session = await ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] });
       emit({ kind: "session", response: session });

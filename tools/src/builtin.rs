@@ -2,7 +2,9 @@
 
 use std::sync::{Arc, OnceLock};
 
+use crate::ask_user::AskUser;
 use crate::edit::Edit;
+use crate::enter_plan_mode::EnterPlanMode;
 use crate::exit_plan_mode::ExitPlanMode;
 use crate::glob::Glob;
 use crate::grep::GrepSearch;
@@ -36,6 +38,10 @@ pub fn builtin_tools() -> ToolRegistry {
             Arc::new(WebFetch::default()),
             // Offered only in plan mode (the core filters by mode).
             Arc::new(ExitPlanMode),
+            // Offered outside plan mode only.
+            Arc::new(EnterPlanMode),
+            // Removed by front ends that cannot answer (headless without answers).
+            Arc::new(AskUser),
         ]
     });
     ToolRegistry::new(tools.clone())

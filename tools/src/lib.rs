@@ -1,12 +1,14 @@
 //! corvid's built-in tools. Each tool describes itself (name, schema, kind, title, locations,
 //! whether it mutates) so front ends never switch on tool names.
 
+pub mod ask_user;
 mod atomic_write;
 mod beneath;
 pub mod builtin;
 mod capped;
 mod common;
 pub mod edit;
+pub mod enter_plan_mode;
 pub mod exit_plan_mode;
 pub mod glob;
 pub mod grep;
@@ -25,9 +27,11 @@ mod walk;
 pub mod web;
 pub mod write_file;
 
+pub use ask_user::AskUser;
 pub use builtin::builtin_tools;
 pub use common::type_name;
 pub use edit::Edit;
+pub use enter_plan_mode::EnterPlanMode;
 pub use exit_plan_mode::ExitPlanMode;
 pub use glob::Glob;
 pub use grep::GrepSearch;

@@ -51,6 +51,14 @@ fn the_builtin_registry_describes_every_tool_of_the_spec() {
                 true,
                 true
             ),
+            (
+                "enter_plan_mode",
+                "EnterPlanMode",
+                ToolKind::Think,
+                true,
+                true
+            ),
+            ("ask_user", "AskUser", ToolKind::Think, true, true),
         ]
     );
     for schema in registry.schemas() {

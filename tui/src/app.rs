@@ -230,6 +230,11 @@ impl App {
                 self.arm_approval(now);
                 self.notify_if_away("corvid: an approval is waiting");
             }
+            // Keys typed just before the picker appeared must not answer it either.
+            CoreEvent::QuestionAsked { .. } => {
+                self.arm_approval(now);
+                self.notify_if_away("corvid: the model asks you a question");
+            }
             CoreEvent::Subagent { event, .. }
                 if matches!(**event, CoreEvent::PermissionRequested { .. }) =>
             {

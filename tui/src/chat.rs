@@ -88,6 +88,8 @@ pub struct ChatState {
     /// The tool group still in the live area.
     pub group: Option<ToolGroup>,
     pub approval: Option<PendingApproval>,
+    /// The model's questions (`ask_user`) waiting for the user's answers.
+    pub question: Option<crate::question::QuestionPicker>,
     pub task: Option<TaskProgress>,
     /// Summaries still expected after the task finished; the compact group waits for them.
     awaiting_summaries: u32,
@@ -105,6 +107,7 @@ impl ChatState {
             thought: String::new(),
             group: None,
             approval: None,
+            question: None,
             task: None,
             awaiting_summaries: 0,
             last_completed: Vec::new(),
@@ -248,6 +251,13 @@ impl ChatState {
                     server: server.clone(),
                 });
             }
+            CoreEvent::QuestionAsked { call_id, questions } => {
+                self.mark_attention();
+                self.question = Some(crate::question::QuestionPicker::new(
+                    call_id,
+                    questions.clone(),
+                ));
+            }
             CoreEvent::ToolOutputDelta { call_id, text } => {
                 if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id))
                     && c.state == CallState::Running
@@ -281,6 +291,13 @@ impl ChatState {
                 output,
                 ..
             } => {
+                if self
+                    .question
+                    .as_ref()
+                    .is_some_and(|q| &q.call_id == call_id)
+                {
+                    self.question = None;
+                }
                 let mut failed = *status == ToolStatus::Failed;
                 if let Some(c) = self.group.as_mut().and_then(|g| g.call_mut(call_id))
                     && c.state != CallState::Rejected
@@ -593,6 +610,7 @@ impl ChatState {
         self.flush_stream();
         self.flush_thought();
         self.approval = None;
+        self.question = None;
         self.task = None;
         self.awaiting_summaries = pending;
         let keep_live = self.compact

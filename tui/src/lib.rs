@@ -20,6 +20,7 @@ pub mod mention;
 pub mod modes;
 mod notify;
 pub mod picker;
+pub mod question;
 mod replay;
 pub mod rewind;
 mod run;

@@ -110,6 +110,8 @@ impl LiveView<'_> {
             let secs = self.now.saturating_duration_since(t.started).as_secs();
             let what = if chat.approval.is_some() {
                 "Waiting for approval"
+            } else if chat.question.is_some() {
+                "Waiting for your answer"
             } else {
                 "Working"
             };
@@ -133,6 +135,10 @@ impl LiveView<'_> {
         if let Some(a) = &chat.approval {
             out.push(Line::default());
             out.extend(approval_lines(a, self.approval_choice, width));
+        }
+        if let Some(q) = &chat.question {
+            out.push(Line::default());
+            out.extend(q.lines(width));
         }
         if let Some(p) = self.picker {
             if !out.is_empty() {

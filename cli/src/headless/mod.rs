@@ -2,8 +2,11 @@
 //!
 //! Nothing can be asked, so approvals are refused, and reported as refused by headless mode
 //! (never as the user's "no"), with the approval mode or rule that would allow the call.
-//! SIGINT cancels the task; a second one exits at once.
+//! SIGINT cancels the task; a second one exits at once. The model's `ask_user` questions are
+//! answered from `--answers FILE` (without it the tool is not offered); a question the file
+//! does not answer stops the run as bad input.
 
+mod answers;
 mod output;
 mod terminal_text;
 
@@ -16,6 +19,7 @@ use corvid_protocol::{ApprovalDecision, ApprovalPreview, CoreEvent, Op, StopReas
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::args::OutputFormat;
+pub use answers::Answers;
 pub use output::InitInfo;
 use output::{Outcome, Printer};
 use terminal_text::TextSafety;
@@ -23,12 +27,22 @@ use terminal_text::TextSafety;
 /// Exit code of a cancelled task (128 + SIGINT).
 pub const EXIT_CANCELLED: u8 = 130;
 
+/// Exit code of bad input (as for a configuration error): a question `--answers` lacks.
+const EXIT_BAD_INPUT: u8 = 2;
+
+/// What a headless run does: the prompt, and the `--answers` file (with its path, for
+/// messages) for the model's questions.
+pub struct Job {
+    pub prompt: String,
+    pub answers: Option<(Answers, std::path::PathBuf)>,
+}
+
 /// Runs `prompt` as one task on `agent` and prints its output to `out`. `sigint` is listened
 /// to from before the agent started, so an early Ctrl+C cancels instead of killing.
 pub async fn run(
     mut agent: AgentHandle,
     init: InitInfo,
-    prompt: String,
+    job: Job,
     format: OutputFormat,
     partial: bool,
     sigint: Signal,
@@ -37,7 +51,13 @@ pub async fn run(
     let started = Instant::now();
     let safety = TextSafety::for_terminal(std::io::stdout().is_terminal());
     let mut printer = Printer::new(format, partial, init.session_id.clone(), out, safety);
-    let result = drive(&mut agent, &mut printer, &init, prompt, sigint).await;
+    let Job { prompt, answers } = job;
+    let mut unanswered = None;
+    let questions = Questions {
+        answers: answers.as_ref(),
+        unanswered: &mut unanswered,
+    };
+    let result = drive(&mut agent, &mut printer, &init, prompt, questions, sigint).await;
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(e) if crate::is_broken_pipe(&e) => return ExitCode::SUCCESS,
@@ -60,6 +80,10 @@ pub async fn run(
     drop(ops);
     let closed = async { while events.next_event().await.is_ok() {} };
     let _ = tokio::time::timeout(std::time::Duration::from_secs(3), closed).await;
+    if let Some(message) = unanswered {
+        eprintln!("corvid: {message}");
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
     match (&outcome.error, outcome.stop_reason) {
         (Some(error), _) => {
             // A server's error text is as untrusted as the model's.
@@ -130,6 +154,31 @@ pub fn listen_for_sigint() -> std::io::Result<Signal> {
     signal(SignalKind::interrupt())
 }
 
+/// The `--answers` file, and where the question it could not answer is reported.
+struct Questions<'a> {
+    answers: Option<&'a (Answers, std::path::PathBuf)>,
+    unanswered: &'a mut Option<String>,
+}
+
+impl Questions<'_> {
+    /// The reply to `questions`: from the file, or a dismissal (which cancels the task) when
+    /// there is no file or it lacks a header (then remembered as the run's bad input).
+    fn reply(&mut self, questions: &[corvid_protocol::Question]) -> corvid_protocol::QuestionReply {
+        let Some((answers, path)) = self.answers else {
+            *self.unanswered = Some(
+                "the model asked a question, and a headless run can only answer from                  --answers FILE.json"
+                    .to_owned(),
+            );
+            return corvid_protocol::QuestionReply::Cancelled;
+        };
+        answers.reply(questions).unwrap_or_else(|header| {
+            let path = path.display().to_string();
+            *self.unanswered = Some(answers::missing_message(&header, &path));
+            corvid_protocol::QuestionReply::Cancelled
+        })
+    }
+}
+
 /// Submits the prompt and translates events until the task ended and every pending summary
 /// settled (SPEC §7.2: the wait happens after the last turn, never between turns).
 async fn drive<W: Write>(
@@ -137,6 +186,7 @@ async fn drive<W: Write>(
     printer: &mut Printer<W>,
     init: &InitInfo,
     prompt: String,
+    mut questions: Questions<'_>,
     mut sigint: Signal,
 ) -> anyhow::Result<Outcome> {
     printer.init(init)?;
@@ -200,6 +250,16 @@ async fn drive<W: Write>(
                     &display.title,
                     &refusal(preview, reason.as_deref()),
                 )?;
+            }
+            CoreEvent::QuestionAsked {
+                call_id,
+                questions: asked,
+            } if task.is_none() => {
+                let reply = questions.reply(asked);
+                agent.submit(Op::AnswerQuestion {
+                    call_id: call_id.clone(),
+                    reply,
+                })?;
             }
             CoreEvent::TaskFinished {
                 stop_reason,

@@ -10,6 +10,8 @@ use corvid_protocol::{
     CoreEvent, DiscardReason, Provenance, Todo, ToolCall, ToolDisplay, ToolKind, ToolOutput,
     ToolResult, ToolStatus,
 };
+use corvid_tools::ask_user::ASK_USER;
+use corvid_tools::enter_plan_mode::ENTER_PLAN_MODE;
 use corvid_tools::{ApprovalNeed, Tool, ToolContext, ToolError};
 use futures::FutureExt;
 use serde_json::Value;
@@ -405,6 +407,12 @@ async fn execute(
     tool_ctx: ToolContext,
 ) -> Result<ToolOutput, ToolError> {
     let name = tool.name();
+    // The tools that talk to the user or change the session's mode run here, in the loop.
+    match name {
+        ASK_USER => return super::questions::ask(ctx, &tool_ctx.call_id, &args).await,
+        ENTER_PLAN_MODE => return Ok(plan_mode::enter(ctx)),
+        _ => {}
+    }
     // A panicking tool fails its call instead of taking the task (and its open cards) down.
     let fut = AssertUnwindSafe(tool.execute(args, tool_ctx))
         .catch_unwind()

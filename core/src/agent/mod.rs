@@ -29,6 +29,7 @@ mod ids;
 mod live_feed;
 mod plan_mode;
 mod prompt;
+mod questions;
 mod rewind;
 mod schemas;
 mod session;

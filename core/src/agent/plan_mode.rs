@@ -1,12 +1,16 @@
 //! Plan mode: the model is offered only tools that change nothing (plus `todo_write` and
 //! `exit_plan_mode`), any other call is refused unasked, and `exit_plan_mode` shows the plan
 //! and asks the user to leave plan mode; a yes switches the session's approval mode.
+//! `enter_plan_mode` switches into plan mode (asked in `default`); plan mode only ever takes
+//! rights away, so entering it never lowers a restriction.
 
 use std::sync::Arc;
 
 use corvid_protocol::{
-    ApprovalDecision, ApprovalMode, ApprovalPreview, CoreEvent, ToolCall, ToolDisplay, ToolSchema,
+    ApprovalDecision, ApprovalMode, ApprovalPreview, CoreEvent, ToolCall, ToolDisplay, ToolOutput,
+    ToolSchema,
 };
+use corvid_tools::enter_plan_mode::ENTER_PLAN_MODE;
 use corvid_tools::exit_plan_mode::{EXIT_PLAN_MODE, plan_of, plan_steps};
 use corvid_tools::{ApprovalNeed, Tool};
 
@@ -43,6 +47,15 @@ const NOT_IN_PLAN_MODE: &str = "the session is not in plan mode; go on with the 
 const KEEP_PLANNING: &str = "The user wants to keep planning: plan mode goes on and nothing \
      may change yet. Ask what to change in the plan, or refine it and call exit_plan_mode \
      again.";
+
+/// The answer to `enter_plan_mode` when it switched the mode.
+const ENTERED: &str = "Plan mode is on. Do not change anything: no file edits, no shell \
+     commands; only the read-only tools (and todo_write) are available. Investigate, then call \
+     exit_plan_mode with a concise plan in Markdown for the user to approve.";
+
+/// The answer to `enter_plan_mode` in plan mode.
+const ALREADY_PLANNING: &str = "The session is already in plan mode; nothing changed. Go on \
+     planning and call exit_plan_mode with your plan when it is ready.";
 
 fn mode(ctx: &TaskCtx) -> ApprovalMode {
     *lock(&ctx.shared.approval_mode)
@@ -106,7 +119,8 @@ fn offered_tools(ctx: &TaskCtx) -> Vec<Arc<dyn Tool>> {
 /// Why the call may not even be planned in this mode (it is refused unasked), if so.
 pub(super) fn refusal(ctx: &TaskCtx, tool: &dyn Tool) -> Option<String> {
     let mode = mode(ctx);
-    if offered(tool, mode) {
+    // Not offered while planning, but a call to it is a harmless no-op (see `enter`).
+    if offered(tool, mode) || tool.name() == ENTER_PLAN_MODE {
         return None;
     }
     Some(match mode {
@@ -129,6 +143,18 @@ pub(super) async fn decide(
     need: ApprovalNeed,
     hook_allows: bool,
 ) -> Approval {
+    if tool.name() == ENTER_PLAN_MODE {
+        return match mode(ctx) {
+            ApprovalMode::Plan => Approval::Granted { asked: false },
+            // Asked; an allow rule or "always" may still skip the question.
+            ApprovalMode::Default => approve(ctx, call, tool, display, need, hook_allows).await,
+            // These modes already let the agent work alone; planning asks for less. A deny
+            // rule still applies.
+            ApprovalMode::Auto | ApprovalMode::AutoEdit | ApprovalMode::Yolo => {
+                approve(ctx, call, tool, display, ApprovalNeed::None, hook_allows).await
+            }
+        };
+    }
     if tool.name() != EXIT_PLAN_MODE {
         return approve(ctx, call, tool, display, need, hook_allows).await;
     }
@@ -217,4 +243,17 @@ async fn leave(
             .emit(CoreEvent::ApprovalModeChanged { mode: next });
     }
     Approval::Granted { asked: true }
+}
+
+/// Runs an approved `enter_plan_mode`: switches the session to plan mode (every front end
+/// sees the `ApprovalModeChanged`, and the recording restores it), or says it already plans.
+pub(super) fn enter(ctx: &TaskCtx) -> ToolOutput {
+    let before = std::mem::replace(&mut *lock(&ctx.shared.approval_mode), ApprovalMode::Plan);
+    if before == ApprovalMode::Plan {
+        return ToolOutput::text(ALREADY_PLANNING);
+    }
+    ctx.events.emit(CoreEvent::ApprovalModeChanged {
+        mode: ApprovalMode::Plan,
+    });
+    ToolOutput::text(ENTERED)
 }

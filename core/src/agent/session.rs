@@ -71,6 +71,8 @@ pub(super) struct Shared {
     approval_scope: Option<String>,
     /// Rules a custom command's `allowed-tools` grants while its prompt runs (issue 29).
     pub prompt_grants: Mutex<crate::policy::rules::PermissionRules>,
+    /// `ask_user` calls waiting for the user's answers (a subagent asks none).
+    pub questions: super::questions::PendingQuestions,
 }
 
 #[derive(Default)]
@@ -93,6 +95,7 @@ impl Shared {
             steers: Default::default(),
             approval_scope: None,
             prompt_grants: Mutex::default(),
+            questions: Default::default(),
         }
     }
 
@@ -110,6 +113,7 @@ impl Shared {
             steers: Default::default(),
             approval_scope: Some(parent_call_id.to_owned()),
             prompt_grants: Mutex::default(),
+            questions: Default::default(),
         }
     }
 
@@ -539,6 +543,11 @@ pub(super) async fn run_session(
                     Op::Approval { call_id, decision } => {
                         if !shared.answer(&call_id, decision) {
                             tracing::debug!(%call_id, "approval for a call that is not waiting; ignored");
+                        }
+                    }
+                    Op::AnswerQuestion { call_id, reply } => {
+                        if !shared.questions.answer(&call_id, reply) {
+                            tracing::debug!(%call_id, "answer for a question that is not waiting; ignored");
                         }
                     }
                     Op::SetApprovalMode { mode } => {

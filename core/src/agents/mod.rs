@@ -6,6 +6,8 @@ pub mod files;
 use std::path::Path;
 
 use corvid_tools::Tool;
+use corvid_tools::ask_user::ASK_USER;
+use corvid_tools::enter_plan_mode::ENTER_PLAN_MODE;
 use corvid_tools::exit_plan_mode::EXIT_PLAN_MODE;
 
 /// The type used when a `task` call names none.
@@ -25,8 +27,9 @@ pub struct AgentType {
     pub instructions: String,
 }
 
-/// The tools a child is offered (never `task`: children do not nest, and never
-/// `exit_plan_mode`: only the user's session plans).
+/// The tools a child is offered (never `task`: children do not nest; never
+/// `exit_plan_mode` or `enter_plan_mode`: only the user's session plans; never `ask_user`:
+/// the main agent asks the user).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolChoice {
     /// Every tool of the session.
@@ -40,7 +43,7 @@ pub enum ToolChoice {
 impl ToolChoice {
     /// Whether a child of this type is offered `tool`.
     pub fn allows(&self, tool: &dyn Tool) -> bool {
-        if tool.name() == EXIT_PLAN_MODE {
+        if [EXIT_PLAN_MODE, ENTER_PLAN_MODE, ASK_USER].contains(&tool.name()) {
             return false;
         }
         match self {

@@ -137,6 +137,11 @@ pub fn check_invariants(events: &[CoreEvent], suppressed: &[&str]) -> Result<(),
                     return fail("live output for a call that is not running".into());
                 }
             }
+            CoreEvent::QuestionAsked { call_id, .. } => {
+                if cards.get(call_id) != Some(&Card::Running) {
+                    return fail("a question for a call whose card is not running".into());
+                }
+            }
             CoreEvent::ToolFinished {
                 call_id, tool_name, ..
             } => {

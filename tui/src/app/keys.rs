@@ -9,6 +9,7 @@ use super::{Action, App, EXIT_WINDOW};
 use crate::cells::NoticeKind;
 use crate::chat::PendingApproval;
 use crate::picker::PickerOutcome;
+use crate::question::QuestionKey;
 use crate::transcript::{TranscriptView, ViewKey};
 
 impl App {
@@ -38,6 +39,22 @@ impl App {
         }
         if self.rewind.is_some() {
             return self.on_rewind_key(key);
+        }
+        if self.chat.question.is_some() && !self.approval_armed(now) {
+            // Typing that was meant for the prompt box: ignored, and the picker waits until
+            // the typing pauses.
+            self.approval_armed_at = Some(now + super::APPROVAL_GUARD);
+            return Vec::new();
+        }
+        if let Some(question) = self.chat.question.as_mut() {
+            return match question.on_key(key) {
+                QuestionKey::Open => Vec::new(),
+                QuestionKey::Reply(reply) => {
+                    let call_id = question.call_id.clone();
+                    self.chat.question = None;
+                    vec![Action::Submit(Op::AnswerQuestion { call_id, reply })]
+                }
+            };
         }
         if let Some(view) = self.transcript_view.as_mut() {
             let page = usize::from(self.screen_rows).saturating_sub(1);
