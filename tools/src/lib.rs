@@ -38,7 +38,7 @@ pub use read_file::ReadFile;
 pub use registry::{ToolRegistry, ToolSource};
 pub use shell::RunShellCommand;
 pub use todo_write::TodoWrite;
-pub use web::WebFetch;
+pub use web::{WebFetch, WebSearch};
 pub use write_file::WriteFile;
 
 use std::path::PathBuf;
