@@ -136,10 +136,21 @@ pub fn agent_config(
                 message: format!("is invalid: {message}"),
             }
         })?;
+    let search = settings
+        .web_search
+        .keyed_tool(&web_allow)
+        .map_err(|message| SettingsError::InvalidValue {
+            origin: "settings".to_owned(),
+            key: "webSearch.providers".to_owned(),
+            message: format!("is refused: {message}"),
+        })?;
     let mut tools = corvid_tools::builtin_tools().replacing(Arc::new(corvid_tools::WebFetch::new(
         web_allow,
         Arc::new(corvid_tools::web::SystemResolver),
     )));
+    if let Some(search) = search {
+        tools = tools.with_tool(Arc::new(search));
+    }
     if let Some(servers) = super::mcp::start(&settings.mcp, policy.shell.env.clone(), cwd)? {
         tools = tools.with_source(Arc::new(servers));
     }
@@ -345,6 +356,7 @@ fn configured_key_vars(settings: &Settings) -> Vec<String> {
         .iter()
         .cloned()
         .chain(fast_key_env)
+        .chain(settings.web_search.key_vars())
         .collect()
 }
 
