@@ -84,6 +84,42 @@ fn the_users_web_search_settings_offer_the_tool_on_the_default_service() {
 }
 
 #[test]
+fn on_the_anthropic_api_the_anthropic_choice_replaces_the_keyed_tool_and_elsewhere_is_passed_over()
+{
+    let user = r#"{"webSearch": {"providers": [{"type": "anthropic"}, {"type": "brave"}]}}"#;
+    let dir = tempfile::tempdir().unwrap();
+    let files = SettingsFiles {
+        user: Some(dir.path().join("settings.json")),
+        project: None,
+    };
+    write(files.user.as_ref().unwrap(), user);
+    let env = |k: &str| (k == "ANTHROPIC_API_KEY").then(|| "sk-ant-test".to_owned());
+    let overrides = Overrides {
+        provider: Some(ProviderKind::Anthropic),
+        ..Overrides::default()
+    };
+    let settings = load_from(&files, Trust::Trusted, env, &overrides)
+        .unwrap()
+        .settings;
+    let config = agent_config(&settings, env, dir.path(), "s").unwrap();
+    assert!(config.tools.get("web_search").is_none());
+    // On another model's API the keyed service after it is used.
+    let (settings, _, _) = load(user, "{}");
+    assert!(offers_web_search(&settings));
+}
+
+#[test]
+fn an_openai_search_choice_is_passed_over_with_a_warning() {
+    let (settings, warnings, _) = load(
+        r#"{"webSearch": {"providers": [{"type": "openai"}]}}"#,
+        "{}",
+    );
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].contains("not supported yet"), "{warnings:?}");
+    assert!(!offers_web_search(&settings));
+}
+
+#[test]
 fn without_a_keyed_service_web_search_is_not_offered() {
     let (settings, _, _) = load("{}", "{}");
     assert_eq!(settings.web_search.max_per_session, 200);

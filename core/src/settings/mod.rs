@@ -29,7 +29,7 @@ pub use trust::{
     ConfigFile, GrantedFolders, ProjectTrust, TRUSTED_FOLDERS_FILE, Trust, TrustGrant,
     TrustedFolders, Verdict,
 };
-pub use web_search::{SearchProvider, SearchProviderKind, WebSearchSettings};
+pub use web_search::{SearchProvider, SearchProviderKind, SessionSearch, WebSearchSettings};
 pub(crate) use wiring::shell_policy;
 pub use wiring::{DEMO_PACING_ENV, agent_config, start_mcp_servers};
 

@@ -1,8 +1,19 @@
 //! `webSearch.*` (issue 31): which search service `web_search` uses. Read from the user's
 //! settings only; the session's choice depends on the main model's API.
 
+use corvid_providers::ServerWebSearch;
 use corvid_tools::web::search::{Backend, DEFAULT_MAX_PER_SESSION, Endpoint};
 use corvid_tools::web::{AllowPrivate, WebSearch};
+
+use super::ProviderKind;
+
+/// What a session searches with.
+pub enum SessionSearch {
+    /// The `web_search` tool on a keyed service.
+    Keyed(WebSearch),
+    /// The Anthropic API's own search, offered in the main model's requests.
+    Anthropic(ServerWebSearch),
+}
 
 /// One `webSearch.providers[]` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,26 +113,38 @@ impl WebSearchSettings {
             .collect()
     }
 
-    /// The `web_search` tool on the first keyed service in preference order, or `None` when
-    /// no keyed service is configured (then the model is not offered the tool). An error
-    /// names the provider whose endpoint is refused.
-    pub fn keyed_tool(&self, allow: &AllowPrivate) -> Result<Option<WebSearch>, String> {
-        let Some((provider, backend)) = self.in_preference_order().find_map(|p| match p.kind {
-            SearchProviderKind::Keyed(backend) => Some((p, backend)),
-            SearchProviderKind::Anthropic | SearchProviderKind::OpenAi => None,
-        }) else {
-            return Ok(None);
-        };
-        let endpoint = Endpoint::new(
-            backend,
-            provider.api_key_env.clone(),
-            provider.base_url.as_deref(),
-            allow,
-        )?;
-        Ok(Some(WebSearch::new(
-            endpoint,
-            WebSearch::env_keys(),
-            self.max_per_session,
-        )))
+    /// What a session whose main model is on `main` searches with: the first provider in
+    /// preference order that works there (a keyed service anywhere, `anthropic` on the
+    /// Anthropic API), or `None` (then the model is offered no search). `openai` is not
+    /// supported yet and is passed over. An error names the keyed endpoint refused.
+    pub fn for_session(
+        &self,
+        main: ProviderKind,
+        allow: &AllowPrivate,
+    ) -> Result<Option<SessionSearch>, String> {
+        for provider in self.in_preference_order() {
+            match provider.kind {
+                SearchProviderKind::Keyed(backend) => {
+                    let endpoint = Endpoint::new(
+                        backend,
+                        provider.api_key_env.clone(),
+                        provider.base_url.as_deref(),
+                        allow,
+                    )?;
+                    return Ok(Some(SessionSearch::Keyed(WebSearch::new(
+                        endpoint,
+                        WebSearch::env_keys(),
+                        self.max_per_session,
+                    ))));
+                }
+                SearchProviderKind::Anthropic if main == ProviderKind::Anthropic => {
+                    return Ok(Some(SessionSearch::Anthropic(ServerWebSearch {
+                        max_per_session: self.max_per_session,
+                    })));
+                }
+                SearchProviderKind::Anthropic | SearchProviderKind::OpenAi => {}
+            }
+        }
+        Ok(None)
     }
 }

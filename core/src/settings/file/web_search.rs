@@ -83,6 +83,13 @@ impl Validator<'_> {
                 "no `apiKeyEnv` or `baseUrl` (the model's own API searches)",
             ));
         }
+        if kind == SearchProviderKind::OpenAi {
+            self.warnings.push(format!(
+                "{}: `{at}`: the Responses API's hosted search (`openai`) is not supported \
+                 yet; corvid passes it over",
+                self.path.display()
+            ));
+        }
         Ok(SearchProvider {
             kind,
             api_key_env,
