@@ -217,4 +217,27 @@ mod tests {
                 .contains("provider_data")
         );
     }
+
+    #[test]
+    fn a_hosted_block_survives_a_recording_byte_for_byte() {
+        let block = json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+            "content": [{"type": "web_search_result", "url": "https://a.example", "encrypted_content": "Eq=="}]});
+        let part = Part::Hosted(HostedBlock {
+            provider: "anthropic".into(),
+            call_id: "srvtoolu_1".into(),
+            tool_name: "web_search".into(),
+            step: HostedStep::Result {
+                text: "1. A\n   https://a.example".into(),
+                is_error: false,
+            },
+            data: JsonText::new(&block),
+        });
+        let recorded = serde_json::to_string(&part).unwrap();
+        let back: Part = serde_json::from_str(&recorded).unwrap();
+        assert_eq!(back, part);
+        let Part::Hosted(back) = back else {
+            unreachable!()
+        };
+        assert_eq!(back.data.get(), JsonText::new(&block).get());
+    }
 }
