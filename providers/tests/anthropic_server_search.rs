@@ -229,3 +229,44 @@ fn a_search_cut_off_before_its_result_is_not_sent_back() {
         .collect();
     assert_eq!(types, ["text", "text"]);
 }
+
+#[test]
+fn other_providers_leave_anthropics_search_blocks_out_of_their_requests() {
+    let events: Vec<StreamEvent> =
+        common::decoded(WireProtocol::AnthropicMessages, &fixture_body())
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+    let history = vec![
+        Message::user_text("q"),
+        Message {
+            role: Role::Assistant,
+            parts: assistant_parts(&events),
+        },
+        Message::user_text("go on"),
+    ];
+    let config = corvid_providers::ProviderConfig {
+        base_url: "https://api.example".into(),
+        ..Default::default()
+    };
+    let bodies = [
+        corvid_providers::OpenAiChatProvider::new(&config)
+            .unwrap()
+            .request_body(&request(history.clone(), true))
+            .unwrap(),
+        corvid_providers::OpenAiResponsesProvider::new(&config)
+            .unwrap()
+            .request_body(&request(history.clone(), true))
+            .unwrap(),
+        corvid_providers::GeminiProvider::new(&config)
+            .unwrap()
+            .request_body(&request(history, true))
+            .unwrap(),
+    ];
+    for body in bodies {
+        let text = String::from_utf8(body).unwrap();
+        assert!(!text.contains("srvtoolu_"), "{text}");
+        assert!(!text.contains("encrypted_content"), "{text}");
+        assert!(text.contains("listed on crates.io"), "{text}");
+    }
+}
