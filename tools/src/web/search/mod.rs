@@ -161,7 +161,7 @@ fn under(host: &str, domain: &str) -> bool {
             .is_some_and(|rest| rest.ends_with('.'))
 }
 
-/// The results an http(s) URL whose host passes the filters.
+/// Whether a result is an http(s) URL whose host passes the domain filters.
 fn keep(hit: &Hit, allowed: &[String], blocked: &[String]) -> bool {
     let Ok(url) = Url::parse(&hit.url) else {
         return false;
