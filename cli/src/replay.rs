@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use corvid_protocol::{ErrorInfo, JsonText, StreamEvent, StreamItem};
+use corvid_protocol::{ErrorInfo, HostedStep, JsonText, StreamEvent, StreamItem};
 use corvid_providers::error::HeaderMap;
 use corvid_providers::{Emitted, WireProtocol, classify_http_error, decode_body};
 use serde::Serialize;
@@ -85,6 +85,14 @@ enum Body<'a> {
         name: &'a str,
         args: &'a Value,
     },
+    /// A tool use the API ran itself, with the block as the API sent it.
+    Hosted {
+        call_id: &'a str,
+        tool_name: &'a str,
+        #[serde(flatten)]
+        step: &'a HostedStep,
+        data: &'a JsonText,
+    },
     Usage {
         input_tokens: u64,
         output_tokens: u64,
@@ -116,6 +124,12 @@ impl<'a> From<&'a StreamItem> for Body<'a> {
                 call_id: &c.call_id,
                 name: &c.name,
                 args: &c.args,
+            },
+            Ok(StreamEvent::Hosted(h)) => Body::Hosted {
+                call_id: &h.call_id,
+                tool_name: &h.tool_name,
+                step: &h.step,
+                data: &h.data,
             },
             Ok(StreamEvent::Usage(u)) => Body::Usage {
                 input_tokens: u.input_tokens,

@@ -10,7 +10,7 @@ use std::path::Path;
 use corvid_core::session::{
     Record, SessionHealth, SessionStore, SessionSummary, UNSTARTED_CALL, utc_minutes,
 };
-use corvid_protocol::{Message, Part, Role, ToolCall, ToolResult, Usage};
+use corvid_protocol::{HostedStep, Message, Part, Role, ToolCall, ToolResult, Usage};
 
 /// Longest first prompt shown in a listing row.
 const PROMPT_WIDTH: usize = 60;
@@ -257,6 +257,15 @@ fn write_message<'a>(
             }
             Part::ToolResult(_) => {}
             Part::Image(image) => writeln!(out, "> [image, {}]", image.media_type)?,
+            // The API's own search: its query, then its results, as the card showed them.
+            Part::Hosted(block) => match &block.step {
+                HostedStep::Call { title, .. } => {
+                    writeln!(out, "  ↗ {}", one_line(title, DETAIL_WIDTH))?
+                }
+                HostedStep::Result { text, is_error } => {
+                    write_outcome(out, &block.tool_name, None, *is_error, text)?
+                }
+            },
         }
     }
     Ok(())

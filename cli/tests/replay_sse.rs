@@ -198,3 +198,47 @@ fn a_gemini_stream_prepares_each_call_at_its_chunk_and_releases_them_at_stop() {
     assert_eq!(got[4]["data"]["thoughtSignature"], "CkQB0e2KbzQ=");
     assert_eq!(got[12]["reason"], "tool_calls");
 }
+
+#[test]
+fn an_anthropic_server_search_replays_as_hosted_blocks_and_no_tool_call() {
+    let got = lines(&[
+        "--protocol",
+        "anthropic-messages",
+        &fixture("anthropic/server_web_search.sse"),
+    ]);
+    let types: Vec<&str> = got.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert!(!types.contains(&"tool_call"), "{got:#?}");
+    assert!(!types.contains(&"tool_preparing"), "{got:#?}");
+    let hosted: Vec<&Value> = got.iter().filter(|l| l["type"] == "hosted").collect();
+    assert_eq!(hosted.len(), 2, "{got:#?}");
+    assert_eq!(
+        (
+            hosted[0]["at"].clone(),
+            hosted[0]["step"].clone(),
+            hosted[0]["title"].clone()
+        ),
+        (
+            json!(8),
+            json!("call"),
+            json!("Search \"tokio latest release\"")
+        )
+    );
+    assert_eq!(
+        hosted[0]["data"],
+        json!({"type": "server_tool_use", "id": "srvtoolu_01WYG3ziw53XMcoyKL4XcZmE",
+               "name": "web_search", "input": {"query": "tokio latest release"}})
+    );
+    assert_eq!(
+        (
+            hosted[1]["at"].clone(),
+            hosted[1]["step"].clone(),
+            hosted[1]["is_error"].clone()
+        ),
+        (json!(9), json!("result"), json!(false))
+    );
+    assert_eq!(
+        hosted[1]["data"]["content"][1]["url"],
+        "https://crates.io/crates/tokio"
+    );
+    assert_eq!(got.last().unwrap()["reason"], "stop");
+}

@@ -30,6 +30,7 @@ fn kinds(records: &[Record]) -> Vec<String> {
                         Part::ToolCall(_) => "tool_call",
                         Part::ToolResult(_) => "tool_result",
                         Part::Image(_) => "image",
+                        Part::Hosted(_) => "hosted",
                     })
                     .collect();
                 format!("{:?} {}", message.role, parts.join("+"))

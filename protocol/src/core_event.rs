@@ -241,3 +241,39 @@ pub fn hook_notice(event: &str, handler: &str, decision: &str, reason: &str) -> 
         format!("hook {event} `{handler}`: {decision}: {reason}")
     }
 }
+
+impl crate::HostedBlock {
+    /// The card event for a step the model's API ran itself: its call opens a card titled
+    /// by it (`Search "query"`, kind `fetch` for the web tools), its result ends that card.
+    /// The live loop and a resumed session's replay show it the same way.
+    pub fn card_event(&self) -> CoreEvent {
+        match &self.step {
+            crate::HostedStep::Call { title, args } => CoreEvent::ToolStarted {
+                call_id: self.call_id.clone(),
+                tool_name: self.tool_name.clone(),
+                args: args.clone(),
+                display: ToolDisplay {
+                    title: title.clone(),
+                    kind: match self.tool_name.as_str() {
+                        "web_search" | "web_fetch" => ToolKind::Fetch,
+                        _ => ToolKind::Other,
+                    },
+                    locations: Vec::new(),
+                },
+                provenance: Provenance::Builtin,
+                was_prepared: false,
+            },
+            crate::HostedStep::Result { text, is_error } => CoreEvent::ToolFinished {
+                call_id: self.call_id.clone(),
+                tool_name: self.tool_name.clone(),
+                status: if *is_error {
+                    ToolStatus::Failed
+                } else {
+                    ToolStatus::Completed
+                },
+                output: ToolOutput::text(text.as_str()),
+                provenance: Provenance::Builtin,
+            },
+        }
+    }
+}

@@ -67,6 +67,35 @@ pub enum Part {
     /// An image the user attached to a prompt. The bytes stay in the recording so a resumed
     /// session sends the model the same conversation (each image is capped by the core).
     Image(ImageData),
+    /// A step the model's API ran itself (Anthropic's server-side web search), kept so the
+    /// provider that produced it sends it back verbatim.
+    Hosted(HostedBlock),
+}
+
+/// A step the model's API ran on its own servers (Anthropic's server-side `web_search`):
+/// shown as a card, never executed by corvid, and sent back verbatim by the provider that
+/// produced it (the API requires the blocks in the replayed history); other providers skip it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostedBlock {
+    /// The provider that produced it (`anthropic`); only it sends the block back.
+    pub provider: String,
+    /// The API's id, shared by a call and its result (`srvtoolu_…`).
+    pub call_id: String,
+    /// The API's name of the tool (`web_search`).
+    pub tool_name: String,
+    pub step: HostedStep,
+    /// The content block exactly as the API sent it.
+    pub data: JsonText,
+}
+
+/// Which half of a hosted tool use a block is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum HostedStep {
+    /// The model asked the API to run the tool; `title` is the card's (`Search "query"`).
+    Call { title: String, args: Value },
+    /// The API's result as text for the card (titles and URLs), or its error.
+    Result { text: String, is_error: bool },
 }
 
 /// A complete tool call: the arguments are whole and parsed.
@@ -187,5 +216,28 @@ mod tests {
                 .unwrap()
                 .contains("provider_data")
         );
+    }
+
+    #[test]
+    fn a_hosted_block_survives_a_recording_byte_for_byte() {
+        let block = json!({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+            "content": [{"type": "web_search_result", "url": "https://a.example", "encrypted_content": "Eq=="}]});
+        let part = Part::Hosted(HostedBlock {
+            provider: "anthropic".into(),
+            call_id: "srvtoolu_1".into(),
+            tool_name: "web_search".into(),
+            step: HostedStep::Result {
+                text: "1. A\n   https://a.example".into(),
+                is_error: false,
+            },
+            data: JsonText::new(&block),
+        });
+        let recorded = serde_json::to_string(&part).unwrap();
+        let back: Part = serde_json::from_str(&recorded).unwrap();
+        assert_eq!(back, part);
+        let Part::Hosted(back) = back else {
+            unreachable!()
+        };
+        assert_eq!(back.data.get(), JsonText::new(&block).get());
     }
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::{ErrorInfo, Messages, ToolCall};
+use crate::{ErrorInfo, HostedBlock, Messages, ToolCall};
 
 /// One event of a model response stream, provider-neutral.
 ///
@@ -28,6 +28,9 @@ pub enum StreamEvent {
     ToolPreparing { call_id: String, tool_name: String },
     /// A complete tool call, released only once the response finished cleanly.
     ToolCall(ToolCall),
+    /// A tool use the API ran itself (a server-side web search, or its results): shown and
+    /// kept in history, never executed.
+    Hosted(HostedBlock),
     /// Token usage so far (the latest supersedes earlier ones).
     Usage(Usage),
     /// The response finished.

@@ -74,7 +74,7 @@ pub mod sse;
 mod test_history;
 pub mod wire;
 
-pub use anthropic::AnthropicProvider;
+pub use anthropic::{AnthropicProvider, ServerWebSearch};
 pub use error::{classify_http_error, classify_reqwest_error, classify_stream_error};
 pub use gemini::GeminiProvider;
 pub use http::{ApiKey, ConfigError, ProviderConfig};

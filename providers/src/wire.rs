@@ -244,7 +244,8 @@ pub fn collect_completion(
             StreamEvent::Thought { .. }
             | StreamEvent::ThoughtSignature { .. }
             | StreamEvent::ThoughtData { .. }
-            | StreamEvent::ToolPreparing { .. } => {}
+            | StreamEvent::ToolPreparing { .. }
+            | StreamEvent::Hosted(_) => {}
         }
     }
     if finished {

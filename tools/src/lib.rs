@@ -43,7 +43,7 @@ pub use registry::{ToolRegistry, ToolSource};
 pub use shell::RunShellCommand;
 pub use shell::background::{KillShell, ShellOutput};
 pub use todo_write::TodoWrite;
-pub use web::WebFetch;
+pub use web::{WebFetch, WebSearch};
 pub use write_file::WriteFile;
 
 use std::path::PathBuf;

@@ -649,3 +649,22 @@ fn an_mcp_tools_request_also_offers_allowing_its_whole_server() {
         ApprovalDecision::AllowServerAlways
     );
 }
+
+#[test]
+fn a_server_side_web_search_is_a_fetch_card_titled_by_its_query() {
+    let call = corvid_protocol::HostedBlock {
+        provider: "anthropic".into(),
+        call_id: "srvtoolu_1".into(),
+        tool_name: "web_search".into(),
+        step: corvid_protocol::HostedStep::Call {
+            title: "Search \"tokio\"".into(),
+            args: json!({"query": "tokio"}),
+        },
+        data: corvid_protocol::JsonText::new(&json!({"type": "server_tool_use"})),
+    };
+    let update = only_update(&call.card_event());
+    assert_eq!(update["kind"], "fetch");
+    assert_eq!(update["title"], "Search \"tokio\"");
+    assert_eq!(update["status"], "in_progress");
+    assert_eq!(update["rawInput"], json!({"query": "tokio"}));
+}

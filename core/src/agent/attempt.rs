@@ -119,6 +119,11 @@ pub(super) async fn run_attempt(
                 };
                 out.calls.push(ToolCall { call_id, ..call });
             }
+            // The API ran it: shown as a card and kept for the next request, never executed.
+            StreamEvent::Hosted(block) => {
+                ctx.events.emit(block.card_event());
+                out.parts.push(Part::Hosted(block));
+            }
             StreamEvent::Usage(usage) => out.usage = Some(usage),
             StreamEvent::Finished { reason } => break AttemptEnd::Finished(reason),
         }

@@ -18,6 +18,9 @@ pub(super) fn ids_in_history(history: &[Message]) -> HashSet<String> {
                 Part::ToolResult(result) => {
                     ids.insert(result.call_id.clone());
                 }
+                Part::Hosted(block) => {
+                    ids.insert(block.call_id.clone());
+                }
                 Part::Text { .. } | Part::Thought { .. } | Part::Image(_) => {}
             }
         }

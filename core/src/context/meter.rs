@@ -93,6 +93,7 @@ pub fn message_bytes(message: &Message) -> u64 {
                     + provider_data.as_ref().map_or(0, |d| len(d.get()))
             }
             Part::ToolCall(call) => len(&call.call_id) + len(&call.name) + json_len(&call.args),
+            Part::Hosted(block) => len(block.data.get()),
             Part::ToolResult(result) => {
                 len(&result.call_id)
                     + len(&result.output)

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 /// corvid's name ↔ Claude Code's name.
-const TABLE: [(&str, &str); 10] = [
+const TABLE: [(&str, &str); 11] = [
     ("run_shell_command", "Bash"),
     ("read_file", "Read"),
     ("write_file", "Write"),
@@ -19,6 +19,8 @@ const TABLE: [(&str, &str); 10] = [
     ("todo_write", "TodoWrite"),
     ("list_directory", "LS"),
     ("web_fetch", "WebFetch"),
+    // Claude's input is the same: `query`, `allowed_domains`, `blocked_domains`.
+    ("web_search", "WebSearch"),
 ];
 
 /// Claude Code's name for corvid's tool `name` (itself when Claude has no such tool).
@@ -163,6 +165,10 @@ mod tests {
         assert_eq!(claude_name("mcp__s__t"), "mcp__s__t");
         assert_eq!(corvid_name("Edit"), "edit");
         assert_eq!(corvid_name("edit"), "edit");
+        assert_eq!(claude_name("web_search"), "WebSearch");
+        assert_eq!(corvid_name("WebSearch"), "web_search");
+        let input = json!({"query": "tokio", "allowed_domains": ["docs.rs"]});
+        assert_eq!(claude_input("web_search", &input, Path::new("/p")), input);
     }
 
     #[test]

@@ -140,6 +140,7 @@ impl Replay<'_> {
                     };
                     self.finished(&result.call_id, &result.name, output, result.is_error);
                 }
+                Part::Hosted(block) => self.events.push(block.card_event()),
                 // A replayed prompt shows its text; its images stay in the history only.
                 Part::Text { .. } | Part::Image(_) => {}
             }

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use super::{FastModelSetting, FastModelSpec, ProviderKind, Settings, SettingsError};
 
 mod checkpoints;
+mod web_search;
 
 /// The smallest `model.contextWindow` taken: below it no real conversation fits.
 const MIN_CONTEXT_WINDOW: u64 = 1_024;
@@ -64,6 +65,8 @@ pub(super) struct Partial {
     pub context_file_names: Option<Vec<String>>,
     /// `web.allowPrivate` (user-level only, see `project_limits`).
     pub web_allow_private: Option<Vec<String>>,
+    /// `webSearch` as a whole (user-level only, see `project_limits`).
+    pub web_search: Option<super::WebSearchSettings>,
     /// Whether the file has a `telemetry` block (user-level only; the binary reads it).
     pub telemetry: bool,
     /// `checkpoints.*` (user-level only, see `project_limits`).
@@ -135,6 +138,7 @@ impl Partial {
         over(&mut self.mcp_max_tools, higher.mcp_max_tools);
         over(&mut self.max_result_tokens, higher.max_result_tokens);
         over(&mut self.web_allow_private, higher.web_allow_private);
+        over(&mut self.web_search, higher.web_search);
         over(&mut self.context_file_names, higher.context_file_names);
         self.checkpoints.merge(higher.checkpoints);
     }
@@ -228,6 +232,9 @@ impl Partial {
         s.context.file_names = self.context_file_names;
         if let Some(list) = self.web_allow_private {
             s.web.allow_private = list;
+        }
+        if let Some(web_search) = self.web_search {
+            s.web_search = web_search;
         }
         self.checkpoints.apply(&mut s.checkpoints);
         s
@@ -354,6 +361,7 @@ impl Validator<'_> {
                 }
                 "context" => self.context(value)?,
                 "checkpoints" => self.checkpoints(value)?,
+                "webSearch" => self.web_search(value)?,
                 "web" => {
                     for (k, v) in self.section("web", value)? {
                         match k.as_str() {

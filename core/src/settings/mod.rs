@@ -13,6 +13,7 @@ mod project_limits;
 mod provider;
 pub(crate) mod trust;
 mod trust_list;
+mod web_search;
 mod wiring;
 
 use std::path::{Path, PathBuf};
@@ -29,6 +30,7 @@ pub use trust::{
     ConfigFile, GrantedFolders, ProjectTrust, TRUSTED_FOLDERS_FILE, Trust, TrustGrant,
     TrustedFolders, Verdict,
 };
+pub use web_search::{SearchProvider, SearchProviderKind, SessionSearch, WebSearchSettings};
 pub(crate) use wiring::shell_policy;
 pub use wiring::{DEMO_PACING_ENV, agent_config, start_mcp_servers};
 
@@ -90,6 +92,8 @@ pub struct Settings {
     pub context: ContextSettings,
     /// `web.*`: the web tools.
     pub web: WebSettings,
+    /// `webSearch`: the services `web_search` uses (user settings only).
+    pub web_search: WebSearchSettings,
     /// `checkpoints.*`: undo of the agent's turns (issue 26).
     pub checkpoints: crate::checkpoints::CheckpointSettings,
     /// The project folder and which of its own configuration files apply; agent files (and
@@ -300,6 +304,7 @@ impl Default for Settings {
             mcp: McpSettings::default(),
             context: ContextSettings::default(),
             web: WebSettings::default(),
+            web_search: WebSearchSettings::default(),
             checkpoints: crate::checkpoints::CheckpointSettings::default(),
             project: ProjectTrust::default(),
         }

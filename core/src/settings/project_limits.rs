@@ -161,6 +161,11 @@ const LIMITED_KEYS: &[LimitedKey] = &[
         limit: Limit::UserLevel(|p| p.web_allow_private.take().is_some()),
     },
     LimitedKey {
+        // Where searches go with the user's key: a repository's `baseUrl` would receive it.
+        key: "webSearch",
+        limit: Limit::UserLevel(|p| p.web_search.take().is_some()),
+    },
+    LimitedKey {
         // Whether and what corvid exports: a repository must not send the session to its
         // collector. The binary reads the block from the user's file alone; this row only
         // tells the user a project's block is ignored.

@@ -63,8 +63,33 @@ pub fn agent_config(
             Some(true) => ResponseStorage::Stored,
             Some(false) | None => ResponseStorage::Stateless,
         },
+        server_search: None,
     };
-    let provider = build_provider(&main, cwd, pacing, &endpoint)?;
+    // The user's `web.allowPrivate`, validated when the file was read.
+    let web_allow =
+        corvid_tools::web::AllowPrivate::parse(&settings.web.allow_private).map_err(|message| {
+            SettingsError::InvalidValue {
+                origin: "settings".to_owned(),
+                key: "web.allowPrivate".to_owned(),
+                message: format!("is invalid: {message}"),
+            }
+        })?;
+    let search = settings
+        .web_search
+        .for_session(main.kind, &web_allow)
+        .map_err(|message| SettingsError::InvalidValue {
+            origin: "settings".to_owned(),
+            key: "webSearch.providers".to_owned(),
+            message: format!("is refused: {message}"),
+        })?;
+    let main_endpoint = Endpoint {
+        server_search: match &search {
+            Some(super::SessionSearch::Anthropic(server)) => Some(*server),
+            _ => None,
+        },
+        ..endpoint.clone()
+    };
+    let provider = build_provider(&main, cwd, pacing, &main_endpoint)?;
     let instructions = project_instructions(settings, &env, cwd);
 
     let summaries = match fast {
@@ -127,19 +152,13 @@ pub fn agent_config(
     // `auto` runs edits unasked only while undo can really take them back: the setting is not
     // enough when the store could not be opened (home folder, unwritable `$CORVID_HOME`).
     policy.undo = crate::policy::unasked::Undo::from_enabled(policy.checkpoints.is_some());
-    // The user's `web.allowPrivate` was validated when the file was read.
-    let web_allow =
-        corvid_tools::web::AllowPrivate::parse(&settings.web.allow_private).map_err(|message| {
-            SettingsError::InvalidValue {
-                origin: "settings".to_owned(),
-                key: "web.allowPrivate".to_owned(),
-                message: format!("is invalid: {message}"),
-            }
-        })?;
     let mut tools = corvid_tools::builtin_tools().replacing(Arc::new(corvid_tools::WebFetch::new(
         web_allow,
         Arc::new(corvid_tools::web::SystemResolver),
     )));
+    if let Some(super::SessionSearch::Keyed(search)) = search {
+        tools = tools.with_tool(Arc::new(search));
+    }
     if let Some(servers) = super::mcp::start(&settings.mcp, policy.shell.env.clone(), cwd)? {
         tools = tools.with_source(Arc::new(servers));
     }
@@ -350,6 +369,7 @@ fn configured_key_vars(settings: &Settings) -> Vec<String> {
         .iter()
         .cloned()
         .chain(fast_key_env)
+        .chain(settings.web_search.key_vars())
         .collect()
 }
 
@@ -387,6 +407,8 @@ struct Endpoint {
     session_id: String,
     reasoning: Reasoning,
     storage: ResponseStorage,
+    /// The Anthropic API's own web search, for the main model only.
+    server_search: Option<corvid_providers::ServerWebSearch>,
 }
 
 /// A provider for one resolved endpoint.
@@ -420,7 +442,13 @@ fn build_provider(
                 .with_reasoning(endpoint.reasoning)
                 .with_storage(endpoint.storage),
         ),
-        ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(&config())?),
+        ProviderKind::Anthropic => {
+            let provider = AnthropicProvider::new(&config())?;
+            Arc::new(match endpoint.server_search {
+                Some(search) => provider.with_server_web_search(search),
+                None => provider,
+            })
+        }
         ProviderKind::Gemini => {
             Arc::new(GeminiProvider::new(&config())?.with_reasoning(endpoint.reasoning))
         }

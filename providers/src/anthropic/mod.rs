@@ -2,6 +2,7 @@
 
 mod parser;
 pub(crate) mod request;
+mod server_search;
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use reqwest::header::HeaderName;
 pub(crate) use parser::AnthropicParser;
 pub(crate) use parser::decode_whole;
 pub use request::DEFAULT_MAX_TOKENS;
+pub use server_search::ServerWebSearch;
 
 use crate::http::{ConfigError, Endpoint, ProviderConfig};
 use crate::wire::WireProtocol;
@@ -24,6 +26,8 @@ const API_VERSION: &str = "2023-06-01";
 #[derive(Debug, Clone)]
 pub struct AnthropicProvider {
     endpoint: Arc<Endpoint>,
+    /// The API's own web search, when the user chose it in `webSearch`.
+    search: Option<ServerWebSearch>,
 }
 
 impl AnthropicProvider {
@@ -42,12 +46,19 @@ impl AnthropicProvider {
         let endpoint = Endpoint::new(config, "v1/messages", headers)?;
         Ok(Self {
             endpoint: Arc::new(endpoint),
+            search: None,
         })
+    }
+
+    /// This provider offering the API's server-side web search in every request with tools.
+    pub fn with_server_web_search(mut self, search: ServerWebSearch) -> Self {
+        self.search = Some(search);
+        self
     }
 
     /// The body of a streaming request for `request`, as sent (benchmarks and debugging).
     pub fn request_body(&self, request: &ModelRequest) -> serde_json::Result<Vec<u8>> {
-        request::build_body(request, true)
+        request::build_body(request, true, self.search)
     }
 }
 
@@ -57,12 +68,12 @@ impl Provider for AnthropicProvider {
     }
 
     fn stream(&self, request: ModelRequest) -> EventStream {
-        let body = request::build_body(&request, true);
+        let body = request::build_body(&request, true, self.search);
         Endpoint::clone(&self.endpoint).stream(body, WireProtocol::AnthropicMessages)
     }
 
     fn complete(&self, request: ModelRequest) -> BoxFuture<'static, Result<Completion, ErrorInfo>> {
-        let body = request::build_body(&request, false);
+        let body = request::build_body(&request, false, self.search);
         let endpoint = Endpoint::clone(&self.endpoint);
         Box::pin(endpoint.complete(body, WireProtocol::AnthropicMessages))
     }

@@ -6,6 +6,7 @@ use corvid_protocol::{ErrorInfo, ErrorKind, FinishReason, StreamEvent, ToolCall,
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::server_search;
 use crate::error::classify_stream_error;
 use crate::sse::{BodyEnd, SseEvent};
 use crate::wire::{Emitted, NonJsonLine, Str, WireParser, lenient_u64, parse_args, truncated};
@@ -50,6 +51,11 @@ struct Block<'a> {
     thinking: Option<Str<'a>>,
     #[serde(borrow, default)]
     signature: Option<Str<'a>>,
+    /// A server tool result's call id and content (`web_search_tool_result`).
+    #[serde(borrow, default)]
+    tool_use_id: Option<Str<'a>>,
+    #[serde(default)]
+    content: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -125,6 +131,8 @@ struct OpenTool {
     json: String,
     /// The `input` given at `content_block_start` (Kimi-compatible servers put it all there).
     start_input: Option<Value>,
+    /// A `server_tool_use` block: the API runs it; it closes into a hosted block, not a call.
+    hosted: bool,
 }
 
 /// Assembles one Messages response.
@@ -171,7 +179,7 @@ impl WireParser for AnthropicParser {
                     self.apply_delta(value.index.unwrap_or(0), delta, at, out);
                 }
             }
-            "content_block_stop" => self.stop_block(value.index.unwrap_or(0)),
+            "content_block_stop" => self.stop_block(value.index.unwrap_or(0), at, out),
             "message_delta" => {
                 if let Some(reason) = value.delta.and_then(|d| d.stop_reason) {
                     self.stop_reason = Some(reason.0.into_owned());
@@ -241,9 +249,14 @@ impl AnthropicParser {
                 });
             }
             "tool_use" | "server_tool_use" => {
+                let hosted = block.kind.as_str() == "server_tool_use";
                 let id = block.id.map(|s| s.0.into_owned()).unwrap_or_default();
                 let name = block.name.map(|s| s.0.into_owned()).unwrap_or_default();
-                if !id.is_empty() && !name.is_empty() && self.announced_ids.insert(id.clone()) {
+                if !hosted
+                    && !id.is_empty()
+                    && !name.is_empty()
+                    && self.announced_ids.insert(id.clone())
+                {
                     let event = StreamEvent::ToolPreparing {
                         call_id: id.clone(),
                         tool_name: name.clone(),
@@ -256,7 +269,18 @@ impl AnthropicParser {
                     name,
                     json: String::new(),
                     start_input: block.input,
+                    hosted,
                 });
+            }
+            // A server tool's result (`web_search_tool_result`) arrives whole at its start.
+            kind if kind.ends_with("_tool_result") && kind != "tool_result" => {
+                let id = block
+                    .tool_use_id
+                    .map(|s| s.0.into_owned())
+                    .unwrap_or_default();
+                let content = block.content.unwrap_or(Value::Null);
+                let hosted = server_search::result_block(kind, id, content);
+                out.push(Emitted::ok(at, StreamEvent::Hosted(hosted)));
             }
             _ => {}
         }
@@ -291,18 +315,28 @@ impl AnthropicParser {
         }
     }
 
-    fn stop_block(&mut self, index: usize) {
+    fn stop_block(&mut self, index: usize, at: Option<usize>, out: &mut Vec<Emitted>) {
         if let Some(pos) = self.open_tools.iter().rposition(|t| t.index == index) {
             let tool = self.open_tools.remove(pos);
-            self.calls.push(close_tool(tool));
+            if tool.hosted {
+                // Shown as soon as it is complete: the API runs it, nothing waits for the end.
+                let (id, name) = (tool.id.clone(), tool.name.clone());
+                let hosted = server_search::call_block(id, name, close_tool(tool).args);
+                out.push(Emitted::ok(at, StreamEvent::Hosted(hosted)));
+            } else {
+                self.calls.push(close_tool(tool));
+            }
         }
     }
 
     /// Releases the complete calls, the usage of a whole message, and the finish reason.
     fn finish(&mut self, at: Option<usize>, out: &mut Vec<Emitted>) {
         // A block never closed before message_stop still ends with the message.
+        // (A server tool's block never closed ran on the API's side: nothing to call.)
         for tool in std::mem::take(&mut self.open_tools) {
-            self.calls.push(close_tool(tool));
+            if !tool.hosted {
+                self.calls.push(close_tool(tool));
+            }
         }
         let calls = std::mem::take(&mut self.calls);
         let reason = normalise_stop(self.stop_reason.as_deref(), !calls.is_empty());
@@ -386,7 +420,7 @@ pub(crate) fn decode_whole(body: &[u8]) -> Vec<Emitted> {
     let mut parser = AnthropicParser::default();
     for (index, block) in message.content.into_iter().enumerate() {
         parser.start_block(index, block, None, &mut out);
-        parser.stop_block(index);
+        parser.stop_block(index, None, &mut out);
     }
     parser.stop_reason = message.stop_reason;
     if let Some(usage) = message.usage {

@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use super::server_search::{self, ServerTool, ServerWebSearch};
 use crate::history::{Turn, paired};
 
 /// The Messages API requires a limit; this one fits every current model.
@@ -25,10 +26,18 @@ struct Body<'a> {
     system: Option<[Block<'a>; 1]>,
     messages: Vec<OutMessage<'a>>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    tools: Vec<OutTool<'a>>,
+    tools: Vec<AnyTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
     stream: bool,
+}
+
+/// A client tool corvid runs, or the API's own search.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum AnyTool<'a> {
+    Client(OutTool<'a>),
+    Server(ServerTool),
 }
 
 #[derive(Serialize)]
@@ -87,13 +96,16 @@ enum Block<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    /// A server tool's block (`server_tool_use`, `web_search_tool_result`) as the API sent it.
+    #[serde(untagged)]
+    Hosted(&'a RawValue),
 }
 
 impl Block<'_> {
     /// Puts a cache breakpoint on this block; `false` for a block that cannot carry one.
     fn mark(&mut self) -> bool {
         match self {
-            Self::Thinking { .. } => false,
+            Self::Thinking { .. } | Self::Hosted(_) => false,
             Self::Text { cache_control, .. }
             | Self::ToolUse { cache_control, .. }
             | Self::ToolResult { cache_control, .. }
@@ -125,12 +137,23 @@ struct Source<'a> {
 }
 
 /// The JSON body of `POST /v1/messages`, serialized.
-pub(crate) fn build_body(request: &ModelRequest, stream: bool) -> serde_json::Result<Vec<u8>> {
+/// With `search`, the API's own web search is offered beside the client tools.
+pub(crate) fn build_body(
+    request: &ModelRequest,
+    stream: bool,
+    search: Option<ServerWebSearch>,
+) -> serde_json::Result<Vec<u8>> {
     let turns = paired(&request.messages);
-    serde_json::to_vec(&body(request, &turns, stream))
+    let server = search.and_then(|s| s.tool(&turns, !request.tools.is_empty()));
+    serde_json::to_vec(&body(request, &turns, stream, server))
 }
 
-fn body<'a>(request: &'a ModelRequest, turns: &'a [Turn<'_>], stream: bool) -> Body<'a> {
+fn body<'a>(
+    request: &'a ModelRequest,
+    turns: &'a [Turn<'_>],
+    stream: bool,
+    server: Option<ServerTool>,
+) -> Body<'a> {
     let mut messages: Vec<(Role, Vec<Block<'a>>)> = Vec::with_capacity(turns.len());
     for turn in turns {
         let blocks = blocks(turn);
@@ -170,7 +193,12 @@ fn body<'a>(request: &'a ModelRequest, turns: &'a [Turn<'_>], stream: bool) -> B
             }]
         }),
         messages,
-        tools: request.tools.iter().map(|t| OutTool::from(&**t)).collect(),
+        tools: request
+            .tools
+            .iter()
+            .map(|t| AnyTool::Client(OutTool::from(&**t)))
+            .chain(server.map(AnyTool::Server))
+            .collect(),
         temperature: request.temperature,
         stream,
     }
@@ -203,6 +231,7 @@ fn mark_cache_breakpoints(messages: &mut [OutMessage<'_>]) {
 }
 
 fn blocks<'a>(turn: &'a Turn<'_>) -> Vec<Block<'a>> {
+    let hosted = server_search::complete_pairs(turn);
     turn.parts
         .iter()
         .filter_map(|part| match &**part {
@@ -237,6 +266,9 @@ fn blocks<'a>(turn: &'a Turn<'_>) -> Vec<Block<'a>> {
                 cache_control: None,
             }),
             Part::Image(image) => Some(image_block(image)),
+            Part::Hosted(block) => hosted
+                .contains(block.call_id.as_str())
+                .then(|| Block::Hosted(block.data.raw())),
         })
         .collect()
 }
@@ -283,7 +315,7 @@ mod tests {
 
     /// The body sent for `request`, parsed back.
     fn sent(request: &ModelRequest, stream: bool) -> Value {
-        serde_json::from_slice(&build_body(request, stream).unwrap()).unwrap()
+        serde_json::from_slice(&build_body(request, stream, None).unwrap()).unwrap()
     }
 
     #[test]

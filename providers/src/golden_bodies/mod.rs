@@ -274,7 +274,7 @@ fn bodies() -> Vec<(String, Vec<u8>)> {
             }
         }
         for (stream, d) in [(true, "stream"), (false, "whole")] {
-            let body = anthropic::build_body(&request, stream).unwrap();
+            let body = anthropic::build_body(&request, stream, None).unwrap();
             out.push((format!("anthropic_{name}_{d}.json"), body));
         }
     }
@@ -419,7 +419,7 @@ proptest! {
         }
         for stream in [true, false] {
             let old = serde_json::to_vec(&reference::anthropic_body(&request, stream)).unwrap();
-            let new = anthropic::build_body(&request, stream).unwrap();
+            let new = anthropic::build_body(&request, stream, None).unwrap();
             prop_assert_eq!(String::from_utf8(new).unwrap(), String::from_utf8(old).unwrap());
         }
     }

@@ -10,6 +10,12 @@ const TAG: &str = "untrusted-web-content";
 /// `body` inside the untrusted-content wrapper; every closing tag in the page is escaped
 /// (case-insensitively) so the page cannot end the wrapper early.
 pub fn wrap(url: &str, body: &str) -> String {
+    wrap_attr("url", url, body)
+}
+
+/// `body` inside the same wrapper as [`wrap`], labelled by `attr="value"` instead of a URL
+/// (`source="brave search"` for search results).
+pub fn wrap_attr(attr: &str, value: &str, body: &str) -> String {
     let closing = format!("</{TAG}");
     let lower = body.to_ascii_lowercase();
     let mut escaped = String::with_capacity(body.len());
@@ -21,9 +27,9 @@ pub fn wrap(url: &str, body: &str) -> String {
         last = at + 2;
     }
     escaped.push_str(&body[last..]);
-    let url = url.replace('"', "%22");
+    let value = value.replace('"', "%22");
     format!(
-        "<{TAG} url=\"{url}\">\n{}\n</{TAG}>",
+        "<{TAG} {attr}=\"{value}\">\n{}\n</{TAG}>",
         escaped.trim_end_matches('\n')
     )
 }

@@ -61,6 +61,19 @@ impl AllowPrivate {
         Ok(Self { entries })
     }
 
+    /// Whether `url`'s host and port are on the list (by address or by name, as written in
+    /// the URL, without resolving it): `web_search` sends an API key over plain http only to
+    /// such a host.
+    pub fn allows_url(&self, url: &Url) -> bool {
+        let port = url.port_or_known_default().unwrap_or(80);
+        match url.host() {
+            Some(Host::Ipv4(v4)) => self.allows_addr(IpAddr::V4(v4), port),
+            Some(Host::Ipv6(v6)) => self.allows_addr(IpAddr::V6(v6), port),
+            Some(Host::Domain(name)) => self.allows_name(name.trim_end_matches('.'), port),
+            None => false,
+        }
+    }
+
     fn allows_addr(&self, ip: IpAddr, port: u16) -> bool {
         self.entries.iter().any(|e| {
             e.port.is_none_or(|p| p == port)

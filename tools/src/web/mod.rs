@@ -1,9 +1,11 @@
 //! Web tools: `web_fetch` with its SSRF guard ([`guard`]), the hop-by-hop fetch ([`fetch`])
-//! and the turning of pages into text the model may read ([`content`]).
+//! and the turning of pages into text the model may read ([`content`]); `web_search` on a
+//! keyed search service ([`search`]).
 
 pub mod content;
 pub mod fetch;
 pub mod guard;
+pub mod search;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -19,6 +21,7 @@ use url::Url;
 use crate::common::{parse_args, plain_display};
 use crate::{ApprovalNeed, Tool, ToolContext, ToolError};
 pub use guard::{AllowPrivate, Guard, Resolver, SystemResolver};
+pub use search::WebSearch;
 
 /// `web_fetch`: reads one web page for the model, never a private address unless the user
 /// allowed it in user settings (`web.allowPrivate`).
