@@ -378,6 +378,7 @@ mod tests {
             cwd: f.cwd.clone(),
             model: model.to_owned(),
             started_at_ms,
+            forked_from: None,
         });
         let mut text = String::new();
         for record in std::iter::once(&header).chain(records) {

@@ -267,6 +267,7 @@ pub fn session(id: &str, minutes: u64, prompt: &str) -> corvid_core::session::Se
         model: "demo".into(),
         first_prompt: prompt.into(),
         health: Default::default(),
+        forked_from: None,
     }
 }
 
