@@ -2,7 +2,9 @@
 //! `--resume` / `--continue` go on with one (`corvid sessions list|show` is `sessions_cmd`).
 
 use corvid_core::agent::{AgentConfig, AgentHandle};
-use corvid_core::session::{Resumed, SessionStore, SessionSummary, spawn_recorded, spawn_resumed};
+use corvid_core::session::{
+    Resumed, SessionStore, SessionSummary, fork_session, spawn_recorded, spawn_resumed,
+};
 use corvid_core::settings::{Overrides, corvid_home, process_env};
 use corvid_protocol::{ApprovalMode, CoreEvent, Op};
 
@@ -49,14 +51,22 @@ pub fn store() -> Result<SessionStore, ConfigError> {
 
 /// Starts the agent: a new recorded session, or going on with a recorded one. A resumed
 /// session goes on with its recorded model and approval mode, except where `explicit` (the
-/// command-line flags) names one: the user's choice now wins, and is recorded.
+/// command-line flags) names one: the user's choice now wins, and is recorded. With `fork`
+/// (`--fork`), the recorded session is copied into a new one (`config.session_id`) first.
 pub fn start(
     config: AgentConfig,
     which: Which<'_>,
+    fork: bool,
     explicit: &Overrides,
 ) -> Result<Started, ConfigError> {
     let store = store()?;
     let loaded = match which {
+        Which::Fresh if fork => {
+            return Err(ConfigError(
+                "--fork copies a recorded session: name it with --resume ID, or use --continue                  for the latest one"
+                    .into(),
+            ));
+        }
         Which::Fresh => {
             let (model, approval_mode) = (config.model.clone(), config.approval_mode);
             let recorded = spawn_recorded(config, &store);
@@ -89,6 +99,18 @@ pub fn start(
     for warning in &loaded.warnings {
         eprintln!("corvid: warning: {warning}");
     }
+    let loaded = if fork {
+        fork_session(&store, &loaded, &config.session_id, None)
+            .map_err(|e| {
+                ConfigError(format!(
+                    "cannot fork session {}: {e}",
+                    loaded.header.session_id
+                ))
+            })?
+            .loaded
+    } else {
+        loaded
+    };
     let (flag_model, flag_mode) = (config.model.clone(), config.approval_mode);
     let resumed = spawn_resumed(config, &store, &loaded).map_err(|e| ConfigError(e.to_string()))?;
     let mut started = Started {
