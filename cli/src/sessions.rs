@@ -3,10 +3,10 @@
 
 use corvid_core::agent::{AgentConfig, AgentHandle};
 use corvid_core::session::{
-    Resumed, SessionStore, SessionSummary, fork_session, spawn_recorded, spawn_resumed,
+    ForkAt, Resumed, SessionStore, SessionSummary, fork_session, spawn_recorded, spawn_resumed,
 };
 use corvid_core::settings::{Overrides, corvid_home, process_env};
-use corvid_protocol::{ApprovalMode, CoreEvent, Op};
+use corvid_protocol::{ApprovalMode, CoreEvent, Op, RewindScope};
 
 use crate::wiring::{ConfigError, Setup, new_session_id};
 
@@ -174,6 +174,48 @@ impl corvid_tui::SessionLauncher for Launcher {
             .map_err(|e| e.to_string())?;
         spawn_resumed(config, &self.store, &loaded).map_err(|e| e.to_string())
     }
+
+    fn fork(
+        &self,
+        parent: &str,
+        at: Option<corvid_tui::BranchAt>,
+    ) -> Result<corvid_tui::Branched, String> {
+        let loaded = self
+            .store
+            .load(&self.setup.cwd, parent)
+            .map_err(|e| e.to_string())?;
+        // The fork gets the new agent's id, so its checkpoints are its own.
+        let config = self
+            .setup
+            .agent_config(&new_session_id())
+            .map_err(|e| e.to_string())?;
+        // The same preview a rewind takes, fresh: the files may have changed since the
+        // dialog showed it.
+        let preview = match &at {
+            Some(at) => Some(
+                at.checkpoints
+                    .preview(at.turn, RewindScope::Code)
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
+        let fork_at = at
+            .as_ref()
+            .zip(preview.as_ref())
+            .map(|(at, preview)| ForkAt {
+                checkpoints: &at.checkpoints,
+                preview,
+                overwrite_conflicts: at.overwrite_conflicts,
+            });
+        let forked = fork_session(&self.store, &loaded, &config.session_id, fork_at)
+            .map_err(|e| e.to_string())?;
+        let resumed =
+            spawn_resumed(config, &self.store, &forked.loaded).map_err(|e| e.to_string())?;
+        Ok(corvid_tui::Branched {
+            resumed,
+            restored: forked.restored,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -249,5 +291,51 @@ mod tests {
             ]
         );
         assert!(launcher.resume("nope").is_err());
+    }
+
+    #[tokio::test]
+    async fn the_launcher_branches_into_a_new_session_with_the_parents_transcript() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let cwd = project.path().canonicalize().unwrap();
+        let store = SessionStore::new(home.path());
+        let recorder = store.create(&cwd, "s1", "corvid-demo").unwrap();
+        recorder
+            .append(&Record::Message {
+                message: Message::user_text("hello"),
+            })
+            .unwrap();
+        let parent_path = recorder.path().to_owned();
+        drop(recorder);
+        let parent_bytes = std::fs::read(&parent_path).unwrap();
+        let overrides = Overrides {
+            provider: Some(ProviderKind::Demo),
+            ..Overrides::default()
+        };
+        let mut settings = settings::load(&cwd, |_| None, &overrides, Default::default())
+            .unwrap()
+            .settings;
+        settings.checkpoints.enabled = false;
+        let launcher = Launcher::new(
+            Setup {
+                cwd: cwd.clone(),
+                settings,
+            },
+            store.clone(),
+        );
+        let branched = launcher.fork("s1", None).unwrap();
+        let child = branched.resumed.handle.session_id().to_owned();
+        assert_ne!(child, "s1");
+        assert!(branched.restored.is_none());
+        assert!(
+            matches!(&branched.resumed.transcript[0], CoreEvent::TaskStarted { prompt, .. } if prompt == "hello"),
+            "{:?}",
+            branched.resumed.transcript
+        );
+        assert_eq!(std::fs::read(&parent_path).unwrap(), parent_bytes);
+        let listed = store.list(&cwd).unwrap();
+        let fork = listed.iter().find(|s| s.id == child).unwrap();
+        assert_eq!(fork.forked_from.as_ref().unwrap().session_id, "s1");
+        assert!(launcher.fork("nope", None).is_err());
     }
 }

@@ -23,7 +23,7 @@ use crate::backend::{SafeScroll, TtyProbe};
 use crate::cells::NoticeKind;
 use crate::composer::Composer;
 use crate::history::PromptHistory;
-use crate::picker::SessionLauncher;
+use crate::picker::{BranchAt, SessionLauncher};
 use crate::screen::{Screen, VIEWPORT_TOP};
 
 /// Spinner frame interval while something animates.
@@ -252,6 +252,11 @@ async fn event_loop(
                                     agent_open = true;
                                 }
                             }
+                            Action::Branch { turn, overwrite_conflicts } => {
+                                if branch(agent, launcher, app, turn, overwrite_conflicts) {
+                                    agent_open = true;
+                                }
+                            }
                             Action::ClearScreen => screen.clear_screen()?,
                             Action::Edit(text) => {
                                 let _paused = queries.pause();
@@ -395,13 +400,69 @@ fn resume(
             app.instructions.clone_from(&agent.instructions);
             app.tools.clone_from(&agent.tools);
             app.commands.clone_from(&agent.commands);
-            app.commands.clone_from(&agent.commands);
             app.checkpoints.clone_from(&agent.checkpoints);
             app.on_resumed(&agent.session_id, &resumed.transcript);
             true
         }
         Err(e) => {
             app.notice(NoticeKind::Error, format!("Cannot resume {id}: {e}"));
+            false
+        }
+    }
+}
+
+/// Swaps `agent` for one going on in a fork of its session (`/branch [N]`); false (with a
+/// notice) when that fails. The parent's agent ends with its recording untouched.
+fn branch(
+    agent: &mut Agent,
+    launcher: Option<&dyn SessionLauncher>,
+    app: &mut App,
+    turn: Option<u32>,
+    overwrite_conflicts: bool,
+) -> bool {
+    let Some(launcher) = launcher else {
+        app.notice(
+            NoticeKind::Warning,
+            "Sessions are not available here".into(),
+        );
+        return false;
+    };
+    let at = match (turn, &agent.checkpoints) {
+        (None, _) => None,
+        (Some(turn), Some(checkpoints)) => Some(BranchAt {
+            checkpoints: checkpoints.clone(),
+            turn,
+            overwrite_conflicts,
+        }),
+        (Some(_), None) => {
+            app.notice(
+                NoticeKind::Warning,
+                "Checkpoints are off in this session: /branch N cannot restore files; /branch \
+                 forks the whole conversation"
+                    .into(),
+            );
+            return false;
+        }
+    };
+    let parent = agent.session_id.clone();
+    match launcher.fork(&parent, at) {
+        Ok(branched) => {
+            *agent = Agent::new(branched.resumed.handle);
+            app.instructions.clone_from(&agent.instructions);
+            app.tools.clone_from(&agent.tools);
+            app.commands.clone_from(&agent.commands);
+            app.checkpoints.clone_from(&agent.checkpoints);
+            let restored = turn.zip(branched.restored.as_ref());
+            app.on_branched(
+                &parent,
+                &agent.session_id,
+                &branched.resumed.transcript,
+                restored,
+            );
+            true
+        }
+        Err(e) => {
+            app.notice(NoticeKind::Error, format!("Cannot branch {parent}: {e}"));
             false
         }
     }

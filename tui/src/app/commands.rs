@@ -48,6 +48,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "go back to before an earlier prompt: code, conversation or both (also esc esc)",
     ),
     (
+        "/branch",
+        "[N]",
+        "go on in a new session with this conversation (N: from before turn N, files restored)",
+    ),
+    (
         "/compress",
         "",
         "summarize the older conversation to free the context window (also /compact)",
@@ -191,6 +196,7 @@ impl App {
             "/resume" => return self.open_picker(arg),
             "/undo" => return self.undo_command(),
             "/rewind" => return self.rewind_command(),
+            "/branch" => return self.branch_command(arg),
             _ if self.is_custom(name) && self.chat.is_running() => self.notice(
                 NoticeKind::Warning,
                 format!("A task is running; {name} works between tasks"),
