@@ -285,6 +285,7 @@ async fn new_session(
         other_models: config.fallback_model.iter().cloned().collect(),
         stats: UsageStats::default(),
         checkpoints: None,
+        store: None,
         listed: listed_models(server, &config).await,
         efforts: Efforts::new(config.provider.clone()),
         commands: config.policy.commands.clone(),
@@ -369,6 +370,7 @@ fn open_session(
     cx: ConnectionTo<Client>,
 ) -> Arc<Session> {
     start.checkpoints = handle.checkpoints();
+    start.store = server.factory.session_store();
     let (ops, events) = handle.split();
     let session = Session::start(ops, events, start, mapper, cx, server.output.clone());
     lock(&server.sessions).insert(session_id.0.to_string(), session.clone());

@@ -108,6 +108,7 @@ pub(super) async fn load_session(
         other_models,
         stats: UsageStats::default(),
         checkpoints: None,
+        store: None,
         listed,
         efforts,
         commands,

@@ -134,6 +134,7 @@ pub fn commands() -> Vec<String> {
         "compress".into(),
         "undo".into(),
         "rewind".into(),
+        "branch".into(),
         "model".into(),
     ]
 }
