@@ -82,6 +82,15 @@ impl RewindDialog {
         Self::Pick { turns, selected }
     }
 
+    /// The choice of what to put back for `turn` (`/rewind N`).
+    pub fn scope(turn: u32, prompt: String) -> Self {
+        Self::Scope {
+            turn,
+            prompt,
+            selected: 0,
+        }
+    }
+
     /// The confirmation of `preview`, on its first choice.
     pub fn confirm(preview: RewindPreview) -> Self {
         Self::Confirm {

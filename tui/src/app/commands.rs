@@ -44,7 +44,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ),
     (
         "/rewind",
-        "",
+        "[N]",
         "go back to before an earlier prompt: code, conversation or both (also esc esc)",
     ),
     (
@@ -195,7 +195,7 @@ impl App {
             "/quit" | "/exit" => return vec![Action::Quit],
             "/resume" => return self.open_picker(arg),
             "/undo" => return self.undo_command(),
-            "/rewind" => return self.rewind_command(),
+            "/rewind" => return self.rewind_command(arg),
             "/branch" => return self.branch_command(arg),
             _ if self.is_custom(name) && self.chat.is_running() => self.notice(
                 NoticeKind::Warning,

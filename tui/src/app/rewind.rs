@@ -30,8 +30,25 @@ impl App {
         Vec::new()
     }
 
-    /// `/rewind` (and Esc Esc on an empty box): the picker over the earlier prompts.
-    pub(super) fn rewind_command(&mut self) -> Vec<Action> {
+    /// `/rewind` (and Esc Esc on an empty box): the picker over the earlier prompts;
+    /// `/rewind N` goes straight to what to put back for turn N.
+    pub(super) fn rewind_command(&mut self, arg: &str) -> Vec<Action> {
+        let wanted = match arg {
+            "" => None,
+            arg => match arg.parse::<u32>() {
+                Ok(turn) => Some(turn),
+                Err(_) => {
+                    self.notice(
+                        NoticeKind::Warning,
+                        format!(
+                            "/rewind takes a turn number as its picker lists them (or nothing, \
+                             to pick one); {arg:?} is not one"
+                        ),
+                    );
+                    return Vec::new();
+                }
+            },
+        };
         let Some(checkpoints) = self.rewind_checkpoints("/rewind") else {
             return Vec::new();
         };
@@ -40,7 +57,19 @@ impl App {
                 NoticeKind::Info,
                 "No prompt of this session can be rewound yet".into(),
             ),
-            Ok(turns) => self.rewind = Some(RewindDialog::pick(turns)),
+            Ok(turns) => match wanted {
+                None => self.rewind = Some(RewindDialog::pick(turns)),
+                Some(turn) => match turns.into_iter().find(|t| t.turn == turn) {
+                    Some(t) => self.rewind = Some(RewindDialog::scope(t.turn, t.prompt)),
+                    None => self.notice(
+                        NoticeKind::Warning,
+                        format!(
+                            "Turn {turn} cannot be rewound to in this session (it never was one, \
+                             or a rewind removed it); /rewind lists the turns that can"
+                        ),
+                    ),
+                },
+            },
             Err(e) => self.notice(NoticeKind::Error, format!("Cannot list the turns: {e}")),
         }
         Vec::new()
