@@ -5,10 +5,8 @@ use std::io::{self, Write};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use corvid_core::agent::{AgentHandle, EventReceiver, OpSender};
-use corvid_core::context::instructions::InstructionsFile;
+use corvid_core::agent::AgentHandle;
 use corvid_protocol::Op;
-use corvid_tools::ToolRegistry;
 use crossterm::event::{
     DisableBracketedPaste, DisableFocusChange, EnableBracketedPaste, EnableFocusChange, Event,
     KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
@@ -23,8 +21,12 @@ use crate::backend::{SafeScroll, TtyProbe};
 use crate::cells::NoticeKind;
 use crate::composer::Composer;
 use crate::history::PromptHistory;
-use crate::picker::{BranchAt, SessionLauncher};
+use crate::picker::SessionLauncher;
 use crate::screen::{Screen, VIEWPORT_TOP};
+
+mod agent;
+
+use agent::{Agent, branch, resume};
 
 /// Spinner frame interval while something animates.
 const TICK: Duration = Duration::from_millis(80);
@@ -40,37 +42,6 @@ const INPUT_PER_FRAME: usize = 4096;
 /// Runs the terminal UI on an agent until the user quits.
 pub async fn run(handle: AgentHandle, options: TuiOptions) -> anyhow::Result<()> {
     run_with(Agent::new(handle), options).await
-}
-
-/// The agent the UI talks to; `/resume` replaces it.
-struct Agent {
-    session_id: String,
-    instructions: Vec<InstructionsFile>,
-    tools: ToolRegistry,
-    commands: Option<std::sync::Arc<corvid_core::commands::Library>>,
-    checkpoints: Option<std::sync::Arc<corvid_core::checkpoints::SessionCheckpoints>>,
-    sender: OpSender,
-    events: EventReceiver,
-}
-
-impl Agent {
-    fn new(handle: AgentHandle) -> Self {
-        let session_id = handle.session_id().to_owned();
-        let instructions = handle.instructions().to_vec();
-        let tools = handle.tools().clone();
-        let commands = handle.commands().cloned();
-        let checkpoints = handle.checkpoints();
-        let (sender, events) = handle.split();
-        Self {
-            session_id,
-            instructions,
-            tools,
-            commands,
-            checkpoints,
-            sender,
-            events,
-        }
-    }
 }
 
 /// Raw mode and terminal modes for the session; dropping it restores the terminal.
@@ -377,95 +348,6 @@ where
         }
     }
     Ok(batch)
-}
-
-/// Swaps `agent` for one going on with session `id`; false (with a notice) when that fails.
-fn resume(
-    agent: &mut Agent,
-    launcher: Option<&dyn SessionLauncher>,
-    app: &mut App,
-    id: &str,
-) -> bool {
-    let Some(launcher) = launcher else {
-        app.notice(
-            NoticeKind::Warning,
-            "Sessions are not available here".into(),
-        );
-        return false;
-    };
-    match launcher.resume(id) {
-        Ok(resumed) => {
-            // Dropping the old agent's sender ends it; its recording is complete (flushed per record).
-            *agent = Agent::new(resumed.handle);
-            app.instructions.clone_from(&agent.instructions);
-            app.tools.clone_from(&agent.tools);
-            app.commands.clone_from(&agent.commands);
-            app.checkpoints.clone_from(&agent.checkpoints);
-            app.on_resumed(&agent.session_id, &resumed.transcript);
-            true
-        }
-        Err(e) => {
-            app.notice(NoticeKind::Error, format!("Cannot resume {id}: {e}"));
-            false
-        }
-    }
-}
-
-/// Swaps `agent` for one going on in a fork of its session (`/branch [N]`); false (with a
-/// notice) when that fails. The parent's agent ends with its recording untouched.
-fn branch(
-    agent: &mut Agent,
-    launcher: Option<&dyn SessionLauncher>,
-    app: &mut App,
-    turn: Option<u32>,
-    overwrite_conflicts: bool,
-) -> bool {
-    let Some(launcher) = launcher else {
-        app.notice(
-            NoticeKind::Warning,
-            "Sessions are not available here".into(),
-        );
-        return false;
-    };
-    let at = match (turn, &agent.checkpoints) {
-        (None, _) => None,
-        (Some(turn), Some(checkpoints)) => Some(BranchAt {
-            checkpoints: checkpoints.clone(),
-            turn,
-            overwrite_conflicts,
-        }),
-        (Some(_), None) => {
-            app.notice(
-                NoticeKind::Warning,
-                "Checkpoints are off in this session: /branch N cannot restore files; /branch \
-                 forks the whole conversation"
-                    .into(),
-            );
-            return false;
-        }
-    };
-    let parent = agent.session_id.clone();
-    match launcher.fork(&parent, at) {
-        Ok(branched) => {
-            *agent = Agent::new(branched.resumed.handle);
-            app.instructions.clone_from(&agent.instructions);
-            app.tools.clone_from(&agent.tools);
-            app.commands.clone_from(&agent.commands);
-            app.checkpoints.clone_from(&agent.checkpoints);
-            let restored = turn.zip(branched.restored.as_ref());
-            app.on_branched(
-                &parent,
-                &agent.session_id,
-                &branched.resumed.transcript,
-                restored,
-            );
-            true
-        }
-        Err(e) => {
-            app.notice(NoticeKind::Error, format!("Cannot branch {parent}: {e}"));
-            false
-        }
-    }
 }
 
 /// `corvid 0.1.0 · ~/src/project · main`: the version, the working folder and its git branch.
