@@ -28,6 +28,9 @@ pub(crate) enum Command {
     /// `/undo` and `/rewind`: previewed, confirmed with `session/request_permission`, then
     /// carried out by the agent (`crate::rewind`).
     Rewind(RewindAsk),
+    /// `/branch [N]`: a fork of the session (from before turn N, its files restored after
+    /// the same preview and confirmation as a rewind), opened with `session/load`.
+    Branch(Option<u32>),
 }
 
 /// What `/undo` or `/rewind` asked for.
@@ -91,6 +94,8 @@ pub(crate) fn parse(prompt: &str) -> Option<Command> {
         })),
         "/rewind" if arg.is_empty() => Some(Command::Rewind(RewindAsk::List)),
         "/rewind" => rewind_args(arg).map(Command::Rewind),
+        "/branch" if arg.is_empty() => Some(Command::Branch(None)),
+        "/branch" => arg.parse::<u32>().ok().map(|n| Command::Branch(Some(n))),
         "/model" => ModelChoice::parse(arg)
             .ok()
             .map(|choice| Command::Reply(Reply::Model(choice))),
@@ -129,6 +134,14 @@ pub(crate) fn available(session_id: SessionId, library: Option<&Library>) -> Ses
             UnstructuredCommandInput::new("N [code|conversation|both] (empty lists the turns)"),
         )),
         AvailableCommand::new(
+            "branch",
+            "Fork this session into a new one (kept as it is); N: from before turn N, its files \
+             restored. Open the fork with session/load",
+        )
+        .input(AvailableCommandInput::Unstructured(
+            UnstructuredCommandInput::new("N (empty forks the whole conversation)"),
+        )),
+        AvailableCommand::new(
             "model",
             "Show the model, or switch later turns to another model or reasoning effort",
         )
@@ -139,7 +152,7 @@ pub(crate) fn available(session_id: SessionId, library: Option<&Library>) -> Ses
         )),
     ];
     let builtin = [
-        "stats", "clear", "tasks", "compress", "compact", "model", "undo", "rewind",
+        "stats", "clear", "tasks", "compress", "compact", "model", "undo", "rewind", "branch",
     ];
     if let Some(library) = library {
         for command in library.commands().commands {

@@ -101,6 +101,11 @@ impl Mapper {
         &self.terminals
     }
 
+    /// The session's working folder.
+    pub(crate) fn cwd(&self) -> &std::path::Path {
+        &self.cwd
+    }
+
     /// The session these frames belong to.
     pub fn session_id(&self) -> &SessionId {
         &self.session_id

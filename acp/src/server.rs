@@ -304,6 +304,7 @@ async fn new_session(
         stats: UsageStats::default(),
         checkpoints: None,
         background: None,
+        store: None,
         listed: listed_models(server, &config).await,
         efforts: Efforts::new(config.provider.clone()),
         commands: config.policy.commands.clone(),
@@ -390,6 +391,7 @@ fn open_session(
 ) -> Arc<Session> {
     start.checkpoints = handle.checkpoints();
     start.background = handle.background();
+    start.store = server.factory.session_store();
     let (ops, events) = handle.split();
     let session = Session::start(ops, events, start, mapper, cx, server.output.clone());
     lock(&server.sessions).insert(session_id.0.to_string(), session.clone());

@@ -44,6 +44,8 @@ pub(crate) struct Session {
     pub(crate) cx: ConnectionTo<Client>,
     /// The session's checkpoints, for `/undo` and `/rewind`.
     pub(crate) checkpoints: Option<Arc<corvid_core::checkpoints::SessionCheckpoints>>,
+    /// Where the session is recorded, for `/branch` (`None` when nothing is recorded).
+    pub(crate) store: Option<corvid_core::session::SessionStore>,
     /// Custom commands and skills, advertised with `available_commands_update`.
     pub(crate) commands: Option<Arc<corvid_core::commands::Library>>,
     /// The session's background processes, for `/tasks`.
@@ -89,6 +91,8 @@ pub(crate) struct Start {
     pub checkpoints: Option<Arc<corvid_core::checkpoints::SessionCheckpoints>>,
     /// The session's background processes (`None` when it runs none).
     pub background: Option<Arc<corvid_tools::shell::BackgroundProcesses>>,
+    /// The session store, for `/branch`.
+    pub store: Option<corvid_core::session::SessionStore>,
 }
 
 impl State {
@@ -160,6 +164,7 @@ impl Session {
                 commands: start.commands,
                 checkpoints: start.checkpoints,
                 background: start.background,
+                store: start.store,
             }
         })
     }
@@ -189,7 +194,7 @@ impl Session {
         }
         let task = match commands::parse(&input.text) {
             Some(Command::Task(op)) => op,
-            Some(Command::Rewind(ask)) => {
+            Some(command @ (Command::Rewind(_) | Command::Branch(_))) => {
                 let done = CancellationToken::new();
                 state.prompt = Some(ActivePrompt {
                     responder,
@@ -198,7 +203,11 @@ impl Session {
                     usage: Usage::default(),
                 });
                 drop(state);
-                crate::rewind::start(self, ask);
+                match command {
+                    Command::Branch(turn) => crate::rewind::start_branch(self, turn),
+                    Command::Rewind(ask) => crate::rewind::start(self, ask),
+                    _ => {}
+                }
                 return Some(done);
             }
             Some(Command::Reply(command)) => {

@@ -53,6 +53,9 @@ pub(crate) struct Objects {
     dir: PathBuf,
     /// Objects were written since the last [`Objects::flush`].
     unflushed: AtomicBool,
+    /// Bytes of the objects this process wrote (new ones only), for a budget check that
+    /// needs no listing of the folder.
+    written: AtomicU64,
 }
 
 impl Objects {
@@ -60,6 +63,7 @@ impl Objects {
         Objects {
             dir,
             unflushed: AtomicBool::new(false),
+            written: AtomicU64::new(0),
         }
     }
 
@@ -89,6 +93,8 @@ impl Objects {
         if !path.exists() {
             write_file(&path, bytes, false)?;
             self.unflushed.store(true, Ordering::Relaxed);
+            self.written
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
         }
         Ok(id)
     }
@@ -104,6 +110,11 @@ impl Objects {
             )));
         }
         Ok(bytes)
+    }
+
+    /// Bytes of the new objects this process wrote since the last call.
+    pub(crate) fn take_written(&self) -> u64 {
+        self.written.swap(0, Ordering::Relaxed)
     }
 
     /// Every stored object with its size in bytes.

@@ -84,6 +84,8 @@ pub struct Store {
     objects: Objects,
     cache: StatCache,
     options: Options,
+    /// What [`Store::stored_bytes_estimate`] last knew; `None` until the folder is listed.
+    known_bytes: Option<u64>,
 }
 
 impl fmt::Debug for Store {
@@ -126,6 +128,7 @@ impl Store {
             dir,
             cache,
             options,
+            known_bytes: None,
         })
     }
 
@@ -252,10 +255,26 @@ impl Store {
         Ok(self.objects.all()?.iter().map(|(_, n)| n).sum())
     }
 
+    /// Bytes the store's objects take, known cheaply: the folder is listed once per `Store`
+    /// (and again after a prune); after that, what this process wrote is added, so a budget
+    /// check after every turn costs no listing of a store of many thousand objects. Objects
+    /// another process wrote meanwhile are counted at its own listing, so a check with this
+    /// can only be late by what other sessions added, never prune early.
+    pub fn stored_bytes_estimate(&mut self) -> Result<u64> {
+        let written = self.objects.take_written();
+        let known = match self.known_bytes {
+            Some(known) => known + written,
+            None => self.stored_bytes()?,
+        };
+        self.known_bytes = Some(known);
+        Ok(known)
+    }
+
     /// Deletes the oldest snapshots until what the others need fits in `max_bytes`, then the
     /// objects no snapshot needs any more. The newest snapshot is always kept.
     pub fn prune(&mut self, max_bytes: u64) -> Result<PruneReport> {
         let _lock = self.lock()?;
+        self.known_bytes = None;
         let sizes: std::collections::HashMap<ObjectId, u64> =
             self.objects.all()?.into_iter().collect();
         let before: u64 = sizes.values().sum();

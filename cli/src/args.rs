@@ -71,6 +71,10 @@ pub struct Cli {
     /// Continue the latest session of this project.
     #[arg(long = "continue")]
     pub continue_session: bool,
+    /// With `--resume` or `--continue`: go on in a new session that starts with a copy of
+    /// that one's conversation (recorded as forked from it); the original stays as it was.
+    #[arg(long)]
+    pub fork: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -159,8 +163,12 @@ pub enum Command {
 /// `corvid sessions ...`
 #[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
-    /// This project's sessions, newest first.
-    List,
+    /// This project's sessions, newest first, forks under the session they came from.
+    List {
+        /// `text` or `json` (every session with its `forkedFrom`).
+        #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+        output_format: ReportFormat,
+    },
     /// One session as a readable transcript.
     Show {
         /// The session id (or a unique prefix of it).

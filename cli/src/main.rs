@@ -18,6 +18,7 @@ mod replay;
 mod rewind_cmd;
 mod sessions;
 mod sessions_cmd;
+mod sessions_list;
 mod shutdown;
 mod telemetry;
 mod trust_prompt;
@@ -94,7 +95,9 @@ async fn run(cli: Cli) -> ExitCode {
         };
         let mut out = std::io::stdout().lock();
         let done = match command {
-            SessionsCommand::List => sessions_cmd::list_sessions(&store, &cwd, &mut out),
+            SessionsCommand::List { output_format } => {
+                sessions_list::list_sessions(&store, &cwd, *output_format, &mut out)
+            }
             SessionsCommand::Show { id } => sessions_cmd::show_session(&store, &cwd, id, &mut out),
         };
         return match done {
@@ -229,7 +232,7 @@ async fn run(cli: Cli) -> ExitCode {
             // request would (`mcp.startupTimeoutMs`), so this costs the run no extra time.
             config.tools.settled().await;
             let mut init = headless::init_info(&config);
-            let started = match sessions::start(config, which, &wiring::overrides(&cli)) {
+            let started = match sessions::start(config, which, cli.fork, &wiring::overrides(&cli)) {
                 Ok(started) => started,
                 Err(e) => return config_error(&e),
             };
@@ -249,7 +252,7 @@ async fn run(cli: Cli) -> ExitCode {
         }
         None => {
             let compact = setup.settings.ui.compact_mode;
-            let started = match sessions::start(config, which, &wiring::overrides(&cli)) {
+            let started = match sessions::start(config, which, cli.fork, &wiring::overrides(&cli)) {
                 Ok(started) => started,
                 Err(e) => return config_error(&e),
             };

@@ -2,9 +2,11 @@
 //! `--resume` / `--continue` go on with one (`corvid sessions list|show` is `sessions_cmd`).
 
 use corvid_core::agent::{AgentConfig, AgentHandle};
-use corvid_core::session::{Resumed, SessionStore, SessionSummary, spawn_recorded, spawn_resumed};
+use corvid_core::session::{
+    ForkAt, Resumed, SessionStore, SessionSummary, fork_session, spawn_recorded, spawn_resumed,
+};
 use corvid_core::settings::{Overrides, corvid_home, process_env};
-use corvid_protocol::{ApprovalMode, CoreEvent, Op};
+use corvid_protocol::{ApprovalMode, CoreEvent, Op, RewindScope};
 
 use crate::wiring::{ConfigError, Setup, new_session_id};
 
@@ -49,14 +51,22 @@ pub fn store() -> Result<SessionStore, ConfigError> {
 
 /// Starts the agent: a new recorded session, or going on with a recorded one. A resumed
 /// session goes on with its recorded model and approval mode, except where `explicit` (the
-/// command-line flags) names one: the user's choice now wins, and is recorded.
+/// command-line flags) names one: the user's choice now wins, and is recorded. With `fork`
+/// (`--fork`), the recorded session is copied into a new one (`config.session_id`) first.
 pub fn start(
     config: AgentConfig,
     which: Which<'_>,
+    fork: bool,
     explicit: &Overrides,
 ) -> Result<Started, ConfigError> {
     let store = store()?;
     let loaded = match which {
+        Which::Fresh if fork => {
+            return Err(ConfigError(
+                "--fork copies a recorded session: name it with --resume ID, or use --continue                  for the latest one"
+                    .into(),
+            ));
+        }
         Which::Fresh => {
             let (model, approval_mode) = (config.model.clone(), config.approval_mode);
             let recorded = spawn_recorded(config, &store);
@@ -89,6 +99,18 @@ pub fn start(
     for warning in &loaded.warnings {
         eprintln!("corvid: warning: {warning}");
     }
+    let loaded = if fork {
+        fork_session(&store, &loaded, &config.session_id, None)
+            .map_err(|e| {
+                ConfigError(format!(
+                    "cannot fork session {}: {e}",
+                    loaded.header.session_id
+                ))
+            })?
+            .loaded
+    } else {
+        loaded
+    };
     let (flag_model, flag_mode) = (config.model.clone(), config.approval_mode);
     let resumed = spawn_resumed(config, &store, &loaded).map_err(|e| ConfigError(e.to_string()))?;
     let mut started = Started {
@@ -151,6 +173,48 @@ impl corvid_tui::SessionLauncher for Launcher {
             .agent_config(&new_session_id())
             .map_err(|e| e.to_string())?;
         spawn_resumed(config, &self.store, &loaded).map_err(|e| e.to_string())
+    }
+
+    fn fork(
+        &self,
+        parent: &str,
+        at: Option<corvid_tui::BranchAt>,
+    ) -> Result<corvid_tui::Branched, String> {
+        let loaded = self
+            .store
+            .load(&self.setup.cwd, parent)
+            .map_err(|e| e.to_string())?;
+        // The fork gets the new agent's id, so its checkpoints are its own.
+        let config = self
+            .setup
+            .agent_config(&new_session_id())
+            .map_err(|e| e.to_string())?;
+        // The same preview a rewind takes, fresh: the files may have changed since the
+        // dialog showed it.
+        let preview = match &at {
+            Some(at) => Some(
+                at.checkpoints
+                    .preview(at.turn, RewindScope::Code)
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
+        let fork_at = at
+            .as_ref()
+            .zip(preview.as_ref())
+            .map(|(at, preview)| ForkAt {
+                checkpoints: &at.checkpoints,
+                preview,
+                overwrite_conflicts: at.overwrite_conflicts,
+            });
+        let forked = fork_session(&self.store, &loaded, &config.session_id, fork_at)
+            .map_err(|e| e.to_string())?;
+        let resumed =
+            spawn_resumed(config, &self.store, &forked.loaded).map_err(|e| e.to_string())?;
+        Ok(corvid_tui::Branched {
+            resumed,
+            restored: forked.restored,
+        })
     }
 }
 
@@ -227,5 +291,51 @@ mod tests {
             ]
         );
         assert!(launcher.resume("nope").is_err());
+    }
+
+    #[tokio::test]
+    async fn the_launcher_branches_into_a_new_session_with_the_parents_transcript() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let cwd = project.path().canonicalize().unwrap();
+        let store = SessionStore::new(home.path());
+        let recorder = store.create(&cwd, "s1", "corvid-demo").unwrap();
+        recorder
+            .append(&Record::Message {
+                message: Message::user_text("hello"),
+            })
+            .unwrap();
+        let parent_path = recorder.path().to_owned();
+        drop(recorder);
+        let parent_bytes = std::fs::read(&parent_path).unwrap();
+        let overrides = Overrides {
+            provider: Some(ProviderKind::Demo),
+            ..Overrides::default()
+        };
+        let mut settings = settings::load(&cwd, |_| None, &overrides, Default::default())
+            .unwrap()
+            .settings;
+        settings.checkpoints.enabled = false;
+        let launcher = Launcher::new(
+            Setup {
+                cwd: cwd.clone(),
+                settings,
+            },
+            store.clone(),
+        );
+        let branched = launcher.fork("s1", None).unwrap();
+        let child = branched.resumed.handle.session_id().to_owned();
+        assert_ne!(child, "s1");
+        assert!(branched.restored.is_none());
+        assert!(
+            matches!(&branched.resumed.transcript[0], CoreEvent::TaskStarted { prompt, .. } if prompt == "hello"),
+            "{:?}",
+            branched.resumed.transcript
+        );
+        assert_eq!(std::fs::read(&parent_path).unwrap(), parent_bytes);
+        let listed = store.list(&cwd).unwrap();
+        let fork = listed.iter().find(|s| s.id == child).unwrap();
+        assert_eq!(fork.forked_from.as_ref().unwrap().session_id, "s1");
+        assert!(launcher.fork("nope", None).is_err());
     }
 }

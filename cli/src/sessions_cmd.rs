@@ -1,91 +1,18 @@
-//! `corvid sessions list` and `corvid sessions show ID` (SPEC §1.1, §9): recorded sessions of
-//! this project as plain text, so people can find the one to resume and read what happened.
+//! `corvid sessions show ID` (SPEC §1.1, §9; `sessions list` is `sessions_list`): a recorded
+//! session as plain text, so people can read what happened.
 //!
-//! Both commands write to any `Write`, so they are tested by comparing the whole rendered text.
+//! It writes to any `Write`, so it is tested by comparing the whole rendered text (the listing
+//! too, through `sessions_list`).
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::Path;
 
-use corvid_core::session::{
-    Record, SessionHealth, SessionStore, SessionSummary, UNSTARTED_CALL, utc_minutes,
-};
+use corvid_core::session::{Record, SessionStore, UNSTARTED_CALL, utc_minutes};
 use corvid_protocol::{HostedStep, Message, Part, Role, ToolCall, ToolResult, Usage};
 
-/// Longest first prompt shown in a listing row.
-const PROMPT_WIDTH: usize = 60;
 /// Longest single line of a transcript detail (tool arguments, result line, thought).
-const DETAIL_WIDTH: usize = 80;
-
-/// Prints this project's recorded sessions, newest first: id, start time (UTC), model and the
-/// first prompt on one line; a friendly line when there are none.
-pub fn list_sessions(store: &SessionStore, cwd: &Path, out: &mut impl Write) -> anyhow::Result<()> {
-    let sessions = store.list(cwd)?;
-    if sessions.is_empty() {
-        writeln!(
-            out,
-            "No recorded sessions for {} yet; sessions are recorded as you work.",
-            cwd.display()
-        )?;
-        return Ok(());
-    }
-    let rows: Vec<[String; 4]> = sessions.iter().map(list_row).collect();
-    let header = [
-        "ID".to_owned(),
-        "STARTED (UTC)".to_owned(),
-        "MODEL".to_owned(),
-        "FIRST PROMPT".to_owned(),
-    ];
-    let widths: Vec<usize> = (0..3)
-        .map(|col| {
-            std::iter::once(&header)
-                .chain(&rows)
-                .map(|row| row[col].chars().count())
-                .max()
-                .unwrap_or_default()
-        })
-        .collect();
-    for row in std::iter::once(&header).chain(&rows) {
-        let line = format!(
-            "{:<w0$}  {:<w1$}  {:<w2$}  {}",
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-        );
-        writeln!(out, "{}", line.trim_end())?;
-    }
-    Ok(())
-}
-
-fn list_row(session: &SessionSummary) -> [String; 4] {
-    let prompt = if session.first_prompt.trim().is_empty() {
-        "(no prompt)".to_owned()
-    } else {
-        one_line(&session.first_prompt, PROMPT_WIDTH)
-    };
-    // Damaged sessions are shown, marked, instead of hidden: the user can still resume or read them.
-    let prompt = match &session.health {
-        SessionHealth::Intact => prompt,
-        SessionHealth::Damaged { warnings } => {
-            let n = warnings.len();
-            let lines = if n == 1 { "line" } else { "lines" };
-            format!("[damaged: {n} {lines} skipped] {prompt}")
-        }
-        SessionHealth::Unreadable { reason } => {
-            format!("[unreadable: {}]", one_line(reason, DETAIL_WIDTH))
-        }
-    };
-    [
-        session.id.clone(),
-        utc_minutes(session.started_at_ms),
-        one_line(&session.model, DETAIL_WIDTH),
-        prompt,
-    ]
-}
+pub(crate) const DETAIL_WIDTH: usize = 80;
 
 /// Prints one session (by id or unique id prefix) as a readable transcript: a header line, then
 /// prompts (`> `), assistant text, thoughts, tool calls with their outcome and first output line,
@@ -327,7 +254,7 @@ fn write_outcome(
 
 /// Text squeezed onto one line and cut to `max` characters (with `…`), with control
 /// characters removed so recorded content cannot drive the terminal.
-fn one_line(text: &str, max: usize) -> String {
+pub(crate) fn one_line(text: &str, max: usize) -> String {
     let words: Vec<&str> = text.split_whitespace().collect();
     let joined: String = words
         .join(" ")
@@ -355,6 +282,7 @@ mod tests {
     use std::fs;
     use std::path::PathBuf;
 
+    use crate::args::ReportFormat;
     use corvid_core::session::{RECORD_VERSION, RecordHeader};
     use pretty_assertions::assert_eq;
 
@@ -387,6 +315,7 @@ mod tests {
             cwd: f.cwd.clone(),
             model: model.to_owned(),
             started_at_ms,
+            forked_from: None,
         });
         let mut text = String::new();
         for record in std::iter::once(&header).chain(records) {
@@ -398,7 +327,8 @@ mod tests {
 
     fn list(f: &Fixture) -> String {
         let mut out = Vec::new();
-        list_sessions(&f.store, &f.cwd, &mut out).unwrap();
+        crate::sessions_list::list_sessions(&f.store, &f.cwd, ReportFormat::Text, &mut out)
+            .unwrap();
         String::from_utf8(out).unwrap()
     }
 

@@ -70,6 +70,12 @@ pub enum Action {
     Edit(String),
     /// Swap the agent for one going on with this recorded session (`/resume`).
     Resume(String),
+    /// Swap the agent for one going on in a fork of this session (`/branch [N]`): the whole
+    /// conversation, or from before `turn` with its files restored.
+    Branch {
+        turn: Option<u32>,
+        overwrite_conflicts: bool,
+    },
     Quit,
 }
 
@@ -312,6 +318,39 @@ impl App {
 
     /// The agent now works in the resumed session `session_id`: a notice, then its transcript.
     pub fn on_resumed(&mut self, session_id: &str, transcript: &[CoreEvent]) {
+        self.switch_session(
+            session_id,
+            transcript,
+            format!("Resumed session {session_id}; its earlier transcript follows"),
+        );
+    }
+
+    /// The run loop swapped the agent for one in a fork of session `parent` (`/branch`):
+    /// the fork's transcript is shown after what the file restore did.
+    pub fn on_branched(
+        &mut self,
+        parent: &str,
+        session_id: &str,
+        transcript: &[CoreEvent],
+        restored: Option<(u32, &corvid_protocol::RewindReport)>,
+    ) {
+        if let Some((turn, report)) = restored {
+            self.notice(
+                NoticeKind::Info,
+                report.describe(turn, corvid_protocol::RewindScope::Code, None),
+            );
+        }
+        self.switch_session(
+            session_id,
+            transcript,
+            format!(
+                "Branched: now in session {session_id}, a fork of {parent} (kept as it was; \
+                 /resume {parent} goes back to it). The fork's transcript follows"
+            ),
+        );
+    }
+
+    fn switch_session(&mut self, session_id: &str, transcript: &[CoreEvent], said: String) {
         self.session_id = session_id.to_string();
         self.resumable = true;
         // `/stats` is about the session the agent now works in (the replay counts its usage).
@@ -319,10 +358,7 @@ impl App {
         self.times = crate::timing::SessionTimes::new(Instant::now());
         // Its turns are the ones a rewind can reach; the replay brings their prompts.
         self.prompts.clear();
-        self.notice(
-            NoticeKind::Info,
-            format!("Resumed session {session_id}; its earlier transcript follows"),
-        );
+        self.notice(NoticeKind::Info, said);
         self.replay(transcript);
     }
 

@@ -31,5 +31,5 @@ pub mod transcript;
 pub mod wrap;
 
 pub use app::TuiOptions;
-pub use picker::SessionLauncher;
+pub use picker::{BranchAt, Branched, SessionLauncher};
 pub use run::run;

@@ -19,6 +19,23 @@ pub trait SessionLauncher: Send + Sync {
     fn list(&self) -> Result<Vec<SessionSummary>, String>;
     /// Starts an agent going on with session `id`, with its transcript to replay.
     fn resume(&self, id: &str) -> Result<Resumed, String>;
+    /// `/branch`: forks session `parent` (whole, or from before a turn with its files
+    /// restored) into a new session and starts an agent going on with the fork.
+    fn fork(&self, parent: &str, at: Option<BranchAt>) -> Result<Branched, String>;
+}
+
+/// `/branch N`: fork from before turn `turn` of the parent's `checkpoints`, restoring its
+/// files first (overwriting the user's later edits only with `overwrite_conflicts`).
+pub struct BranchAt {
+    pub checkpoints: std::sync::Arc<corvid_core::checkpoints::SessionCheckpoints>,
+    pub turn: u32,
+    pub overwrite_conflicts: bool,
+}
+
+/// A fork started: its agent and transcript, and what the file restore did.
+pub struct Branched {
+    pub resumed: Resumed,
+    pub restored: Option<corvid_protocol::RewindReport>,
 }
 
 /// The open picker: the sessions offered, the search typed, and the highlighted match.

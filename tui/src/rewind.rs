@@ -44,10 +44,12 @@ pub enum RewindDialog {
         prompt: String,
         selected: usize,
     },
-    /// The preview, waiting for a yes.
+    /// The preview, waiting for a yes. With `branch` (`/branch N`), a yes restores the files
+    /// and goes on in a new session instead of cutting this one's conversation.
     Confirm {
         preview: Box<RewindPreview>,
         selected: usize,
+        branch: bool,
     },
 }
 
@@ -66,6 +68,11 @@ pub enum RewindKey {
         scope: RewindScope,
         overwrite_conflicts: bool,
     },
+    /// Restore the files of before `turn` and go on in a fork of the session from there.
+    Branch {
+        turn: u32,
+        overwrite_conflicts: bool,
+    },
 }
 
 impl RewindDialog {
@@ -75,16 +82,35 @@ impl RewindDialog {
         Self::Pick { turns, selected }
     }
 
+    /// The choice of what to put back for `turn` (`/rewind N`).
+    pub fn scope(turn: u32, prompt: String) -> Self {
+        Self::Scope {
+            turn,
+            prompt,
+            selected: 0,
+        }
+    }
+
     /// The confirmation of `preview`, on its first choice.
     pub fn confirm(preview: RewindPreview) -> Self {
         Self::Confirm {
             preview: Box::new(preview),
             selected: 0,
+            branch: false,
+        }
+    }
+
+    /// The confirmation of `/branch N`: `preview` is the code rewind to before turn N.
+    pub fn confirm_branch(preview: RewindPreview) -> Self {
+        Self::Confirm {
+            preview: Box::new(preview),
+            selected: 0,
+            branch: true,
         }
     }
 
     /// The confirmation's choices: with conflicts, keeping or overwriting the user's edits.
-    fn choices(preview: &RewindPreview) -> Vec<(&'static str, Option<bool>)> {
+    fn choices(preview: &RewindPreview, branch: bool) -> Vec<(&'static str, Option<bool>)> {
         if preview.has_conflicts() {
             vec![
                 ("restore, keep my edits", Some(false)),
@@ -92,7 +118,8 @@ impl RewindDialog {
                 ("cancel", None),
             ]
         } else {
-            vec![("rewind", Some(false)), ("cancel", None)]
+            let go = if branch { "branch" } else { "rewind" };
+            vec![(go, Some(false)), ("cancel", None)]
         }
     }
 
@@ -106,7 +133,9 @@ impl RewindDialog {
         let n = match self {
             Self::Pick { turns, .. } => turns.len(),
             Self::Scope { .. } => SCOPES.len(),
-            Self::Confirm { preview, .. } => Self::choices(preview).len(),
+            Self::Confirm {
+                preview, branch, ..
+            } => Self::choices(preview, *branch).len(),
         };
         let confirming = matches!(self, Self::Confirm { .. });
         let (Self::Pick { selected, .. }
@@ -144,9 +173,17 @@ impl RewindDialog {
                 turn: *turn,
                 scope: SCOPES[*selected % SCOPES.len()].0,
             },
-            Self::Confirm { preview, selected } => {
-                let choices = Self::choices(preview);
+            Self::Confirm {
+                preview,
+                selected,
+                branch,
+            } => {
+                let choices = Self::choices(preview, *branch);
                 match choices[*selected % choices.len()].1 {
+                    Some(overwrite_conflicts) if *branch => RewindKey::Branch {
+                        turn: preview.turn,
+                        overwrite_conflicts,
+                    },
                     Some(overwrite_conflicts) => RewindKey::Rewind {
                         turn: preview.turn,
                         scope: preview.scope,
@@ -226,16 +263,32 @@ impl RewindDialog {
                     out.push(row(i == *selected, (*label).to_owned(), String::new()));
                 }
             }
-            Self::Confirm { preview, selected } => {
-                out.push(title(
-                    "Rewind?".into(),
-                    "enter choose · y yes · esc or n keep everything",
-                ));
+            Self::Confirm {
+                preview,
+                selected,
+                branch,
+            } => {
+                if *branch {
+                    out.push(title(
+                        format!("Branch from before turn {}?", preview.turn),
+                        "enter choose · y yes · esc or n keep everything",
+                    ));
+                    let note = Line::raw(
+                        "  A new session starts with the conversation before that turn; this \
+                         one is kept as it is. The files go back first:",
+                    );
+                    out.extend(wrap_line(&note, width, 2));
+                } else {
+                    out.push(title(
+                        "Rewind?".into(),
+                        "enter choose · y yes · esc or n keep everything",
+                    ));
+                }
                 for text in preview_rows(preview) {
                     let line = Line::raw(format!("  {text}"));
                     out.extend(wrap_line(&line, width, 6));
                 }
-                let choices = Self::choices(preview);
+                let choices = Self::choices(preview, *branch);
                 let spans: Vec<Span<'static>> = choices
                     .iter()
                     .enumerate()

@@ -5,10 +5,8 @@ use std::io::{self, Write};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use corvid_core::agent::{AgentHandle, EventReceiver, OpSender};
-use corvid_core::context::instructions::InstructionsFile;
+use corvid_core::agent::AgentHandle;
 use corvid_protocol::Op;
-use corvid_tools::ToolRegistry;
 use crossterm::event::{
     DisableBracketedPaste, DisableFocusChange, EnableBracketedPaste, EnableFocusChange, Event,
     KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
@@ -26,6 +24,10 @@ use crate::history::PromptHistory;
 use crate::picker::SessionLauncher;
 use crate::screen::{Screen, VIEWPORT_TOP};
 
+mod agent;
+
+use agent::{Agent, branch, resume};
+
 /// Spinner frame interval while something animates.
 const TICK: Duration = Duration::from_millis(80);
 /// How long the size must stay the same before the live area is laid out again. tmux (and
@@ -40,40 +42,6 @@ const INPUT_PER_FRAME: usize = 4096;
 /// Runs the terminal UI on an agent until the user quits.
 pub async fn run(handle: AgentHandle, options: TuiOptions) -> anyhow::Result<()> {
     run_with(Agent::new(handle), options).await
-}
-
-/// The agent the UI talks to; `/resume` replaces it.
-struct Agent {
-    session_id: String,
-    instructions: Vec<InstructionsFile>,
-    tools: ToolRegistry,
-    commands: Option<std::sync::Arc<corvid_core::commands::Library>>,
-    background: Option<std::sync::Arc<corvid_tools::shell::BackgroundProcesses>>,
-    checkpoints: Option<std::sync::Arc<corvid_core::checkpoints::SessionCheckpoints>>,
-    sender: OpSender,
-    events: EventReceiver,
-}
-
-impl Agent {
-    fn new(handle: AgentHandle) -> Self {
-        let session_id = handle.session_id().to_owned();
-        let instructions = handle.instructions().to_vec();
-        let tools = handle.tools().clone();
-        let commands = handle.commands().cloned();
-        let checkpoints = handle.checkpoints();
-        let background = handle.background();
-        let (sender, events) = handle.split();
-        Self {
-            session_id,
-            instructions,
-            tools,
-            commands,
-            background,
-            checkpoints,
-            sender,
-            events,
-        }
-    }
 }
 
 /// Raw mode and terminal modes for the session; dropping it restores the terminal.
@@ -256,6 +224,11 @@ async fn event_loop(
                                     agent_open = true;
                                 }
                             }
+                            Action::Branch { turn, overwrite_conflicts } => {
+                                if branch(agent, launcher, app, turn, overwrite_conflicts) {
+                                    agent_open = true;
+                                }
+                            }
                             Action::ClearScreen => screen.clear_screen()?,
                             Action::Edit(text) => {
                                 let _paused = queries.pause();
@@ -376,41 +349,6 @@ where
         }
     }
     Ok(batch)
-}
-
-/// Swaps `agent` for one going on with session `id`; false (with a notice) when that fails.
-fn resume(
-    agent: &mut Agent,
-    launcher: Option<&dyn SessionLauncher>,
-    app: &mut App,
-    id: &str,
-) -> bool {
-    let Some(launcher) = launcher else {
-        app.notice(
-            NoticeKind::Warning,
-            "Sessions are not available here".into(),
-        );
-        return false;
-    };
-    match launcher.resume(id) {
-        Ok(resumed) => {
-            // Dropping the old agent's sender ends it; its recording is complete (flushed per record).
-            *agent = Agent::new(resumed.handle);
-            app.instructions.clone_from(&agent.instructions);
-            app.tools.clone_from(&agent.tools);
-            app.background.clone_from(&agent.background);
-            app.count_background();
-            app.commands.clone_from(&agent.commands);
-            app.commands.clone_from(&agent.commands);
-            app.checkpoints.clone_from(&agent.checkpoints);
-            app.on_resumed(&agent.session_id, &resumed.transcript);
-            true
-        }
-        Err(e) => {
-            app.notice(NoticeKind::Error, format!("Cannot resume {id}: {e}"));
-            false
-        }
-    }
 }
 
 /// `corvid 0.1.0 · ~/src/project · main`: the version, the working folder and its git branch.

@@ -266,6 +266,35 @@ fn a_conflict_offers_keeping_or_overwriting_the_users_edits() {
 }
 
 #[test]
+fn rewind_with_a_turn_number_goes_straight_to_what_to_put_back_and_a_bad_one_is_named() {
+    let w = Workspace::with_turns();
+    let first = w.checkpoints.turns().unwrap()[0].turn;
+    let mut a = w.app();
+    assert_eq!(command(&mut a, &format!("/rewind {first}")), Vec::new());
+    let shown = live(&a);
+    assert!(
+        shown.contains(&format!("Rewind to before turn {first}")),
+        "{shown}"
+    );
+    assert!(shown.contains("rewrite the notes"), "{shown}");
+    press(&mut a, KeyCode::Esc);
+    assert_eq!(command(&mut a, "/rewind 99"), Vec::new());
+    assert!(a.rewind.is_none());
+    assert!(
+        last_notice(&a).starts_with("Turn 99 cannot be rewound to"),
+        "{}",
+        last_notice(&a)
+    );
+    assert_eq!(command(&mut a, "/rewind last"), Vec::new());
+    assert!(a.rewind.is_none());
+    assert!(
+        last_notice(&a).contains("\"last\" is not one"),
+        "{}",
+        last_notice(&a)
+    );
+}
+
+#[test]
 fn rewind_picks_an_earlier_prompt_then_what_to_put_back() {
     let w = Workspace::with_turns();
     let turns = w.checkpoints.turns().unwrap();

@@ -109,6 +109,7 @@ pub(super) async fn load_session(
         stats: UsageStats::default(),
         checkpoints: None,
         background: None,
+        store: None,
         listed,
         efforts,
         commands,

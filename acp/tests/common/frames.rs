@@ -135,6 +135,7 @@ pub fn commands() -> Vec<String> {
         "compress".into(),
         "undo".into(),
         "rewind".into(),
+        "branch".into(),
         "model".into(),
     ]
 }

@@ -232,7 +232,8 @@ pub fn enforce_budget(
     store: &mut Store,
     max_bytes: u64,
 ) -> Result<Option<String>, CheckpointError> {
-    if store.stored_bytes()? <= max_bytes {
+    // Cheap: no listing of the store's objects unless the running count passes the budget.
+    if store.stored_bytes_estimate()? <= max_bytes {
         return Ok(None);
     }
     let report = store.prune(max_bytes)?;

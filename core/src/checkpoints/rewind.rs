@@ -164,6 +164,18 @@ impl SessionCheckpoints {
             .ok_or(CheckpointError::NoTurns)
     }
 
+    /// How many history messages the conversation had when `turn` began: where a fork from
+    /// before that turn cuts the copied conversation.
+    pub fn history_len_before(&self, turn: u32) -> Result<u32, CheckpointError> {
+        let entries = self.lock().journal.entries()?;
+        journal::replay(&entries)
+            .0
+            .iter()
+            .find(|t| t.turn == turn)
+            .map(|t| t.history_len)
+            .ok_or(CheckpointError::UnknownTurn(turn))
+    }
+
     /// What rewinding `scope` to before `turn` would do. Takes a snapshot of the workspace as
     /// it is now (so the rewind itself can be undone). A file someone changed after the
     /// agent did (between turns or since the last one) is a conflict.

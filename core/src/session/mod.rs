@@ -4,6 +4,7 @@
 //! Only complete content is recorded (messages, summaries, usage, model changes);
 //! stream-only events such as tool preparation never are.
 
+mod fork;
 mod launch;
 mod load;
 mod observe;
@@ -15,9 +16,10 @@ mod secrets;
 mod store;
 mod time;
 
+pub use fork::{ForkAt, ForkError, Forked, fork_session};
 pub use launch::{Recorded, Resumed, spawn_recorded, spawn_resumed};
 pub use load::{INTERRUPTED_CALL, LoadedSession, UNSTARTED_CALL};
-pub use record::{RECORD_VERSION, Record, RecordHeader};
+pub use record::{ForkedFrom, RECORD_VERSION, Record, RecordHeader};
 pub use recorder::SessionRecorder;
 pub use replay::replay_events;
 pub use secrets::RecordedSecrets;

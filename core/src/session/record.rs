@@ -17,6 +17,26 @@ pub struct RecordHeader {
     pub model: String,
     /// Milliseconds since the Unix epoch.
     pub started_at_ms: u64,
+    /// Set when the session is a fork of another (`/branch`, `--fork`); absent in older
+    /// recordings and in sessions started fresh.
+    #[serde(
+        default,
+        rename = "forkedFrom",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub forked_from: Option<ForkedFrom>,
+}
+
+/// Where a forked session came from: its parent's id and the turn it went back to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkedFrom {
+    /// The parent session's id.
+    pub session_id: String,
+    /// The parent's turn the fork started before (its conversation and files as they were
+    /// then); `None` when the fork copied the whole conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
 }
 
 /// One line of a session file.

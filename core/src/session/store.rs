@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use corvid_protocol::Role;
 
 use super::load::{LoadedSession, load_file};
-use super::record::{RECORD_VERSION, Record, RecordHeader};
+use super::record::{ForkedFrom, RECORD_VERSION, Record, RecordHeader};
 use super::recorder::{SessionRecorder, create_private_dir};
 
 /// A failure to read or write a session, naming the file (and line) involved.
@@ -71,6 +71,8 @@ pub struct SessionSummary {
     pub first_prompt: String,
     /// Whether the file is whole, so listings can mark damaged sessions instead of hiding them.
     pub health: SessionHealth,
+    /// The session it was forked from, so listings can show the family.
+    pub forked_from: Option<ForkedFrom>,
 }
 
 /// The state of a listed session's file.
@@ -140,6 +142,7 @@ impl SessionStore {
             cwd: cwd.to_path_buf(),
             model: model.to_owned(),
             started_at_ms: now_ms(),
+            forked_from: None,
         }));
         if let Err(e) = header {
             // A file without its header could never be resumed; it would only clutter listings.
@@ -271,6 +274,7 @@ fn summarize(session: &LoadedSession) -> SessionSummary {
         started_at_ms: session.header.started_at_ms,
         model: session.header.model.clone(),
         first_prompt,
+        forked_from: session.header.forked_from.clone(),
         health: if session.warnings.is_empty() {
             SessionHealth::Intact
         } else {
@@ -301,10 +305,11 @@ fn unreadable(path: &Path, error: &SessionError) -> SessionSummary {
         health: SessionHealth::Unreadable {
             reason: error.to_string(),
         },
+        forked_from: None,
     }
 }
 
-fn now_ms() -> u64 {
+pub(super) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)

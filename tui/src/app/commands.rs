@@ -49,8 +49,13 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ),
     (
         "/rewind",
-        "",
+        "[N]",
         "go back to before an earlier prompt: code, conversation or both (also esc esc)",
+    ),
+    (
+        "/branch",
+        "[N]",
+        "go on in a new session with this conversation (N: from before turn N, files restored)",
     ),
     (
         "/compress",
@@ -202,7 +207,8 @@ impl App {
             "/quit" | "/exit" => return vec![Action::Quit],
             "/resume" => return self.open_picker(arg),
             "/undo" => return self.undo_command(),
-            "/rewind" => return self.rewind_command(),
+            "/rewind" => return self.rewind_command(arg),
+            "/branch" => return self.branch_command(arg),
             _ if self.is_custom(name) && self.chat.is_running() => self.notice(
                 NoticeKind::Warning,
                 format!("A task is running; {name} works between tasks"),

@@ -271,7 +271,7 @@ impl App {
             // Esc Esc on an empty box goes back to an earlier prompt.
             if again {
                 self.esc_at = None;
-                return self.rewind_command();
+                return self.rewind_command("");
             }
             self.esc_at = Some(now);
             if self.checkpoints.is_some() {

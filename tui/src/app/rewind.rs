@@ -1,4 +1,4 @@
-//! `/undo`, `/rewind` and Esc Esc: asking the session's checkpoints for the turns and the
+//! `/undo`, `/rewind`, `/branch N` and Esc Esc: asking the session's checkpoints for the turns and the
 //! preview, the dialog's answers, and the prompt put back after a conversation rewind.
 
 use corvid_core::checkpoints::SessionCheckpoints;
@@ -30,8 +30,25 @@ impl App {
         Vec::new()
     }
 
-    /// `/rewind` (and Esc Esc on an empty box): the picker over the earlier prompts.
-    pub(super) fn rewind_command(&mut self) -> Vec<Action> {
+    /// `/rewind` (and Esc Esc on an empty box): the picker over the earlier prompts;
+    /// `/rewind N` goes straight to what to put back for turn N.
+    pub(super) fn rewind_command(&mut self, arg: &str) -> Vec<Action> {
+        let wanted = match arg {
+            "" => None,
+            arg => match arg.parse::<u32>() {
+                Ok(turn) => Some(turn),
+                Err(_) => {
+                    self.notice(
+                        NoticeKind::Warning,
+                        format!(
+                            "/rewind takes a turn number as its picker lists them (or nothing, \
+                             to pick one); {arg:?} is not one"
+                        ),
+                    );
+                    return Vec::new();
+                }
+            },
+        };
         let Some(checkpoints) = self.rewind_checkpoints("/rewind") else {
             return Vec::new();
         };
@@ -40,8 +57,57 @@ impl App {
                 NoticeKind::Info,
                 "No prompt of this session can be rewound yet".into(),
             ),
-            Ok(turns) => self.rewind = Some(RewindDialog::pick(turns)),
+            Ok(turns) => match wanted {
+                None => self.rewind = Some(RewindDialog::pick(turns)),
+                Some(turn) => match turns.into_iter().find(|t| t.turn == turn) {
+                    Some(t) => self.rewind = Some(RewindDialog::scope(t.turn, t.prompt)),
+                    None => self.notice(
+                        NoticeKind::Warning,
+                        format!(
+                            "Turn {turn} cannot be rewound to in this session (it never was one, \
+                             or a rewind removed it); /rewind lists the turns that can"
+                        ),
+                    ),
+                },
+            },
             Err(e) => self.notice(NoticeKind::Error, format!("Cannot list the turns: {e}")),
+        }
+        Vec::new()
+    }
+
+    /// `/branch [N]`: a fork of the whole session at once; from before turn N, the preview
+    /// of restoring that turn's files first (the rewind's rules: the user's later edits are
+    /// conflicts, kept unless chosen otherwise).
+    pub(super) fn branch_command(&mut self, arg: &str) -> Vec<Action> {
+        if arg.is_empty() {
+            if self.chat.is_running() {
+                self.notice(
+                    NoticeKind::Warning,
+                    "A task is running; /branch works between tasks (esc stops this one)".into(),
+                );
+                return Vec::new();
+            }
+            return vec![Action::Branch {
+                turn: None,
+                overwrite_conflicts: false,
+            }];
+        }
+        let Ok(turn) = arg.parse::<u32>() else {
+            self.notice(
+                NoticeKind::Warning,
+                format!(
+                    "/branch takes a turn number as /rewind lists them (or nothing, for the \
+                     whole conversation); {arg:?} is not one"
+                ),
+            );
+            return Vec::new();
+        };
+        let Some(checkpoints) = self.rewind_checkpoints("/branch") else {
+            return Vec::new();
+        };
+        match checkpoints.preview(turn, RewindScope::Code) {
+            Ok(preview) => self.rewind = Some(RewindDialog::confirm_branch(preview)),
+            Err(e) => self.notice(NoticeKind::Warning, format!("Nothing was branched: {e}")),
         }
         Vec::new()
     }
@@ -103,6 +169,16 @@ impl App {
                     scope,
                     overwrite_conflicts,
                 })]
+            }
+            RewindKey::Branch {
+                turn,
+                overwrite_conflicts,
+            } => {
+                self.rewind = None;
+                vec![Action::Branch {
+                    turn: Some(turn),
+                    overwrite_conflicts,
+                }]
             }
         }
     }

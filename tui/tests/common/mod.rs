@@ -256,6 +256,16 @@ impl corvid_tui::SessionLauncher for FakeSessions {
     fn resume(&self, id: &str) -> Result<corvid_core::session::Resumed, String> {
         Err(format!("the fake launcher does not start agents ({id})"))
     }
+
+    fn fork(
+        &self,
+        parent: &str,
+        _at: Option<corvid_tui::BranchAt>,
+    ) -> Result<corvid_tui::Branched, String> {
+        Err(format!(
+            "the fake launcher does not start agents ({parent})"
+        ))
+    }
 }
 
 /// A listed session started `minutes` after 2026-11-30 09:00 UTC.
@@ -267,6 +277,7 @@ pub fn session(id: &str, minutes: u64, prompt: &str) -> corvid_core::session::Se
         model: "demo".into(),
         first_prompt: prompt.into(),
         health: Default::default(),
+        forked_from: None,
     }
 }
 
