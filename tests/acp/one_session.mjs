@@ -1,6 +1,7 @@
 // The shared frame of the official-client scripts that drive one session: argument parsing,
 // spawning the agent, initialize + session/new, permission answers, the exit protocol.
-// A script passes what it does inside the session as `body(ctx, { sessionId, prompt, emit })`.
+// A script passes what it does inside the session as `body(ctx, { sessionId, prompt, emit })`,
+// and may pass `onUpdate(update)` to see each session/update as it arrives.
 // Every script prints one JSON object per line on stdout:
 //   {"kind":"session","response":{...}}   the session/new answer
 //   {"kind":"update","update":{...}}      a session/update
@@ -16,7 +17,7 @@ import * as acp from "@agentclientprotocol/sdk";
 
 export { acp };
 
-export async function runOneSession({ script, clientName, body }) {
+export async function runOneSession({ script, clientName, body, onUpdate }) {
   const argv = process.argv.slice(2);
   const split = argv.indexOf("--");
   if (split !== 3 || split === argv.length - 1) {
@@ -57,6 +58,7 @@ export async function runOneSession({ script, clientName, body }) {
     .client({ name: clientName })
     .onNotification(acp.methods.client.session.update, ({ params }) => {
       emit({ kind: "update", update: params.update });
+      onUpdate?.(params.update);
     })
     .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
       emit({ kind: "permission", params });
