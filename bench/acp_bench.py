@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Measures corvid's ACP budgets (SPEC §11) against a loopback SSE server in this process.
 
-usage: bench/acp_bench.py CORVID_BIN [--turns 100] [--starts 20]
+usage: bench/acp_bench.py CORVID_BIN [--turns 100] [--starts 20] [--api chat|responses]
+
+`--api responses` serves OpenAI Responses events (`OPENAI_API=responses`): the "first tool-call
+chunk" is then `response.output_item.added` of the `function_call` item, the finish chunk
+`response.completed`.
 
 Reports:
   * process start -> `initialize` answer (median / p90 over --starts fresh processes);
@@ -24,8 +28,9 @@ def chunk(obj):
 class Script:
     """The responses the mock server gives, in order, and when it flushed the key chunks."""
 
-    def __init__(self, turns):
+    def __init__(self, turns, api):
         self.turns = turns
+        self.api = api
         self.served = 0
         self.first_chunk_at = {}   # call id -> perf_counter when its id+name chunk was flushed
         self.finish_at = {}        # call id -> perf_counter when the finish chunk was flushed
@@ -48,6 +53,44 @@ def stream_tool_call(wfile, base, cid, first_chunk_at, finish_at):
     wfile.write(chunk({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}))
     wfile.flush()
     finish_at[cid] = time.perf_counter()
+
+
+def responses_event(wfile, kind, seq, **fields):
+    wfile.write(("event: " + kind + "\n").encode() + chunk({"type": kind, "sequence_number": seq, **fields}))
+    wfile.flush()
+
+
+def stream_responses_call(wfile, cid, first_chunk_at, finish_at):
+    """The same call as Responses events: the item is added (with call id and name), six
+    argument deltas 2 ms apart, the item done, `response.completed`."""
+    item = {"id": "fc_" + cid, "type": "function_call", "status": "in_progress", "arguments": "",
+            "call_id": cid, "name": "read_file"}
+    responses_event(wfile, "response.created", 0, response={"id": "resp_" + cid, "status": "in_progress"})
+    responses_event(wfile, "response.output_item.added", 1, output_index=0, item=item)
+    first_chunk_at[cid] = time.perf_counter()
+    seq = 2
+    for frag in ARG_FRAGMENTS:
+        time.sleep(0.002)
+        responses_event(wfile, "response.function_call_arguments.delta", seq, item_id=item["id"],
+                        output_index=0, delta=frag)
+        seq += 1
+    time.sleep(0.002)
+    done = {**item, "status": "completed", "arguments": "".join(ARG_FRAGMENTS)}
+    responses_event(wfile, "response.output_item.done", seq, output_index=0, item=done)
+    responses_event(wfile, "response.completed", seq + 1, response={
+        "id": "resp_" + cid, "status": "completed", "output": [done],
+        "usage": {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}})
+    finish_at[cid] = time.perf_counter()
+
+
+def responses_text(wfile):
+    item = {"id": "msg_1", "type": "message", "status": "in_progress", "content": [], "role": "assistant"}
+    responses_event(wfile, "response.created", 0, response={"id": "resp_end", "status": "in_progress"})
+    responses_event(wfile, "response.output_item.added", 1, output_index=0, item=item)
+    responses_event(wfile, "response.output_text.delta", 2, item_id="msg_1", output_index=0,
+                    content_index=0, delta="done")
+    responses_event(wfile, "response.completed", 3, response={"id": "resp_end", "status": "completed",
+                                                              "output": []})
 
 
 def card_times():
@@ -81,6 +124,12 @@ def make_handler(script):
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.end_headers()
+            if script.api == "responses":
+                if n < script.turns:
+                    stream_responses_call(self.wfile, f"call_{n}", script.first_chunk_at, script.finish_at)
+                else:
+                    responses_text(self.wfile)
+                return
             base = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "bench"}
             if n < script.turns:
                 stream_tool_call(self.wfile, base, f"call_{n}", script.first_chunk_at, script.finish_at)
@@ -165,9 +214,10 @@ def main():
     ap.add_argument("binary")
     ap.add_argument("--turns", type=int, default=100)
     ap.add_argument("--starts", type=int, default=20)
+    ap.add_argument("--api", choices=["chat", "responses"], default="chat")
     a = ap.parse_args()
 
-    script = Script(a.turns)
+    script = Script(a.turns, a.api)
     server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(script))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     work = tempfile.mkdtemp(prefix="corvid-bench-")
@@ -176,7 +226,7 @@ def main():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CORVID_"))}
     env.update({"OPENAI_API_KEY": "sk-bench", "OPENAI_BASE_URL": f"http://127.0.0.1:{server.server_port}/v1",
                 "OPENAI_MODEL": "bench", "CORVID_HOME": os.path.join(work, "home"),
-                "CORVID_EMIT_TOOL_USE_SUMMARIES": "0"})
+                "CORVID_EMIT_TOOL_USE_SUMMARIES": "0", "OPENAI_API": a.api})
     init = {"protocolVersion": 1, "clientCapabilities": {}}
 
     starts = []

@@ -109,3 +109,61 @@ async fn the_effort_option_follows_the_model_and_both_ways_of_setting_it_reach_t
         error.message
     );
 }
+
+/// A recording server on a fresh Responses provider talking to `server`.
+async fn recording_real_client(server: &MockServer, home: &std::path::Path) -> TestClient {
+    let provider = OpenAiResponsesProvider::new(&ProviderConfig {
+        base_url: server.url(),
+        api_key: ApiKey::new("sk-test"),
+        ..ProviderConfig::default()
+    })
+    .unwrap();
+    let factory = Arc::new(TestFactory {
+        provider: common::ScriptedProvider::new(Vec::new()),
+        summaries: false,
+        mode: corvid_protocol::ApprovalMode::Default,
+        store: Some(corvid_core::session::SessionStore::new(home)),
+        home: Some(home.to_path_buf()),
+        real: Some(Arc::new(provider)),
+    });
+    TestClient::start(factory, fs_caps(false, false)).await
+}
+
+#[tokio::test]
+async fn an_effort_set_over_acp_is_restored_by_session_load_in_a_new_connection() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let home = tempfile::tempdir().unwrap();
+    let dir = project();
+    let first_server = MockServer::start().await;
+    first_server.push(ScriptedResponse::sse(fixtures::split_into_events(
+        &fixtures::load("openai-responses/text_only").body,
+    )));
+    let first = recording_real_client(&first_server, home.path()).await;
+    let sid = first.new_session(dir.path()).await;
+    for (id, value) in [("model", "gpt-5.1-codex"), ("reasoning_effort", "high")] {
+        first
+            .cx
+            .send_request(SetSessionConfigOptionRequest::new(sid.clone(), id, value))
+            .block_task()
+            .await
+            .unwrap();
+    }
+    first.prompt(&sid, "hi").await.unwrap().unwrap();
+    first.close().await;
+
+    // The new connection's provider starts at the server's default.
+    let server = MockServer::start().await;
+    server.push(ScriptedResponse::sse(fixtures::split_into_events(
+        &fixtures::load("openai-responses/text_only").body,
+    )));
+    let client = recording_real_client(&server, home.path()).await;
+    let response = client.load_released(&sid, dir.path()).await.unwrap();
+    let options = serde_json::to_value(&response).unwrap();
+    assert_eq!(ids(&options), ["mode", "model", "reasoning_effort"]);
+    assert_eq!(options["configOptions"][2]["currentValue"], "high");
+    client.prompt(&sid, "again").await.unwrap().unwrap();
+    assert_eq!(
+        server.requests()[0].body["reasoning"]["effort"],
+        json!("high")
+    );
+}

@@ -113,6 +113,7 @@ pub fn start(
     };
     let (flag_model, flag_mode) = (config.model.clone(), config.approval_mode);
     let resumed = spawn_resumed(config, &store, &loaded).map_err(|e| ConfigError(e.to_string()))?;
+    let resumed_effort = resumed.reasoning_effort;
     let mut started = Started {
         handle: resumed.handle,
         transcript: resumed.transcript,
@@ -128,6 +129,16 @@ pub fn start(
             })
             .map_err(closed)?;
         started.model = flag_model;
+    }
+    // `--reasoning-effort` wins over the recorded effort, as `--model` over the recorded model.
+    if let Some(effort) = explicit
+        .reasoning_effort
+        .filter(|effort| resumed_effort.is_some_and(|recorded| recorded != *effort))
+    {
+        started
+            .handle
+            .submit(Op::SetReasoningEffort { effort })
+            .map_err(closed)?;
     }
     if explicit.approval_mode.is_some() && flag_mode != started.approval_mode {
         started

@@ -87,6 +87,9 @@ pub fn show_session(
             Record::ApprovalModeChange { mode } => {
                 writeln!(out, "(approval mode set to {})", mode.as_str())?;
             }
+            Record::ReasoningEffortChange { effort } => {
+                writeln!(out, "(reasoning effort set to {})", effort.as_str())?;
+            }
             Record::Usage { usage: u, .. } => {
                 usage.add(u);
                 saw_usage = true;

@@ -218,3 +218,103 @@ async fn a_prompt_naming_no_command_goes_to_the_model_unchanged() {
         &Message::user_text("/usr/bin/env is odd")
     );
 }
+
+#[tokio::test]
+async fn allowed_tools_bash_star_never_overrides_a_deny_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = ScriptedProvider::new(vec![answer("never")]);
+    let command = "---\nallowed-tools: Bash(*)\n---\nEnv: !`env echo hi`\n";
+    let mut config = session(dir.path(), command, &provider);
+    config.policy.rules = PermissionRules::new(&[], &["run_shell_command(env)".into()]).unwrap();
+    let events = run(config, "/review", |_| ApprovalDecision::AllowOnce).await;
+    assert_eq!(asked_commands(&events), Vec::<String>::new());
+    assert_eq!(provider.requests().len(), 0);
+    let error = task_error(&events).unwrap();
+    assert!(
+        error.contains("refused by the rule `run_shell_command(env)`"),
+        "{error}"
+    );
+}
+
+/// The reasons of the permission questions the task asked.
+fn ask_reasons(events: &[CoreEvent]) -> Vec<Option<String>> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            CoreEvent::PermissionRequested { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn allowed_tools_bash_star_still_asks_before_an_injection_writes_a_protected_path() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join(".git/config"), "[core]\n").unwrap();
+    let provider = ScriptedProvider::new(vec![answer("never")]);
+    let command = "---\nallowed-tools: Bash(*)\n---\nDone: !`touch .git/config`\n";
+    let config = session(dir.path(), command, &provider);
+    let events = run(config, "/review", |_| ApprovalDecision::RejectOnce).await;
+    assert_eq!(
+        asked_commands(&events),
+        vec!["\"touch .git/config\"".to_owned()]
+    );
+    let reasons = ask_reasons(&events);
+    assert!(
+        reasons[0].as_deref().is_some_and(|r| r.contains(".git")),
+        "{reasons:?}"
+    );
+    assert_eq!(provider.requests().len(), 0);
+}
+
+#[tokio::test]
+async fn allowed_tools_never_let_the_model_write_a_protected_path_unasked_during_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+    std::fs::write(dir.path().join(".git/config"), "[core]\n").unwrap();
+    let provider = ScriptedProvider::new(vec![
+        vec![
+            call(
+                "w1",
+                "write_file",
+                serde_json::json!({"file_path": ".git/config", "content": "[core]\n\thooksPath = x\n"}),
+            ),
+            finish(corvid_protocol::FinishReason::ToolCalls),
+        ],
+        answer("stopped"),
+    ]);
+    let command = "---\nallowed-tools: Bash(*), write_file, Write(.git/config)\n---\nTidy up.\n";
+    let config = session(dir.path(), command, &provider);
+    let events = run(config, "/review", |_| ApprovalDecision::RejectOnce).await;
+    let reasons = ask_reasons(&events);
+    assert_eq!(reasons.len(), 1, "{events:#?}");
+    assert!(
+        reasons[0].as_deref().is_some_and(|r| r.contains(".git")),
+        "{reasons:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+}
+
+#[tokio::test]
+async fn a_command_s_model_answers_its_turn_and_the_session_model_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = ScriptedProvider::new(vec![answer("quick"), answer("main")]);
+    let command = "---\nmodel: other-model\n---\nBe quick.\n";
+    let config = session(dir.path(), command, &provider);
+    let main_model = config.model.clone();
+    let mut handle = spawn_agent(config);
+    for prompt in ["/review", "and now?"] {
+        handle.submit(Op::user_turn(prompt)).unwrap();
+        collect_task_deciding(&mut handle, |_| ApprovalDecision::RejectOnce).await;
+    }
+    let models: Vec<String> = provider
+        .requests()
+        .iter()
+        .map(|r| r.model.clone())
+        .collect();
+    assert_eq!(models, vec!["other-model".to_owned(), main_model]);
+}

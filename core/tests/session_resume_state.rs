@@ -11,7 +11,9 @@ use common::scripted::*;
 use common::{collect_task_deciding, read_until, run_task, test_config};
 use corvid_core::agent::spawn_agent_observed;
 use corvid_core::session::{Record, SessionStore, spawn_resumed};
-use corvid_protocol::{ApprovalDecision, ApprovalMode, CoreEvent, FinishReason, Op};
+use corvid_protocol::{
+    ApprovalDecision, ApprovalMode, CoreEvent, FinishReason, Op, ReasoningEffort,
+};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -179,4 +181,112 @@ async fn the_auto_mode_is_recorded_and_resume_applies_it() {
     let resumed =
         spawn_resumed(test_config(Arc::new(provider), Vec::new()), &store, &loaded).unwrap();
     assert_eq!(resumed.approval_mode, ApprovalMode::Auto);
+}
+
+/// A Responses provider on a loopback server answering every request with text.
+fn responses_provider(
+    server: &corvid_testkit::MockServer,
+) -> corvid_providers::OpenAiResponsesProvider {
+    corvid_providers::OpenAiResponsesProvider::new(&corvid_providers::ProviderConfig {
+        base_url: server.url(),
+        api_key: corvid_providers::ApiKey::new("sk-resume-effort"),
+        ..corvid_providers::ProviderConfig::default()
+    })
+    .unwrap()
+}
+
+fn push_answers(server: &corvid_testkit::MockServer, count: usize) {
+    let answer = corvid_testkit::fixtures::load("openai-responses/text_only");
+    for _ in 0..count {
+        server.push(corvid_testkit::ScriptedResponse::sse(
+            corvid_testkit::fixtures::split_into_events(&answer.body),
+        ));
+    }
+}
+
+#[tokio::test]
+async fn a_reasoning_effort_change_is_recorded_and_resume_asks_for_it_again() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let server = corvid_testkit::MockServer::start().await;
+    push_answers(&server, 1);
+    let recorder = Arc::new(store.create(cwd.path(), "e1", "gpt-5.1-codex").unwrap());
+    let mut config = test_config(Arc::new(responses_provider(&server)), Vec::new());
+    config.model = "gpt-5.1-codex".into();
+    let mut handle = spawn_agent_observed(config, recorder);
+    // Asking for the effort twice records it once: the second changes nothing.
+    for _ in 0..2 {
+        handle
+            .submit(Op::SetReasoningEffort {
+                effort: ReasoningEffort::High,
+            })
+            .unwrap();
+    }
+    let seen = read_until(&mut handle, |e| {
+        matches!(e, CoreEvent::ReasoningEffortChanged { .. })
+    })
+    .await;
+    assert_eq!(
+        seen,
+        vec![CoreEvent::ReasoningEffortChanged {
+            effort: ReasoningEffort::High
+        }]
+    );
+    run_task(&mut handle, "first").await;
+    common::shut_down(handle).await;
+
+    let loaded = store.load(cwd.path(), "e1").unwrap();
+    let recorded: Vec<&Record> = loaded
+        .records
+        .iter()
+        .filter(|r| matches!(r, Record::ReasoningEffortChange { .. }))
+        .collect();
+    assert_eq!(
+        recorded,
+        vec![&Record::ReasoningEffortChange {
+            effort: ReasoningEffort::High
+        }]
+    );
+    // A fresh provider asks for the server's default until the recording is applied.
+    let server = corvid_testkit::MockServer::start().await;
+    push_answers(&server, 1);
+    let mut config = test_config(Arc::new(responses_provider(&server)), Vec::new());
+    config.model = "gpt-5.1-codex".into();
+    let resumed = spawn_resumed(config, &store, &loaded).unwrap();
+    assert_eq!(resumed.reasoning_effort, Some(ReasoningEffort::High));
+    assert!(
+        resumed
+            .transcript
+            .contains(&CoreEvent::ReasoningEffortChanged {
+                effort: ReasoningEffort::High
+            })
+    );
+    let mut handle = resumed.handle;
+    run_task(&mut handle, "second").await;
+    assert_eq!(
+        server.requests()[0].body["reasoning"]["effort"],
+        json!("high")
+    );
+}
+
+#[tokio::test]
+async fn a_recorded_effort_the_resumed_model_does_not_take_is_left_out() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(home.path());
+    let recorder = store.create(cwd.path(), "e2", "gpt-5.1-codex").unwrap();
+    recorder
+        .append(&Record::ReasoningEffortChange {
+            effort: ReasoningEffort::Low,
+        })
+        .unwrap();
+    drop(recorder);
+    let loaded = store.load(cwd.path(), "e2").unwrap();
+    // The scripted provider takes no effort for any model.
+    let provider = ScriptedProvider::new(vec![answer("one")]);
+    let resumed =
+        spawn_resumed(test_config(Arc::new(provider), Vec::new()), &store, &loaded).unwrap();
+    assert_eq!(resumed.reasoning_effort, None);
 }

@@ -112,6 +112,9 @@ pub enum CoreEvent {
     /// The main model was switched on request (`/model`, ACP); later turns use `to`.
     /// Recorded, so a resumed session goes on with `to`.
     ModelChanged { from: String, to: String },
+    /// The reasoning effort of later requests was set on request (`/model NAME EFFORT`, ACP's
+    /// `reasoning_effort` option). Recorded, so a resumed session asks for it again.
+    ReasoningEffortChanged { effort: crate::ReasoningEffort },
     /// The approval mode was changed on request; later calls are decided in `mode`.
     /// Recorded, so a resumed session starts in `mode`.
     ApprovalModeChanged { mode: ApprovalMode },

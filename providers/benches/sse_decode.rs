@@ -1,4 +1,5 @@
-//! SSE decoding plus tool-call assembly on large synthetic streams (SPEC §11 budget: at
+//! SSE decoding plus tool-call assembly on large synthetic streams (Chat Completions,
+//! Anthropic Messages, Responses and Gemini shapes) (SPEC §11 budget: at
 //! least 200 MB/s on one core).
 //!
 //! Two groups: `sse_decode` measures wall time (criterion's default); `sse_decode_cpu` measures
@@ -163,6 +164,46 @@ fn responses_body() -> Vec<u8> {
     body.into_bytes()
 }
 
+/// A Gemini-shaped stream with the same content: every chunk a whole `GenerateContentResponse`
+/// (role, index, usage, model version and response id on each), thoughts first; the call
+/// arrives whole in one part with its signature (Gemini never splits arguments), so its
+/// 10,000 lines are one large string.
+fn gemini_body() -> Vec<u8> {
+    let tail = r#"],"role":"model"},"index":0}],"usageMetadata":{"promptTokenCount":61,"candidatesTokenCount":12,"totalTokenCount":73},"modelVersion":"gemini-2.5-pro","responseId":"Zq0xaPLbBtC0kdUP3qGp4Ao"}"#;
+    let mut body = String::new();
+    let mut chunk = |parts: &str, finish: bool| {
+        body.push_str(r#"data: {"candidates":[{"content":{"parts":["#);
+        body.push_str(parts);
+        if finish {
+            body.push_str(r#"],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":61,"candidatesTokenCount":20000,"totalTokenCount":20061},"modelVersion":"gemini-2.5-pro","responseId":"Zq0xaPLbBtC0kdUP3qGp4Ao"}"#);
+        } else {
+            body.push_str(tail);
+        }
+        body.push_str("\r\n\r\n");
+    };
+    chunk(
+        r#"{"text":"**Planning** the write.","thought":true}"#,
+        false,
+    );
+    for i in 0..TEXT_CHUNKS {
+        chunk(
+            &format!(r#"{{"text":" word{i} and \"quoted\" text"}}"#),
+            false,
+        );
+    }
+    let mut content = String::new();
+    for i in 0..FRAGMENTS {
+        content.push_str(&format!("line {i}\\n"));
+    }
+    chunk(
+        &format!(
+            r#"{{"functionCall":{{"name":"write_file","args":{{"content":"{content}"}}}},"thoughtSignature":"CiQBcsjafFkT6tNfOzB4qrlSVEZ8nFQ2mC3bL0r5vHn1pQ=="}}"#
+        ),
+        true,
+    );
+    body.into_bytes()
+}
+
 fn decode(protocol: WireProtocol, body: &[u8], out: &mut Vec<Emitted>) {
     out.clear();
     let mut decoder = StreamDecoder::new(protocol);
@@ -186,6 +227,7 @@ fn run_group<M: Measurement>(c: &mut Criterion<M>, group_name: &str) {
             WireProtocol::OpenAiResponses,
             responses_body(),
         ),
+        ("gemini", WireProtocol::Gemini, gemini_body()),
     ] {
         let mut out = Vec::with_capacity(FRAGMENTS + TEXT_CHUNKS + 16);
         decode(protocol, &body, &mut out);

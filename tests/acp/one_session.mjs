@@ -1,7 +1,8 @@
 // The shared frame of the official-client scripts that drive one session: argument parsing,
 // spawning the agent, initialize + session/new, permission answers, the exit protocol.
 // A script passes what it does inside the session as `body(ctx, { sessionId, prompt, emit })`,
-// and may add client capabilities (`capabilities(answer)`) and handlers (`handlers(app, ...)`).
+// and may add client capabilities (`capabilities(answer)`) and handlers (`handlers(app, ...)`),
+// and pass `onUpdate(update)` to see each session/update as it arrives.
 // Every script prints one JSON object per line on stdout:
 //   {"kind":"session","response":{...}}   the session/new answer
 //   {"kind":"update","update":{...}}      a session/update
@@ -17,7 +18,7 @@ import * as acp from "@agentclientprotocol/sdk";
 
 export { acp };
 
-export async function runOneSession({ script, clientName, body, capabilities, handlers }) {
+export async function runOneSession({ script, clientName, body, capabilities, handlers, onUpdate }) {
   const argv = process.argv.slice(2);
   const split = argv.indexOf("--");
   if (split !== 3 || split === argv.length - 1) {
@@ -58,6 +59,7 @@ export async function runOneSession({ script, clientName, body, capabilities, ha
     .client({ name: clientName })
     .onNotification(acp.methods.client.session.update, ({ params }) => {
       emit({ kind: "update", update: params.update });
+      onUpdate?.(params.update);
     })
     .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
       emit({ kind: "permission", params });

@@ -359,7 +359,9 @@ impl ChatState {
                 ));
             }
             // The status line shows the model and mode (`App`); `/model` says so itself.
-            CoreEvent::ModelChanged { .. } | CoreEvent::ApprovalModeChanged { .. } => {}
+            CoreEvent::ModelChanged { .. }
+            | CoreEvent::ReasoningEffortChanged { .. }
+            | CoreEvent::ApprovalModeChanged { .. } => {}
             CoreEvent::ModelFellBack { from, to, error } => {
                 self.flush_stream();
                 self.commit(HistoryCell::Notice(

@@ -148,8 +148,19 @@ pub(super) async fn approve(
         remembered.allows(&subject, Reach::Any)
             || server.is_some_and(|s| remembered.allows_server(s))
     };
+    let allowed = automatic || hook_allows || policy.rules.allow(&subject) || remembered;
     let granted = lock(&ctx.shared.prompt_grants).allow(&subject);
-    if automatic || hook_allows || policy.rules.allow(&subject) || remembered || granted {
+    // A command file's `allowed-tools` (`Bash(*)`) grants no write to a protected path: the
+    // command line is judged like one `auto` would run unasked.
+    if granted
+        && !allowed
+        && mode != ApprovalMode::Yolo
+        && let Some(line) = &command
+        && let Some(reason) = protected_in_command(&policy.protected, &ctx.stat.cwd, line)
+    {
+        return ask(ctx, call, display, preview, Some(reason), &subject, server).await;
+    }
+    if allowed || granted {
         return Approval::Granted { asked: false };
     }
     if mode == ApprovalMode::Plan {

@@ -89,13 +89,17 @@ pub(super) async fn run_command(
     *lock(&ctx.shared.prompt_grants) = PermissionRules::default();
 }
 
-/// `allowed-tools` as permission rules: Claude Code's `Bash(...)` is the shell tool; rules
-/// corvid cannot read are left out (granting less, never more).
+/// `allowed-tools` as permission rules: Claude Code's `Bash(...)` is the shell tool (`Bash(*)`
+/// all of it, as in Claude Code); rules corvid cannot read are left out (granting less, never
+/// more).
 fn allowed_rules(allowed: &[String]) -> PermissionRules {
     let rules: Vec<String> = allowed
         .iter()
         .filter_map(|rule| {
             let rule = rule.trim();
+            if rule == "Bash(*)" {
+                return Some(SHELL_TOOL.to_owned());
+            }
             if let Some(spec) = rule.strip_prefix("Bash(") {
                 return Some(format!("{SHELL_TOOL}({spec}"));
             }

@@ -565,7 +565,11 @@ pub(super) async fn run_session(
                     Op::SetReasoningEffort { effort } => {
                         let model = lock(&shared.model).clone();
                         if stat.provider.reasoning_efforts(&model).contains(&effort) {
+                            let before = stat.provider.reasoning_effort();
                             stat.provider.set_reasoning_effort(effort);
+                            if before != Some(effort) {
+                                events.emit(CoreEvent::ReasoningEffortChanged { effort });
+                            }
                         } else {
                             events.emit(CoreEvent::Warning {
                                 message: format!(

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use corvid_protocol::{ApprovalMode, CoreEvent};
+use corvid_protocol::{ApprovalMode, CoreEvent, ReasoningEffort};
 use corvid_tools::ToolContext;
 use tokio_util::sync::CancellationToken;
 
@@ -52,11 +52,14 @@ pub struct Resumed {
     /// The approval mode the agent starts in: the last one recorded, else the configured one
     /// (ACP `session/load` reports it as the current mode).
     pub approval_mode: ApprovalMode,
+    /// The reasoning effort the recording last set and the resumed model takes, now asked for
+    /// by the provider; `None`: the configured one stands.
+    pub reasoning_effort: Option<ReasoningEffort>,
 }
 
 /// Spawns an agent that goes on with `loaded`: same session id, the recorded history restored
-/// exactly (tool calls paired with results, thought signatures intact), the last recorded model
-/// and approval mode applied, appending to the same file.
+/// exactly (tool calls paired with results, thought signatures intact), the last recorded model,
+/// reasoning effort and approval mode applied, appending to the same file.
 ///
 /// Fails with [`SessionError::InUse`] while another process records this session, and also
 /// while an earlier agent of it in this process is still shutting down (its recorder holds the
@@ -90,11 +93,23 @@ pub fn spawn_resumed(
     if let Some(mode) = loaded.recorded_approval_mode() {
         config.approval_mode = mode;
     }
+    // An effort the resumed model does not take (the provider changed since) is left out,
+    // as `Op::SetReasoningEffort` would leave it.
+    let reasoning_effort = loaded.recorded_reasoning_effort().filter(|effort| {
+        config
+            .provider
+            .reasoning_efforts(&config.model)
+            .contains(effort)
+    });
+    if let Some(effort) = reasoning_effort {
+        config.provider.set_reasoning_effort(effort);
+    }
     let (model, approval_mode) = (config.model.clone(), config.approval_mode);
     Ok(Resumed {
         handle: spawn_agent_observed(config, Arc::new(recorder)),
         transcript,
         model,
         approval_mode,
+        reasoning_effort,
     })
 }

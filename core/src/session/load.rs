@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use corvid_protocol::{ApprovalMode, Message, Part, Role, ToolResult};
+use corvid_protocol::{ApprovalMode, Message, Part, ReasoningEffort, Role, ToolResult};
 
 use super::record::{Record, RecordHeader};
 use super::store::SessionError;
@@ -60,6 +60,14 @@ impl LoadedSession {
     pub fn recorded_model(&self) -> Option<&str> {
         self.records.iter().rev().find_map(|r| match r {
             Record::ModelChange { to, .. } => Some(to.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The reasoning effort the session was last set to, if it ever was.
+    pub fn recorded_reasoning_effort(&self) -> Option<ReasoningEffort> {
+        self.records.iter().rev().find_map(|r| match r {
+            Record::ReasoningEffortChange { effort } => Some(*effort),
             _ => None,
         })
     }

@@ -41,6 +41,9 @@ impl HistoryObserver for SessionRecorder {
                 }
             }
             CoreEvent::ApprovalModeChanged { mode } => Record::ApprovalModeChange { mode: *mode },
+            CoreEvent::ReasoningEffortChanged { effort } => {
+                Record::ReasoningEffortChange { effort: *effort }
+            }
             CoreEvent::ToolStarted { call_id, .. } => Record::CallStarted {
                 call_id: call_id.clone(),
             },

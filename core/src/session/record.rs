@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use corvid_protocol::{ApprovalMode, Message, Usage};
+use corvid_protocol::{ApprovalMode, Message, ReasoningEffort, Usage};
 use serde::{Deserialize, Serialize};
 
 /// Format version written in every header; readers skip unknown record types from newer versions.
@@ -62,6 +62,11 @@ pub enum Record {
     ModelChange {
         from: String,
         to: String,
+    },
+    /// The reasoning effort was set (`/model NAME EFFORT`, ACP); a resumed session asks for it
+    /// again while its model takes it.
+    ReasoningEffortChange {
+        effort: ReasoningEffort,
     },
     /// The approval mode was changed (TUI, ACP `session/set_mode`); a resumed session starts in it.
     ApprovalModeChange {

@@ -48,6 +48,9 @@ pub fn replay_events(
             Record::ApprovalModeChange { mode } => replay
                 .events
                 .push(CoreEvent::ApprovalModeChanged { mode: *mode }),
+            Record::ReasoningEffortChange { effort } => replay
+                .events
+                .push(CoreEvent::ReasoningEffortChanged { effort: *effort }),
             // A subagent's steps are in its task's result; the replay shows the session's.
             Record::Header(_)
             | Record::HistoryCleared

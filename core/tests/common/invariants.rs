@@ -207,6 +207,7 @@ pub fn check_invariants(events: &[CoreEvent], suppressed: &[&str]) -> Result<(),
             | CoreEvent::Warning { .. }
             | CoreEvent::Hook { .. }
             | CoreEvent::ModelChanged { .. }
+            | CoreEvent::ReasoningEffortChanged { .. }
             | CoreEvent::ApprovalModeChanged { .. }
             | CoreEvent::Steered { .. } => {}
         }

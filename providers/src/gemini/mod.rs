@@ -6,6 +6,7 @@ mod parser;
 pub(crate) mod request;
 mod schema;
 mod signature;
+mod thinking;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -74,7 +75,7 @@ impl GeminiProvider {
         let configured = self.options.reasoning.effort;
         match self
             .live_effort
-            .for_request(configured, request::thinks(model))
+            .for_request(configured, thinking::thinks(model))
         {
             effort if effort == configured => Cow::Borrowed(&self.options),
             effort => {
@@ -112,7 +113,7 @@ impl Provider for GeminiProvider {
     }
 
     fn reasoning_efforts(&self, model: &str) -> &'static [ReasoningEffort] {
-        efforts_if(request::thinks(model))
+        efforts_if(thinking::thinks(model))
     }
 
     fn set_reasoning_effort(&self, effort: ReasoningEffort) {

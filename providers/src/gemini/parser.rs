@@ -2,9 +2,14 @@
 //!
 //! Every data event is a whole `GenerateContentResponse`. A functionCall part arrives whole:
 //! its preparing event goes out at that chunk under an id corvid mints (Gemini sends none),
-//! the complete call at `finishReason: STOP` like every provider's (calls of a response cut
-//! or stopped for another reason never run). A `thoughtSignature` goes out as `ThoughtData` right
-//! after the content of the part it rode on. The stream ends at the first `finishReason`.
+//! the complete call at `finishReason: STOP`. Issue 28 asked for the call at its chunk too; it
+//! is held on purpose: the core runs the complete calls of every attempt that finishes,
+//! whatever the reason (a Chat Completions call complete at `length` runs), so a call released
+//! early would run from a response Gemini then stopped for `SAFETY`, `RECITATION` or
+//! `MAX_TOKENS`. Holding it costs nothing a user sees: the core executes calls only after the
+//! finish either way, and the card (the only early sign) is out at the chunk. A cut response
+//! runs nothing either way. A `thoughtSignature` goes out as `ThoughtData` right after the
+//! content of the part it rode on. The stream ends at the first `finishReason`.
 
 use corvid_protocol::{ErrorInfo, ErrorKind, FinishReason, StreamEvent, ToolCall, Usage};
 use serde::Deserialize;
@@ -461,6 +466,26 @@ mod tests {
             cut.last().unwrap().as_ref().unwrap_err().kind,
             ErrorKind::StreamTruncated
         );
+    }
+
+    #[test]
+    fn a_whole_call_of_a_response_then_stopped_for_safety_or_max_tokens_is_never_released() {
+        for finish in ["SAFETY", "RECITATION", "MAX_TOKENS"] {
+            let got = items(&sse(&[
+                json!({"candidates": [{"content": {"parts": [
+                    {"functionCall": {"name": "run", "args": {"cmd": "ls"}}}]}}]}),
+                json!({"candidates": [{"content": {"parts": []}, "finishReason": finish}]}),
+            ]));
+            assert!(
+                matches!(got.first(), Some(Ok(StreamEvent::ToolPreparing { .. }))),
+                "{got:?}"
+            );
+            assert!(
+                !got.iter()
+                    .any(|i| matches!(i, Ok(StreamEvent::ToolCall(_)))),
+                "{finish}: {got:?}"
+            );
+        }
     }
 
     #[test]

@@ -11,8 +11,9 @@ use serde_json::Value;
 
 use super::schema::gemini_schema;
 use super::signature::{On, PLACEHOLDER, Signed};
+use super::thinking::ThinkingConfig;
 use crate::history::{Turn, paired};
-use crate::reasoning::{Reasoning, ReasoningEffort};
+use crate::reasoning::Reasoning;
 
 /// Per-provider settings that go into every body.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -98,31 +99,6 @@ struct GenerationConfig {
     thinking_config: Option<ThinkingConfig>,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ThinkingConfig {
-    include_thoughts: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    thinking_budget: Option<u32>,
-}
-
-/// The thinking budget (tokens) for an effort; unset leaves Gemini's dynamic budget.
-fn budget(effort: ReasoningEffort) -> u32 {
-    match effort {
-        ReasoningEffort::Minimal => 512,
-        ReasoningEffort::Low => 2048,
-        ReasoningEffort::Medium => 8192,
-        ReasoningEffort::High => 24_576,
-        ReasoningEffort::Xhigh => 32_768,
-    }
-}
-
-/// Whether `model` thinks (2.5 and later); older models reject `thinkingConfig`.
-pub(crate) fn thinks(model: &str) -> bool {
-    let name = model.rsplit('/').next().unwrap_or(model);
-    !(name.starts_with("gemini-1") || name.starts_with("gemini-2.0"))
-}
-
 /// The JSON body of `POST models/{model}:streamGenerateContent?alt=sse`.
 pub(crate) fn build_body(
     request: &ModelRequest,
@@ -154,10 +130,7 @@ pub(crate) fn build_body(
         generation_config: GenerationConfig {
             max_output_tokens: request.max_output_tokens,
             temperature: request.temperature,
-            thinking_config: thinks(&request.model).then(|| ThinkingConfig {
-                include_thoughts: true,
-                thinking_budget: options.reasoning.effort.map(budget),
-            }),
+            thinking_config: ThinkingConfig::new(&request.model, options.reasoning.effort),
         },
     };
     serde_json::to_vec(&body)
@@ -311,6 +284,7 @@ fn inline(data: &corvid_protocol::ImageData) -> OutPart<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reasoning::ReasoningEffort;
     use crate::test_history::{png, shot_calls, shot_result};
     use corvid_protocol::{Message, ToolCall};
     use pretty_assertions::assert_eq;
