@@ -7,6 +7,7 @@
 pub mod fixtures;
 mod response;
 mod server;
+pub mod test_layout;
 
 pub use response::{Chunk, Gate, ScriptedResponse, sse_event};
 pub use server::{MockServer, RecordedRequest};

@@ -26,10 +26,28 @@ fn assets() -> Option<&'static Assets> {
         .as_ref()
 }
 
+/// How much highlighting one code block may cost, as the sum of its lines' squared lengths in
+/// bytes. syntect's work grows with the square of a line's longest token (a 2,000-byte
+/// identifier took seconds), so a hostile answer with one long line could freeze the UI; this
+/// budget allows one 1,024-byte line, or 160 lines of 80 columns, and shows bigger blocks plain.
+const HIGHLIGHT_BUDGET: usize = 1 << 20;
+
+/// Whether `code` is small enough to highlight within [`HIGHLIGHT_BUDGET`].
+fn within_budget(code: &str) -> bool {
+    let mut cost = 0usize;
+    code.lines().all(|l| {
+        cost = cost.saturating_add(l.len().saturating_mul(l.len()));
+        cost <= HIGHLIGHT_BUDGET
+    })
+}
+
 /// Highlights `code` written in `lang` (a fence info string such as `rust` or `py`).
-/// Unknown languages come back unstyled.
+/// Unknown languages, and blocks over the highlighting budget, come back unstyled.
 pub fn highlight_code(code: &str, lang: &str) -> Vec<Line<'static>> {
     let plain = || code.lines().map(|l| Line::from(l.to_string())).collect();
+    if !within_budget(code) {
+        return plain();
+    }
     let Some(assets) = assets() else {
         return plain();
     };
@@ -70,4 +88,39 @@ fn convert(s: syntect::highlighting::Style) -> Style {
         style = style.add_modifier(Modifier::ITALIC);
     }
     style
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn styled(lines: &[Line<'static>]) -> bool {
+        lines
+            .iter()
+            .flat_map(|l| &l.spans)
+            .any(|s| s.style.fg.is_some())
+    }
+
+    #[test]
+    fn a_block_within_the_budget_is_highlighted() {
+        let code = "fn main() {\n    let x = 1;\n}\n".repeat(40);
+        assert!(styled(&highlight_code(&code, "rust")));
+    }
+
+    #[test]
+    fn a_block_with_one_huge_line_is_shown_plain_with_its_text_intact() {
+        // 1,029 bytes squared is over the budget: never handed to syntect.
+        let code = format!("let {} = 1;\n", "a".repeat(1020));
+        assert!(!within_budget(&code));
+        let lines = highlight_code(&code, "rust");
+        assert!(!styled(&lines));
+        assert_eq!(lines, vec![Line::from(code.trim_end().to_string())]);
+    }
+
+    #[test]
+    fn many_short_lines_add_up_to_the_budget_too() {
+        let line = "x".repeat(79) + "\n";
+        assert!(within_budget(&line.repeat(160)));
+        assert!(!within_budget(&line.repeat(200)));
+    }
 }

@@ -75,6 +75,9 @@ pub fn finished_prefix_len(buf: &str) -> usize {
 struct Renderer {
     out: Vec<MdLine>,
     spans: Vec<Span<'static>>,
+    /// The open inline styles, each already patched onto the ones outside it, so the current
+    /// style is the last one: folding the whole stack for every text event made a deeply
+    /// nested answer (`*a *a *a … a* a* a*`) quadratic.
     styles: Vec<Style>,
     lists: Vec<Option<u64>>,
     /// Per open list: the column where its current item's text starts.
@@ -82,7 +85,8 @@ struct Renderer {
     item_marker: Option<String>,
     quote: usize,
     code: Option<(String, String)>,
-    link: Option<String>,
+    /// The open link's destination and the index in `spans` where its text starts.
+    link: Option<(String, usize)>,
     blank_before_next: bool,
     width: usize,
     /// Extra continuation indent of the code line being flushed (its own leading spaces).
@@ -94,11 +98,11 @@ struct Renderer {
 
 impl Renderer {
     fn style(&self) -> Style {
-        self.styles.iter().fold(Style::new(), |a, s| a.patch(*s))
+        self.styles.last().copied().unwrap_or_default()
     }
 
     fn push_style(&mut self, s: Style) {
-        self.styles.push(s);
+        self.styles.push(self.style().patch(s));
     }
 
     fn event(&mut self, ev: Event<'_>) {
@@ -200,8 +204,11 @@ impl Renderer {
                 } else {
                     0
                 };
-                if let Some(col) = self.item_cols.last_mut() {
-                    *col = base + marker.chars().count();
+                // Past half the width a deeper item indents no further: each level's
+                // indent on each of its lines made a hostile `- - - … a` quadratic in size.
+                let col = (base + marker.chars().count()).min((self.width / 2).max(base));
+                if let Some(last) = self.item_cols.last_mut() {
+                    *last = col;
                 }
                 self.item_marker = Some(marker);
             }
@@ -209,7 +216,7 @@ impl Renderer {
             Tag::Strong => self.push_style(Style::new().add_modifier(Modifier::BOLD)),
             Tag::Strikethrough => self.push_style(Style::new().add_modifier(Modifier::CROSSED_OUT)),
             Tag::Link { dest_url, .. } => {
-                self.link = Some(dest_url.into_string());
+                self.link = Some((dest_url.into_string(), self.spans.len()));
                 self.push_style(Style::new().add_modifier(Modifier::UNDERLINED));
             }
             _ => self.push_style(Style::new()),
@@ -272,8 +279,11 @@ impl Renderer {
             TagEnd::Item => self.flush(),
             TagEnd::Link => {
                 self.styles.pop();
-                if let Some(url) = self.link.take() {
-                    let text: String = self.spans.iter().map(|s| s.content.as_ref()).collect();
+                if let Some((url, start)) = self.link.take() {
+                    // Only the link's own text: the whole paragraph, collected at every link's
+                    // end, made an answer of many links quadratic.
+                    let own = self.spans.get(start..).unwrap_or_default();
+                    let text: String = own.iter().map(|s| s.content.as_ref()).collect();
                     if !text.ends_with(&url) {
                         let s = Style::new().fg(Color::DarkGray);
                         self.spans.push(Span::styled(format!(" ({url})"), s));
@@ -291,12 +301,18 @@ impl Renderer {
         let Some(table) = self.table.take() else {
             return;
         };
-        let prefix = 2 * self.quote + self.item_cols.last().copied().unwrap_or(0);
+        let prefix = 2 * self.quote_marks() + self.item_cols.last().copied().unwrap_or(0);
         for line in table.render(self.width.saturating_sub(prefix)) {
             self.spans = line.spans;
             self.flush();
         }
         self.blank_before_next = true;
+    }
+
+    /// How many `▌ ` marks a line in the current quotes gets: one per level up to a quarter of
+    /// the width (half of it in columns), so hostile nesting cannot make every line huge.
+    fn quote_marks(&self) -> usize {
+        self.quote.min((self.width / 4).max(1))
     }
 
     /// A new block begins: separate it from the previous one by one blank line.
@@ -322,7 +338,7 @@ impl Renderer {
             0
         };
         let text_col = self.item_cols.last().copied().unwrap_or(0);
-        let mut prefix = "▌ ".repeat(self.quote);
+        let mut prefix = "▌ ".repeat(self.quote_marks());
         let mut prefix_spans = Vec::new();
         if !self.lists.is_empty() {
             prefix.push_str(&" ".repeat(base));
@@ -390,5 +406,60 @@ mod tests {
         let closed = "para one\n\n```\ncode\n\nmore\n```\nnext";
         assert_eq!(finished_prefix_len(closed), closed.len() - "next".len());
         assert_eq!(finished_prefix_len("no newline yet"), 0);
+    }
+
+    #[test]
+    fn only_a_link_s_own_text_decides_whether_its_address_is_shown() {
+        // The paragraph ends with the address but the link's text is only "/x".
+        assert_eq!(
+            text("mirror of https://d[/x](https://d/x)"),
+            vec!["mirror of https://d/x (https://d/x)"]
+        );
+        assert_eq!(
+            text("[docs](https://d) and [https://d](https://d)"),
+            vec!["docs (https://d) and https://d"]
+        );
+    }
+
+    #[test]
+    fn nested_inline_styles_add_up_and_end_in_order() {
+        let lines = render("*a **b ~~c~~** d*", 80);
+        let style_of = |t: &str| {
+            let span = lines[0].line.spans.iter().find(|s| s.content.contains(t));
+            span.map(|s| s.style.add_modifier)
+        };
+        assert_eq!(style_of("a"), Some(Modifier::ITALIC));
+        assert_eq!(style_of("b"), Some(Modifier::ITALIC | Modifier::BOLD));
+        let all = Modifier::ITALIC | Modifier::BOLD | Modifier::CROSSED_OUT;
+        assert_eq!(style_of("c"), Some(all));
+        assert_eq!(style_of("d"), Some(Modifier::ITALIC));
+    }
+
+    /// The widest line `src` renders to at `width`, in columns.
+    fn widest(src: &str, width: u16) -> usize {
+        let lines = render(src, width);
+        let widths = lines.iter().map(|l| str_width(&l.line.to_string()));
+        widths.max().unwrap_or(0)
+    }
+
+    #[test]
+    fn hostile_list_nesting_indents_no_further_than_half_the_width() {
+        // 2,000 levels used to give 2,000 lines of up to 4,000 columns each (16 MB from 4 KB).
+        let src = format!("{}a\n", "- ".repeat(2000));
+        assert!(widest(&src, 40) <= 20 + "- a".len(), "{}", widest(&src, 40));
+        let ordered = format!("{}a\n", "1. ".repeat(500));
+        assert!(widest(&ordered, 40) <= 20 + "1. a".len());
+        // Shallow nesting is untouched.
+        assert_eq!(
+            text("- a\n  - b\n    - c\n"),
+            vec!["- a", "  - b", "    - c"]
+        );
+    }
+
+    #[test]
+    fn hostile_quote_nesting_gets_at_most_half_the_width_of_marks() {
+        let src = format!("{} a\n\n{} b\n", ">".repeat(3000), "> ".repeat(3000));
+        assert!(widest(&src, 40) <= 20 + 2, "{}", widest(&src, 40));
+        assert_eq!(text("> > a"), vec!["▌ ▌ a"]);
     }
 }

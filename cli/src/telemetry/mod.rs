@@ -30,8 +30,10 @@ use self::metrics::MetricsLayer;
 /// A layer of the process's subscriber.
 pub type BoxedLayer = Box<dyn Layer<Registry> + Send + Sync>;
 
-/// How long the exit waits for the last export at most, unless [`FLUSH_ENV`] says.
-const FLUSH_BOUND: Duration = Duration::from_secs(2);
+/// How long the exit waits for the last export at most, unless [`FLUSH_ENV`] says. A loopback
+/// or LAN collector takes a few milliseconds; a refused or silent one used to hold the exit
+/// for the exporter's retries (0.9 s of a 2 s bound), which a user feels on every `-p` run.
+const FLUSH_BOUND: Duration = Duration::from_millis(200);
 /// Env var with the exit's wait for the last export in milliseconds (a slow link to a
 /// distant collector may want more).
 const FLUSH_ENV: &str = "CORVID_TELEMETRY_FLUSH_MS";

@@ -252,6 +252,44 @@ async fn an_unreachable_collector_leaves_stdout_and_stderr_clean() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_that_accepts_and_never_answers_does_not_hold_the_exit() {
+    // Accepts every connection and never reads or answers; the exporter's own timeout is an
+    // hour, so only corvid's bound on the exit's flush (200 ms unless the variable says) lets
+    // it exit. The deadline below only turns a hang into a failure; it measures nothing.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            open.push(socket);
+        }
+    });
+    let server = MockServer::start().await;
+    server.push(text_turn("Hi."));
+    let sb = Sandbox::new();
+    let mut cmd = sb.against(
+        &server,
+        "sk-test",
+        &["-p", "hello", "--output-format", "stream-json"],
+    );
+    cmd.env("OPENAI_MODEL", "mock-model")
+        .env("CORVID_ENABLE_TELEMETRY", "1")
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{port}"),
+        )
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", "3600000")
+        .env_remove("CORVID_TELEMETRY_FLUSH_MS")
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(std::time::Duration::from_secs(300), run(cmd))
+        .await
+        .expect("corvid still running 5 minutes after its answer: the exit's flush is unbounded");
+    held.abort();
+    assert_success(&out);
+    assert_eq!(common::stderr(&out), "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acp_session_exports_its_task_and_keeps_stdout_pure_json_rpc() {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
     let collector = Collector::start(Transport::HttpProtobuf).await;
