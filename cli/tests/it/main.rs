@@ -11,6 +11,14 @@
 // stay unchanged.
 #![allow(clippy::duplicate_mod)]
 
+#[path = "../acp_ask_user.rs"]
+mod acp_ask_user;
+#[path = "../acp_branch.rs"]
+mod acp_branch;
+#[path = "../acp_commands.rs"]
+mod acp_commands;
+#[path = "../acp_hooks.rs"]
+mod acp_hooks;
 #[path = "../acp_images.rs"]
 mod acp_images;
 #[path = "../acp_mcp.rs"]
@@ -25,8 +33,12 @@ mod acp_rewind;
 mod acp_terminal;
 #[path = "../commands.rs"]
 mod commands;
+#[path = "../headless_ask_user.rs"]
+mod headless_ask_user;
 #[path = "../headless_auto_mode.rs"]
 mod headless_auto_mode;
+#[path = "../headless_background.rs"]
+mod headless_background;
 #[path = "../headless_context.rs"]
 mod headless_context;
 #[path = "../headless_demo.rs"]
@@ -49,8 +61,12 @@ mod headless_plan_mode;
 mod headless_responses;
 #[path = "../headless_subagent.rs"]
 mod headless_subagent;
+#[path = "../headless_web_search.rs"]
+mod headless_web_search;
 #[path = "../hooks_cmd.rs"]
 mod hooks_cmd;
+#[path = "../hooks_trust.rs"]
+mod hooks_trust;
 #[path = "../key_environ.rs"]
 mod key_environ;
 #[path = "../mcp_headless.rs"]
@@ -61,6 +77,8 @@ mod mcp_list;
 mod replay_sse;
 #[path = "../rewind.rs"]
 mod rewind;
+#[path = "../session_fork.rs"]
+mod session_fork;
 #[path = "../session_safety.rs"]
 mod session_safety;
 #[path = "../sessions.rs"]

@@ -26,6 +26,10 @@ mod approval_protected;
 mod approval_rules;
 #[path = "../approval_web.rs"]
 mod approval_web;
+#[path = "../ask_user.rs"]
+mod ask_user;
+#[path = "../background.rs"]
+mod background;
 #[path = "../bulk_after_cards.rs"]
 mod bulk_after_cards;
 #[path = "../checkpoints_session.rs"]
@@ -42,16 +46,22 @@ mod commands_run;
 mod context_instructions;
 #[path = "../context_tool_results.rs"]
 mod context_tool_results;
+#[path = "../enter_plan_mode.rs"]
+mod enter_plan_mode;
 #[path = "../fault_injection.rs"]
 mod fault_injection;
 #[path = "../hooks_lifecycle.rs"]
 mod hooks_lifecycle;
+#[path = "../hosted_search_e2e.rs"]
+mod hosted_search_e2e;
 #[path = "../images.rs"]
 mod images;
 #[path = "../live_output.rs"]
 mod live_output;
 #[path = "../long_session.rs"]
 mod long_session;
+#[path = "../loop_bad_wire_input.rs"]
+mod loop_bad_wire_input;
 #[path = "../loop_e2e.rs"]
 mod loop_e2e;
 #[path = "../loop_e2e_faults.rs"]
@@ -74,8 +84,12 @@ mod plan_mode;
 mod read_only_commands;
 #[path = "../session_clear_reject.rs"]
 mod session_clear_reject;
+#[path = "../session_fork.rs"]
+mod session_fork;
 #[path = "../session_record.rs"]
 mod session_record;
+#[path = "../session_resume_providers.rs"]
+mod session_resume_providers;
 #[path = "../session_resume_state.rs"]
 mod session_resume_state;
 #[path = "../session_safety.rs"]
@@ -94,10 +108,14 @@ mod settings_shell;
 mod settings_trust;
 #[path = "../settings_web.rs"]
 mod settings_web;
+#[path = "../settings_web_search.rs"]
+mod settings_web_search;
 #[path = "../settings_wiring.rs"]
 mod settings_wiring;
 #[path = "../shell_split.rs"]
 mod shell_split;
+#[path = "../skill_files.rs"]
+mod skill_files;
 #[path = "../steer.rs"]
 mod steer;
 #[path = "../subagents.rs"]

@@ -11,6 +11,8 @@
 // stay unchanged.
 #![allow(clippy::duplicate_mod)]
 
+#[path = "../anthropic_server_search.rs"]
+mod anthropic_server_search;
 #[path = "../edge_cases.rs"]
 mod edge_cases;
 #[path = "../errors.rs"]

@@ -17,10 +17,14 @@ mod read_list;
 mod registry;
 #[path = "../search.rs"]
 mod search;
+#[path = "../shell_background.rs"]
+mod shell_background;
 #[path = "../symlink_race.rs"]
 mod symlink_race;
 #[path = "../web_fetch.rs"]
 mod web_fetch;
+#[path = "../web_search.rs"]
+mod web_search;
 #[path = "../write_edit.rs"]
 mod write_edit;
 
