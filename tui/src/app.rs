@@ -43,6 +43,10 @@ pub struct TuiOptions {
     pub transcript: Vec<CoreEvent>,
     /// Lists and resumes recorded sessions for `/resume`; `None` where sessions are unavailable.
     pub sessions: Option<Arc<dyn SessionLauncher>>,
+    /// The provider's model listing for `/model` (cached on disk, refreshed at start).
+    pub models: Option<corvid_core::models::ModelListing>,
+    /// `ui.theme`: `auto` asks the terminal for its background colour.
+    pub theme: corvid_core::settings::UiTheme,
 }
 
 impl std::fmt::Debug for TuiOptions {
@@ -54,6 +58,8 @@ impl std::fmt::Debug for TuiOptions {
             .field("no_color", &self.no_color)
             .field("transcript", &self.transcript.len())
             .field("sessions", &self.sessions.is_some())
+            .field("models", &self.models.is_some())
+            .field("theme", &self.theme)
             .finish()
     }
 }
@@ -83,6 +89,11 @@ pub struct App {
     pub times: crate::timing::SessionTimes,
     /// The `/resume` picker, while open.
     pub picker: Option<SessionPicker>,
+    /// The `/model` picker, while open.
+    pub model_picker: Option<crate::model_picker::ModelPicker>,
+    /// The provider's listed models; `None` while no listing is known (unavailable or not
+    /// answered yet): a typed `/model NAME` is then taken unchecked.
+    pub models: Option<Vec<String>>,
     /// The `/undo` and `/rewind` dialog, while open.
     pub rewind: Option<crate::rewind::RewindDialog>,
     /// The session's checkpoints (`None` when off), for `/undo` and `/rewind`.
@@ -154,6 +165,8 @@ impl App {
             stats: UsageStats::default(),
             times: crate::timing::SessionTimes::new(Instant::now()),
             picker: None,
+            model_picker: None,
+            models: None,
             rewind: None,
             checkpoints: None,
             rewound_prompt: None,
@@ -314,6 +327,16 @@ impl App {
         self.replay(transcript);
     }
 
+    /// The provider listed its models (or the listing failed: `/model NAME` then goes
+    /// unchecked). An empty listing counts as none.
+    pub fn on_models(&mut self, listed: Result<Vec<String>, String>) {
+        match listed {
+            Ok(models) if !models.is_empty() => self.models = Some(models),
+            Ok(_) => {}
+            Err(e) => tracing::debug!(error = %e, "no model listing for /model"),
+        }
+    }
+
     /// Commits a notice line (also for failures the run loop meets, such as a failed resume).
     pub fn notice(&mut self, kind: NoticeKind, text: String) {
         self.chat.commit(HistoryCell::Notice(kind, text));
@@ -352,6 +375,7 @@ impl App {
                 (popup, choice)
             },
             picker: self.picker.as_ref(),
+            model_picker: self.model_picker.as_ref(),
             rewind: self.rewind.as_ref(),
             transcript: self.transcript_view.as_ref().map(|v| (v, self.screen_rows)),
             frame: self.frame,
@@ -366,6 +390,7 @@ impl App {
         if !text.starts_with('/')
             || text.contains(char::is_whitespace)
             || self.picker.is_some()
+            || self.model_picker.is_some()
             || self.rewind.is_some()
             || self.composer.browsing_history()
         {

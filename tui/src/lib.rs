@@ -17,6 +17,7 @@ pub mod live;
 pub mod markdown;
 mod md_table;
 pub mod mention;
+pub mod model_picker;
 pub mod modes;
 mod notify;
 pub mod picker;

@@ -55,6 +55,8 @@ pub struct LiveView<'a> {
     pub commands: (Vec<usize>, usize),
     /// The `/resume` picker, while open.
     pub picker: Option<&'a SessionPicker>,
+    /// The `/model` picker, while open.
+    pub model_picker: Option<&'a crate::model_picker::ModelPicker>,
     /// The `/undo` and `/rewind` dialog, while open.
     pub rewind: Option<&'a crate::rewind::RewindDialog>,
     /// The transcript view and the terminal's height, while open: it replaces the live area.
@@ -138,6 +140,12 @@ impl LiveView<'_> {
             }
             out.extend(p.lines(width));
         }
+        if let Some(p) = self.model_picker {
+            if !out.is_empty() {
+                out.push(Line::default());
+            }
+            out.extend(p.lines(width));
+        }
         if let Some(r) = self.rewind {
             if !out.is_empty() {
                 out.push(Line::default());
@@ -204,7 +212,7 @@ impl LiveView<'_> {
         let mode = if self.chat.compact { "compact" } else { "full" };
         let mut left = format!(
             "{} · {} · {mode}",
-            self.status.model,
+            crate::wrap::printable(&self.status.model),
             self.status.approval_mode.as_str()
         );
         if let Some(fill) = self.status.context {

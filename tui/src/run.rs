@@ -189,7 +189,8 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
         app.on_resumed(&agent.session_id, &options.transcript);
     }
     let launcher = options.sessions.as_deref();
-    let result = event_loop(&mut agent, launcher, &mut screen, &mut app, &modes).await;
+    let listed = list_models(options.models.as_ref(), &mut app);
+    let result = event_loop(&mut agent, launcher, listed, &mut screen, &mut app, &modes).await;
     if app.chat.is_running() {
         let _ = agent.sender.submit(Op::Cancel);
     }
@@ -212,6 +213,7 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
 async fn event_loop(
     agent: &mut Agent,
     launcher: Option<&dyn SessionLauncher>,
+    mut listed: Option<ModelsOnTheWay>,
     screen: &mut Screen<io::Stdout, TtyProbe>,
     app: &mut App,
     modes: &TerminalModes,
@@ -304,6 +306,11 @@ async fn event_loop(
                         tracing::warn!(error = %e, "re-anchoring the live area after a resize failed");
                     }
                 }
+            }
+            answer = models_answer(&mut listed), if listed.is_some() => {
+                listed = None;
+                app.on_models(answer);
+                redraw = false;
             }
             _ = tick.tick() => {
                 app.tick(Instant::now());
@@ -467,6 +474,32 @@ async fn edit_in_editor(text: &str) -> io::Result<String> {
         return Err(io::Error::other(format!("`{editor}` exited with {status}")));
     }
     edited
+}
+
+/// The provider's fresh model listing, on its way.
+type ModelsOnTheWay = tokio::task::JoinHandle<Result<Vec<String>, corvid_protocol::ErrorInfo>>;
+
+/// Gives `app` the cached model listing at once and starts fetching a fresh one (it replaces
+/// the cached one when it comes; a failure leaves the cached one).
+fn list_models(
+    listing: Option<&corvid_core::models::ModelListing>,
+    app: &mut App,
+) -> Option<ModelsOnTheWay> {
+    let listing = listing?.clone();
+    if let Some(cached) = listing.cached() {
+        app.on_models(Ok(cached));
+    }
+    Some(tokio::spawn(async move { listing.fetch().await }))
+}
+
+async fn models_answer(listed: &mut Option<ModelsOnTheWay>) -> Result<Vec<String>, String> {
+    match listed {
+        Some(fetch) => match fetch.await {
+            Ok(answer) => answer.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        },
+        None => futures::future::pending().await,
+    }
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {

@@ -20,6 +20,8 @@ fn app() -> App {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: None,
     })
 }
@@ -619,6 +621,8 @@ fn app_with_sessions() -> App {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: Some(listed_sessions()),
     });
     a.session_id = "cur-0000-current".into();
@@ -724,6 +728,8 @@ fn resume_without_a_launcher_or_without_earlier_sessions_says_so() {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: Some(std::sync::Arc::new(FakeSessions(vec![session(
             "only", 0, "now",
         )]))),

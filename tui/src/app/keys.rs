@@ -36,6 +36,19 @@ impl App {
                 }
             };
         }
+        if let Some(picker) = self.model_picker.as_mut() {
+            return match picker.on_key(key) {
+                PickerOutcome::Open => Vec::new(),
+                PickerOutcome::Closed => {
+                    self.model_picker = None;
+                    Vec::new()
+                }
+                PickerOutcome::Chosen(model) => {
+                    self.model_picker = None;
+                    self.use_model(Some(model), None, "")
+                }
+            };
+        }
         if self.rewind.is_some() {
             return self.on_rewind_key(key);
         }
