@@ -76,6 +76,9 @@ pub enum Action {
     Edit(String),
     /// Swap the agent for one going on with this recorded session (`/resume`).
     Resume(String),
+    /// Swap the agent for one in a new recorded session (`/clear`); the old one stays
+    /// resumable.
+    NewSession,
     Quit,
 }
 
@@ -335,6 +338,26 @@ impl App {
             Ok(_) => {}
             Err(e) => tracing::debug!(error = %e, "no model listing for /model"),
         }
+    }
+
+    /// The agent now works in the new session `session_id` (`/clear`): `/stats` and the
+    /// rewind points start over, and the notice says how to go back to the previous session.
+    pub fn on_new_session(&mut self, session_id: &str) {
+        let previous = std::mem::replace(&mut self.session_id, session_id.to_owned());
+        let was_resumable = std::mem::take(&mut self.resumable);
+        self.stats = UsageStats::default();
+        self.times = crate::timing::SessionTimes::new(Instant::now());
+        self.prompts.clear();
+        self.stats.context = None;
+        self.status.context = None;
+        let text = if was_resumable {
+            format!(
+                "New session {session_id}. The previous one stays resumable: corvid --resume {previous} (or /resume)"
+            )
+        } else {
+            format!("New session {session_id}")
+        };
+        self.notice(NoticeKind::Info, text);
     }
 
     /// Commits a notice line (also for failures the run loop meets, such as a failed resume).

@@ -19,6 +19,9 @@ pub trait SessionLauncher: Send + Sync {
     fn list(&self) -> Result<Vec<SessionSummary>, String>;
     /// Starts an agent going on with session `id`, with its transcript to replay.
     fn resume(&self, id: &str) -> Result<Resumed, String>;
+    /// Starts an agent in a new recorded session (`/clear`), configured like the first one;
+    /// its transcript is empty.
+    fn fresh(&self) -> Result<Resumed, String>;
 }
 
 /// The open picker: the sessions offered, the search typed, and the highlighted match.

@@ -254,6 +254,11 @@ async fn event_loop(
                                     agent_open = true;
                                 }
                             }
+                            Action::NewSession => {
+                                if new_session(agent, launcher, app) {
+                                    agent_open = true;
+                                }
+                            }
                             Action::ClearScreen => screen.clear_screen()?,
                             Action::Edit(text) => {
                                 let _paused = queries.pause();
@@ -399,11 +404,7 @@ fn resume(
         Ok(resumed) => {
             // Dropping the old agent's sender ends it; its recording is complete (flushed per record).
             *agent = Agent::new(resumed.handle);
-            app.instructions.clone_from(&agent.instructions);
-            app.tools.clone_from(&agent.tools);
-            app.commands.clone_from(&agent.commands);
-            app.commands.clone_from(&agent.commands);
-            app.checkpoints.clone_from(&agent.checkpoints);
+            take_agent_parts(app, agent);
             app.on_resumed(&agent.session_id, &resumed.transcript);
             true
         }
@@ -412,6 +413,51 @@ fn resume(
             false
         }
     }
+}
+
+/// The UI shows what the agent it now talks to has loaded.
+fn take_agent_parts(app: &mut App, agent: &Agent) {
+    app.instructions.clone_from(&agent.instructions);
+    app.tools.clone_from(&agent.tools);
+    app.commands.clone_from(&agent.commands);
+    app.checkpoints.clone_from(&agent.checkpoints);
+}
+
+/// `/clear`: swaps `agent` for one in a new recorded session, going on with the model and
+/// approval mode in use. When that fails the old agent stays, with its history cleared.
+fn new_session(agent: &mut Agent, launcher: Option<&dyn SessionLauncher>, app: &mut App) -> bool {
+    let started = match launcher.map(SessionLauncher::fresh) {
+        Some(Ok(started)) => started,
+        failed => {
+            let why = match failed {
+                Some(Err(e)) => e,
+                _ => "sessions are not available here".to_owned(),
+            };
+            app.notice(
+                NoticeKind::Error,
+                format!(
+                    "Cannot start a new session ({why}); the conversation is cleared in this one"
+                ),
+            );
+            return agent.sender.submit(Op::ClearHistory).is_ok();
+        }
+    };
+    // Dropping the old agent's sender ends it; its recording is complete (flushed per record).
+    *agent = Agent::new(started.handle);
+    take_agent_parts(app, agent);
+    let mut ops = Vec::new();
+    if app.status.model != started.model {
+        ops.push(Op::SetModel {
+            model: app.status.model.clone(),
+        });
+    }
+    if app.status.approval_mode != started.approval_mode {
+        ops.push(Op::SetApprovalMode {
+            mode: app.status.approval_mode,
+        });
+    }
+    app.on_new_session(&agent.session_id);
+    ops.into_iter().all(|op| agent.sender.submit(op).is_ok())
 }
 
 /// `corvid 0.1.0 · ~/src/project · main`: the version, the working folder and its git branch.

@@ -62,7 +62,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         "/clear",
         "",
-        "start a fresh conversation: clears the screen and the model's history",
+        "start a new session (the old one stays resumable) on a clear screen",
     ),
     (
         "/init",
@@ -192,7 +192,14 @@ impl App {
                 self.stats.context = None;
                 self.status.context = None;
                 self.queued = None;
-                return vec![Action::Submit(Op::ClearHistory), Action::ClearScreen];
+                // A new recorded session where sessions are kept (the old one stays
+                // resumable); else the model's history is cleared in place.
+                let fresh = if self.sessions.is_some() {
+                    Action::NewSession
+                } else {
+                    Action::Submit(Op::ClearHistory)
+                };
+                return vec![fresh, Action::ClearScreen];
             }
             "/quit" | "/exit" => return vec![Action::Quit],
             "/resume" => return self.open_picker(arg),

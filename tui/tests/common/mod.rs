@@ -256,6 +256,10 @@ impl corvid_tui::SessionLauncher for FakeSessions {
     fn resume(&self, id: &str) -> Result<corvid_core::session::Resumed, String> {
         Err(format!("the fake launcher does not start agents ({id})"))
     }
+
+    fn fresh(&self) -> Result<corvid_core::session::Resumed, String> {
+        Err("the fake launcher does not start agents".into())
+    }
 }
 
 /// A listed session started `minutes` after 2026-11-30 09:00 UTC.
