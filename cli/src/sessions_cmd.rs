@@ -18,7 +18,7 @@ const PROMPT_WIDTH: usize = 60;
 const DETAIL_WIDTH: usize = 80;
 
 /// Prints this project's recorded sessions, newest first: id, start time (UTC), model and the
-/// first prompt on one line; a friendly line when there are none.
+/// title (else the first prompt) on one line; a friendly line when there are none.
 pub fn list_sessions(store: &SessionStore, cwd: &Path, out: &mut impl Write) -> anyhow::Result<()> {
     let sessions = store.list(cwd)?;
     if sessions.is_empty() {
@@ -34,7 +34,7 @@ pub fn list_sessions(store: &SessionStore, cwd: &Path, out: &mut impl Write) -> 
         "ID".to_owned(),
         "STARTED (UTC)".to_owned(),
         "MODEL".to_owned(),
-        "FIRST PROMPT".to_owned(),
+        "TITLE OR FIRST PROMPT".to_owned(),
     ];
     let widths: Vec<usize> = (0..3)
         .map(|col| {
@@ -62,10 +62,10 @@ pub fn list_sessions(store: &SessionStore, cwd: &Path, out: &mut impl Write) -> 
 }
 
 fn list_row(session: &SessionSummary) -> [String; 4] {
-    let prompt = if session.first_prompt.trim().is_empty() {
-        "(no prompt)".to_owned()
-    } else {
-        one_line(&session.first_prompt, PROMPT_WIDTH)
+    let prompt = match &session.title {
+        Some(title) => one_line(title, PROMPT_WIDTH),
+        None if session.first_prompt.trim().is_empty() => "(no prompt)".to_owned(),
+        None => one_line(&session.first_prompt, PROMPT_WIDTH),
     };
     // Damaged sessions are shown, marked, instead of hidden: the user can still resume or read them.
     let prompt = match &session.health {
@@ -165,6 +165,9 @@ pub fn show_session(
                 saw_usage = true;
             }
             Record::HistoryCleared => writeln!(out, "(history cleared: /clear)")?,
+            Record::Title { title } => {
+                writeln!(out, "(titled: {})", one_line(title, PROMPT_WIDTH))?;
+            }
             Record::HistoryRewound { .. } => writeln!(
                 out,
                 "(conversation rewound: the turns undone here are left out)"
@@ -475,9 +478,36 @@ mod tests {
         assert_eq!(
             list(&f),
             "\
-ID             STARTED (UTC)     MODEL              FIRST PROMPT
+ID             STARTED (UTC)     MODEL              TITLE OR FIRST PROMPT
 newer-session  2026-11-30 08:45  claude-sonnet-4-5  please refactor the settings loader so that every source is…
 older          2024-02-29 23:59  gpt-4.1            fix the flaky test
+"
+        );
+    }
+
+    #[test]
+    fn a_titled_session_is_listed_by_its_last_title_without_control_characters() {
+        let f = fixture();
+        write_session(
+            &f,
+            "titled",
+            1_796_028_300_000,
+            "gpt-4.1",
+            &[
+                user("the parser test fails now and then"),
+                Record::Title {
+                    title: "First try".into(),
+                },
+                Record::Title {
+                    title: "Fix the flaky\x1b[2J parser test".into(),
+                },
+            ],
+        );
+        assert_eq!(
+            list(&f),
+            "\
+ID      STARTED (UTC)     MODEL    TITLE OR FIRST PROMPT
+titled  2026-11-30 08:45  gpt-4.1  Fix the flaky[2J parser test
 "
         );
     }

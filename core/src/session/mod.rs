@@ -14,6 +14,7 @@ mod rewound;
 mod secrets;
 mod store;
 mod time;
+mod titled;
 
 pub use launch::{Recorded, Resumed, spawn_recorded, spawn_resumed};
 pub use load::{INTERRUPTED_CALL, LoadedSession, UNSTARTED_CALL};
@@ -23,3 +24,4 @@ pub use replay::replay_events;
 pub use secrets::RecordedSecrets;
 pub use store::{SessionError, SessionHealth, SessionStore, SessionSummary, is_session_id};
 pub use time::{utc_iso8601, utc_minutes};
+pub use titled::TitledRecorder;

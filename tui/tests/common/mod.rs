@@ -270,6 +270,7 @@ pub fn session(id: &str, minutes: u64, prompt: &str) -> corvid_core::session::Se
         started_at_ms: 1_796_029_200_000 + minutes * 60_000,
         model: "demo".into(),
         first_prompt: prompt.into(),
+        title: None,
         health: Default::default(),
     }
 }
