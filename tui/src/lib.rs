@@ -25,6 +25,7 @@ mod replay;
 pub mod rewind;
 mod run;
 pub mod screen;
+pub mod theme;
 pub mod timing;
 pub mod tools;
 pub mod transcript;

@@ -76,6 +76,8 @@ impl Agent {
 /// Raw mode and terminal modes for the session; dropping it restores the terminal.
 struct TerminalModes {
     keyboard_enhanced: bool,
+    /// The palette for `ui.theme` (with `auto`, the terminal's background decides).
+    palette: crate::theme::Palette,
 }
 
 impl TerminalModes {
@@ -104,12 +106,21 @@ impl TerminalModes {
         Ok(())
     }
 
-    fn enter() -> io::Result<Self> {
+    fn enter(theme: corvid_core::settings::UiTheme) -> io::Result<Self> {
         // Ask before raw mode and before the event stream exists (the reply would be stolen).
         let keyboard_enhanced =
             crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false);
         enable_raw_mode()?;
         let mut out = io::stdout();
+        // Raw, so the answer is not echoed; bounded, so a silent terminal costs at most that.
+        let palette = crate::theme::Palette::choose(theme, || {
+            crate::theme::query_background(
+                io::stdin(),
+                &mut out,
+                std::env::var_os("TMUX").is_some(),
+                crate::theme::BACKGROUND_TIMEOUT,
+            )
+        });
         // Focus events tell whether a finished task needs a notification.
         execute!(out, EnableBracketedPaste, EnableFocusChange)?;
         if keyboard_enhanced {
@@ -119,7 +130,10 @@ impl TerminalModes {
                 PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
             )?;
         }
-        Ok(Self { keyboard_enhanced })
+        Ok(Self {
+            keyboard_enhanced,
+            palette,
+        })
     }
 }
 
@@ -161,12 +175,13 @@ fn install_panic_hook() {
 
 /// Sets the terminal up, runs the loop, and always puts the terminal back.
 async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
-    let modes = TerminalModes::enter()?;
+    let modes = TerminalModes::enter(options.theme)?;
     install_panic_hook();
     let mut screen = Screen::new(
         Box::new(|cursor| SafeScroll::new(io::stdout(), TtyProbe, cursor)),
         options.no_color,
     )?;
+    screen.set_palette(modes.palette);
     let mut app = App::new(&options);
     if let Ok((_, rows)) = crossterm::terminal::size() {
         app.screen_rows = rows;
