@@ -859,7 +859,7 @@ fn the_command_popup_is_walked_with_arrows_completed_with_tab_and_run_with_enter
     let names = |a: &App| {
         a.command_popup()
             .into_iter()
-            .map(|i| corvid_tui::app::COMMANDS[i].0)
+            .map(|e| e.name)
             .collect::<Vec<_>>()
     };
     assert_eq!(names(&a), vec!["/compress", "/clear"]);

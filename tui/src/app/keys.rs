@@ -227,7 +227,8 @@ impl App {
             return None;
         }
         let choice = self.command_choice.min(popup.len() - 1);
-        let (name, arg, _) = super::COMMANDS[popup[choice]];
+        let entry = &popup[choice];
+        let (name, arg) = (entry.name.as_str(), entry.arg.as_str());
         match key.code {
             KeyCode::Up => self.command_choice = (choice + popup.len() - 1) % popup.len(),
             KeyCode::Down => self.command_choice = (choice + 1) % popup.len(),
