@@ -5,10 +5,8 @@ use std::io::{self, Write};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use corvid_core::agent::{AgentHandle, EventReceiver, OpSender};
-use corvid_core::context::instructions::InstructionsFile;
+use corvid_core::agent::AgentHandle;
 use corvid_protocol::Op;
-use corvid_tools::ToolRegistry;
 use crossterm::event::{
     DisableBracketedPaste, DisableFocusChange, EnableBracketedPaste, EnableFocusChange, Event,
     KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
@@ -18,6 +16,8 @@ use crossterm::{cursor, execute, queue};
 use futures::{FutureExt, Stream, StreamExt};
 use ratatui::layout::Size;
 
+mod agent;
+
 use crate::app::{Action, App, TuiOptions};
 use crate::backend::{SafeScroll, TtyProbe};
 use crate::cells::NoticeKind;
@@ -25,6 +25,9 @@ use crate::composer::Composer;
 use crate::history::PromptHistory;
 use crate::picker::SessionLauncher;
 use crate::screen::{Screen, VIEWPORT_TOP};
+use agent::{
+    Agent, ModelsOnTheWay, list_models, models_answer, new_session, resume, take_agent_parts,
+};
 
 /// Spinner frame interval while something animates.
 const TICK: Duration = Duration::from_millis(80);
@@ -40,37 +43,6 @@ const INPUT_PER_FRAME: usize = 4096;
 /// Runs the terminal UI on an agent until the user quits.
 pub async fn run(handle: AgentHandle, options: TuiOptions) -> anyhow::Result<()> {
     run_with(Agent::new(handle), options).await
-}
-
-/// The agent the UI talks to; `/resume` replaces it.
-struct Agent {
-    session_id: String,
-    instructions: Vec<InstructionsFile>,
-    tools: ToolRegistry,
-    commands: Option<std::sync::Arc<corvid_core::commands::Library>>,
-    checkpoints: Option<std::sync::Arc<corvid_core::checkpoints::SessionCheckpoints>>,
-    sender: OpSender,
-    events: EventReceiver,
-}
-
-impl Agent {
-    fn new(handle: AgentHandle) -> Self {
-        let session_id = handle.session_id().to_owned();
-        let instructions = handle.instructions().to_vec();
-        let tools = handle.tools().clone();
-        let commands = handle.commands().cloned();
-        let checkpoints = handle.checkpoints();
-        let (sender, events) = handle.split();
-        Self {
-            session_id,
-            instructions,
-            tools,
-            commands,
-            checkpoints,
-            sender,
-            events,
-        }
-    }
 }
 
 /// Raw mode and terminal modes for the session; dropping it restores the terminal.
@@ -196,10 +168,7 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
         app.composer = Composer::with_history_file(PromptHistory::project_file(&home, &cwd));
     }
     app.session_id.clone_from(&agent.session_id);
-    app.instructions.clone_from(&agent.instructions);
-    app.tools.clone_from(&agent.tools);
-    app.commands.clone_from(&agent.commands);
-    app.checkpoints.clone_from(&agent.checkpoints);
+    take_agent_parts(&mut app, &agent);
     if !options.transcript.is_empty() {
         app.on_resumed(&agent.session_id, &options.transcript);
     }
@@ -401,80 +370,6 @@ where
     Ok(batch)
 }
 
-/// Swaps `agent` for one going on with session `id`; false (with a notice) when that fails.
-fn resume(
-    agent: &mut Agent,
-    launcher: Option<&dyn SessionLauncher>,
-    app: &mut App,
-    id: &str,
-) -> bool {
-    let Some(launcher) = launcher else {
-        app.notice(
-            NoticeKind::Warning,
-            "Sessions are not available here".into(),
-        );
-        return false;
-    };
-    match launcher.resume(id) {
-        Ok(resumed) => {
-            // Dropping the old agent's sender ends it; its recording is complete (flushed per record).
-            *agent = Agent::new(resumed.handle);
-            take_agent_parts(app, agent);
-            app.on_resumed(&agent.session_id, &resumed.transcript);
-            true
-        }
-        Err(e) => {
-            app.notice(NoticeKind::Error, format!("Cannot resume {id}: {e}"));
-            false
-        }
-    }
-}
-
-/// The UI shows what the agent it now talks to has loaded.
-fn take_agent_parts(app: &mut App, agent: &Agent) {
-    app.instructions.clone_from(&agent.instructions);
-    app.tools.clone_from(&agent.tools);
-    app.commands.clone_from(&agent.commands);
-    app.checkpoints.clone_from(&agent.checkpoints);
-}
-
-/// `/clear`: swaps `agent` for one in a new recorded session, going on with the model and
-/// approval mode in use. When that fails the old agent stays, with its history cleared.
-fn new_session(agent: &mut Agent, launcher: Option<&dyn SessionLauncher>, app: &mut App) -> bool {
-    let started = match launcher.map(SessionLauncher::fresh) {
-        Some(Ok(started)) => started,
-        failed => {
-            let why = match failed {
-                Some(Err(e)) => e,
-                _ => "sessions are not available here".to_owned(),
-            };
-            app.notice(
-                NoticeKind::Error,
-                format!(
-                    "Cannot start a new session ({why}); the conversation is cleared in this one"
-                ),
-            );
-            return agent.sender.submit(Op::ClearHistory).is_ok();
-        }
-    };
-    // Dropping the old agent's sender ends it; its recording is complete (flushed per record).
-    *agent = Agent::new(started.handle);
-    take_agent_parts(app, agent);
-    let mut ops = Vec::new();
-    if app.status.model != started.model {
-        ops.push(Op::SetModel {
-            model: app.status.model.clone(),
-        });
-    }
-    if app.status.approval_mode != started.approval_mode {
-        ops.push(Op::SetApprovalMode {
-            mode: app.status.approval_mode,
-        });
-    }
-    app.on_new_session(&agent.session_id);
-    ops.into_iter().all(|op| agent.sender.submit(op).is_ok())
-}
-
 /// `corvid 0.1.0 · ~/src/project · main`: the version, the working folder and its git branch.
 fn welcome_line(cwd: &std::path::Path) -> String {
     let mut line = format!("corvid {} · {}", env!("CARGO_PKG_VERSION"), cwd.display());
@@ -535,32 +430,6 @@ async fn edit_in_editor(text: &str) -> io::Result<String> {
         return Err(io::Error::other(format!("`{editor}` exited with {status}")));
     }
     edited
-}
-
-/// The provider's fresh model listing, on its way.
-type ModelsOnTheWay = tokio::task::JoinHandle<Result<Vec<String>, corvid_protocol::ErrorInfo>>;
-
-/// Gives `app` the cached model listing at once and starts fetching a fresh one (it replaces
-/// the cached one when it comes; a failure leaves the cached one).
-fn list_models(
-    listing: Option<&corvid_core::models::ModelListing>,
-    app: &mut App,
-) -> Option<ModelsOnTheWay> {
-    let listing = listing?.clone();
-    if let Some(cached) = listing.cached() {
-        app.on_models(Ok(cached));
-    }
-    Some(tokio::spawn(async move { listing.fetch().await }))
-}
-
-async fn models_answer(listed: &mut Option<ModelsOnTheWay>) -> Result<Vec<String>, String> {
-    match listed {
-        Some(fetch) => match fetch.await {
-            Ok(answer) => answer.map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        },
-        None => futures::future::pending().await,
-    }
 }
 
 async fn sleep_until(at: Option<tokio::time::Instant>) {
