@@ -8,13 +8,9 @@ use corvid_tools::ToolContext;
 use tokio_util::sync::CancellationToken;
 
 use super::load::LoadedSession;
-use super::record::Record;
-use super::recorder::SessionRecorder;
 use super::replay::replay_events;
 use super::store::{SessionError, SessionStore};
-use super::titled::TitledRecorder;
-use crate::agent::{AgentConfig, AgentHandle, HistoryObserver, spawn_agent, spawn_agent_observed};
-use crate::summary::SummaryConfig;
+use crate::agent::{AgentConfig, AgentHandle, spawn_agent, spawn_agent_observed};
 
 /// A new session's agent, and why it is not being recorded when recording failed.
 pub struct Recorded {
@@ -35,8 +31,7 @@ pub fn spawn_recorded(config: AgentConfig, store: &SessionStore) -> Recorded {
                     hooks.attach(&config.session_id, Some(recorder.path()));
                 }
                 let recorder = recorder.redacting(&config.policy.recorded_secrets);
-                let observer = observer(recorder, config.summaries.clone(), true);
-                spawn_agent_observed(config, observer)
+                spawn_agent_observed(config, Arc::new(recorder))
             },
             not_recorded: None,
         },
@@ -96,28 +91,10 @@ pub fn spawn_resumed(
         config.approval_mode = mode;
     }
     let (model, approval_mode) = (config.model.clone(), config.approval_mode);
-    let untitled = !loaded
-        .records
-        .iter()
-        .any(|r| matches!(r, Record::Title { .. }));
-    let observer = observer(recorder, config.summaries.clone(), untitled);
     Ok(Resumed {
-        handle: spawn_agent_observed(config, observer),
+        handle: spawn_agent_observed(config, Arc::new(recorder)),
         transcript,
         model,
         approval_mode,
     })
-}
-
-/// The recorder as the agent's observer; it also titles the session when a fast model is
-/// configured and the session has no title yet.
-fn observer(
-    recorder: SessionRecorder,
-    fast: Option<SummaryConfig>,
-    untitled: bool,
-) -> Arc<dyn HistoryObserver> {
-    match fast {
-        Some(fast) if untitled => Arc::new(TitledRecorder::new(recorder, fast)),
-        _ => Arc::new(recorder),
-    }
 }
