@@ -55,7 +55,8 @@ pub(crate) fn list_sessions(
                 }),
             );
             SessionInfo::new(s.id, cwd.clone())
-                .title(title(&s.first_prompt))
+                // The fast model's title when the session has one, else the first prompt.
+                .title(title(s.title.as_deref().unwrap_or(&s.first_prompt)))
                 .updated_at(updated_at(&s.path, s.started_at_ms))
                 .meta(meta)
         })
@@ -74,7 +75,7 @@ fn updated_at(path: &std::path::Path, started_at_ms: u64) -> String {
     utc_iso8601(written.unwrap_or(started_at_ms).max(started_at_ms))
 }
 
-/// The first line of the first prompt, cut to a title's length.
+/// The first line of a title or the first prompt, cut to a title's length.
 fn title(first_prompt: &str) -> String {
     let line = first_prompt.lines().next().unwrap_or_default().trim();
     let mut title: String = line.chars().take(TITLE_CHARS).collect();

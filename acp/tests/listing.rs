@@ -128,3 +128,50 @@ async fn session_list_with_a_relative_cwd_is_an_error_naming_it() {
         )
     );
 }
+
+#[tokio::test]
+async fn session_list_titles_a_session_by_its_recorded_title_over_its_first_prompt() {
+    use corvid_core::session::Record;
+    let home = tempfile::tempdir().unwrap();
+    let dir = project();
+    let cwd = dir.path().canonicalize().unwrap();
+    let store = SessionStore::new(home.path());
+    let recorder = store.create(&cwd, "titled", "demo").unwrap();
+    for record in [
+        Record::Message {
+            message: corvid_protocol::Message::user_text("the parser test fails now and then"),
+        },
+        Record::Title {
+            title: "Fix the flaky parser test".into(),
+        },
+    ] {
+        recorder.append(&record).unwrap();
+    }
+    drop(recorder);
+    let factory = Arc::new(TestFactory {
+        provider: ScriptedProvider::new(Vec::new()),
+        summaries: false,
+        mode: ApprovalMode::Default,
+        store: Some(SessionStore::new(home.path())),
+        home: None,
+        real: None,
+    });
+    let client = TestClient::start(factory, fs_caps(false, false)).await;
+    client
+        .cx
+        .send_request(InitializeRequest::new(ProtocolVersion::V1))
+        .block_task()
+        .await
+        .unwrap();
+    let listed = client
+        .cx
+        .send_request(ListSessionsRequest::new().cwd(cwd))
+        .block_task()
+        .await
+        .unwrap();
+    let listed = serde_json::to_value(&listed).unwrap();
+    assert_eq!(
+        listed["sessions"][0]["title"],
+        json!("Fix the flaky parser test")
+    );
+}

@@ -252,6 +252,11 @@ async fn run(cli: Cli) -> ExitCode {
         }
         None => {
             let compact = setup.settings.ui.compact_mode;
+            let theme = setup.settings.ui.theme;
+            let models = corvid_core::models::ModelListing::new(
+                config.provider.clone(),
+                corvid_core::settings::corvid_home(corvid_core::settings::process_env).as_deref(),
+            );
             let started = match sessions::start(config, which, cli.fork, &wiring::overrides(&cli)) {
                 Ok(started) => started,
                 Err(e) => return config_error(&e),
@@ -269,6 +274,8 @@ async fn run(cli: Cli) -> ExitCode {
                 no_color: std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
                 transcript: started.transcript,
                 sessions: launcher.map(|l| Arc::new(l) as Arc<dyn corvid_tui::SessionLauncher>),
+                models: Some(models),
+                theme,
             };
             match corvid_tui::run(started.handle, options).await {
                 Ok(()) => ExitCode::SUCCESS,

@@ -186,6 +186,24 @@ impl corvid_tui::SessionLauncher for Launcher {
         spawn_resumed(config, &self.store, &loaded).map_err(|e| e.to_string())
     }
 
+    fn fresh(&self) -> Result<Resumed, String> {
+        let config = self
+            .setup
+            .agent_config(&new_session_id())
+            .map_err(|e| e.to_string())?;
+        let (model, approval_mode) = (config.model.clone(), config.approval_mode);
+        let recorded = spawn_recorded(config, &self.store);
+        if let Some(e) = recorded.not_recorded {
+            tracing::warn!("the new session is not recorded: {e}");
+        }
+        Ok(Resumed {
+            handle: recorded.handle,
+            transcript: Vec::new(),
+            model,
+            approval_mode,
+        })
+    }
+
     fn fork(
         &self,
         parent: &str,
@@ -348,5 +366,70 @@ mod tests {
         let fork = listed.iter().find(|s| s.id == child).unwrap();
         assert_eq!(fork.forked_from.as_ref().unwrap().session_id, "s1");
         assert!(launcher.fork("nope", None).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_fresh_session_from_the_launcher_has_a_new_id_and_leaves_the_old_recording_intact() {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let cwd = project.path().canonicalize().unwrap();
+        let store = SessionStore::new(home.path());
+        let recorder = store.create(&cwd, "s1", "corvid-demo").unwrap();
+        recorder
+            .append(&Record::Message {
+                message: Message::user_text("first session"),
+            })
+            .unwrap();
+        drop(recorder);
+        let before = std::fs::read(store.load(&cwd, "s1").unwrap().path).unwrap();
+        let overrides = Overrides {
+            provider: Some(ProviderKind::Demo),
+            ..Overrides::default()
+        };
+        let settings = settings::load(&cwd, |_| None, &overrides, Default::default())
+            .unwrap()
+            .settings;
+        let launcher = Launcher::new(
+            Setup {
+                cwd: cwd.clone(),
+                settings,
+            },
+            SessionStore::new(home.path()),
+        );
+
+        let fresh = launcher.fresh().unwrap();
+        assert!(fresh.transcript.is_empty());
+        let new_id = fresh.handle.session_id().to_owned();
+        assert_ne!(new_id, "s1");
+        let (sender, mut events) = fresh.handle.split();
+        sender
+            .submit(Op::UserTurn {
+                prompt: "second session".into(),
+                images: Vec::new(),
+                context: Vec::new(),
+            })
+            .unwrap();
+        loop {
+            if let CoreEvent::TaskFinished { .. } = events.next_event().await.unwrap() {
+                break;
+            }
+        }
+        drop(sender);
+
+        let mut listed: Vec<(String, String)> = launcher
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.id, s.first_prompt))
+            .collect();
+        listed.sort();
+        let mut expected = vec![
+            ("s1".to_string(), "first session".to_string()),
+            (new_id, "second session".to_string()),
+        ];
+        expected.sort();
+        assert_eq!(listed, expected);
+        let after = std::fs::read(store.load(&cwd, "s1").unwrap().path).unwrap();
+        assert_eq!(after, before, "the old recording is untouched");
     }
 }

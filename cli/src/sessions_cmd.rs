@@ -95,6 +95,9 @@ pub fn show_session(
                 saw_usage = true;
             }
             Record::HistoryCleared => writeln!(out, "(history cleared: /clear)")?,
+            Record::Title { title } => {
+                writeln!(out, "(titled: {})", one_line(title, crate::sessions_list::PROMPT_WIDTH))?;
+            }
             Record::HistoryRewound { .. } => writeln!(
                 out,
                 "(conversation rewound: the turns undone here are left out)"
@@ -417,9 +420,36 @@ mod tests {
         assert_eq!(
             list(&f),
             "\
-ID             STARTED (UTC)     MODEL              FIRST PROMPT
+ID             STARTED (UTC)     MODEL              TITLE OR FIRST PROMPT
 newer-session  2026-11-30 08:45  claude-sonnet-4-5  please refactor the settings loader so that every source is…
 older          2024-02-29 23:59  gpt-4.1            fix the flaky test
+"
+        );
+    }
+
+    #[test]
+    fn a_titled_session_is_listed_by_its_last_title_without_control_characters() {
+        let f = fixture();
+        write_session(
+            &f,
+            "titled",
+            1_796_028_300_000,
+            "gpt-4.1",
+            &[
+                user("the parser test fails now and then"),
+                Record::Title {
+                    title: "First try".into(),
+                },
+                Record::Title {
+                    title: "Fix the flaky\x1b[2J parser test".into(),
+                },
+            ],
+        );
+        assert_eq!(
+            list(&f),
+            "\
+ID      STARTED (UTC)     MODEL    TITLE OR FIRST PROMPT
+titled  2026-11-30 08:45  gpt-4.1  Fix the flaky[2J parser test
 "
         );
     }

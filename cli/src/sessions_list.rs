@@ -13,7 +13,7 @@ use crate::args::ReportFormat;
 use crate::sessions_cmd::{DETAIL_WIDTH, one_line};
 
 /// Longest first prompt shown in a listing row.
-const PROMPT_WIDTH: usize = 60;
+pub(crate) const PROMPT_WIDTH: usize = 60;
 /// Deepest fork shown indented further (a deeper family stays readable).
 const MAX_INDENT: usize = 4;
 
@@ -48,7 +48,7 @@ pub fn list_sessions(
         "ID".to_owned(),
         "STARTED (UTC)".to_owned(),
         "MODEL".to_owned(),
-        "FIRST PROMPT".to_owned(),
+        "TITLE OR FIRST PROMPT".to_owned(),
     ];
     let widths: Vec<usize> = (0..3)
         .map(|col| {
@@ -113,10 +113,10 @@ fn family_order(sessions: &[SessionSummary]) -> Vec<(&SessionSummary, usize)> {
 }
 
 fn list_row(session: &SessionSummary, depth: usize) -> [String; 4] {
-    let prompt = if session.first_prompt.trim().is_empty() {
-        "(no prompt)".to_owned()
-    } else {
-        one_line(&session.first_prompt, PROMPT_WIDTH)
+    let prompt = match &session.title {
+        Some(title) => one_line(title, PROMPT_WIDTH),
+        None if session.first_prompt.trim().is_empty() => "(no prompt)".to_owned(),
+        None => one_line(&session.first_prompt, PROMPT_WIDTH),
     };
     // Damaged sessions are shown, marked, instead of hidden: the user can still resume or read them.
     let prompt = match &session.health {
@@ -166,6 +166,7 @@ fn json_row(session: &SessionSummary) -> serde_json::Value {
         "startedAtMs": session.started_at_ms,
         "model": session.model,
         "firstPrompt": session.first_prompt,
+        "title": session.title,
         "health": health,
         "forkedFrom": session.forked_from,
     })
@@ -233,7 +234,7 @@ mod tests {
         assert_eq!(
             listed(&store, cwd, ReportFormat::Text),
             "\
-ID      STARTED (UTC)     MODEL  FIRST PROMPT
+ID      STARTED (UTC)     MODEL  TITLE OR FIRST PROMPT
 orphan  2026-11-30 09:40  m      [fork of gone] prompt of orphan
 p2      2026-11-30 09:10  m      prompt of p2
 p1      2026-11-30 09:00  m      prompt of p1

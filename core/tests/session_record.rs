@@ -43,6 +43,7 @@ fn kinds(records: &[Record]) -> Vec<String> {
             }
             Record::Usage { prompt_id, .. } => format!("usage {prompt_id}"),
             Record::ModelChange { from, to } => format!("model {from}->{to}"),
+            Record::Title { title } => format!("title {title}"),
             Record::ApprovalModeChange { mode } => format!("mode {}", mode.as_str()),
             Record::ReasoningEffortChange { effort } => format!("effort {}", effort.as_str()),
             Record::CallStarted { call_id } => format!("started {call_id}"),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use corvid_core::settings::{
     FastModelSetting, FastModelSpec, Overrides, ProviderKind, Settings, SettingsError,
-    SettingsFiles, Trust, TrustGrant, load, load_from,
+    SettingsFiles, Trust, TrustGrant, UiTheme, load, load_from,
 };
 use corvid_protocol::ApprovalMode;
 use pretty_assertions::assert_eq;
@@ -633,4 +633,16 @@ fn background_settings_default_to_eight_processes_and_no_auto_background() {
     fx.user(r#"{"tools": {"autoBackgroundMs": 0}}"#);
     let err = fx.load(&Overrides::default()).unwrap_err().to_string();
     assert!(err.contains("`tools.autoBackgroundMs`"), "{err}");
+}
+
+#[test]
+fn ui_theme_defaults_to_auto_takes_dark_or_light_and_rejects_other_words() {
+    let fx = Fixture::new();
+    assert_eq!(fx.settings().ui.theme, UiTheme::Auto);
+    fx.user(r#"{"ui": {"theme": "light"}}"#);
+    assert_eq!(fx.settings().ui.theme, UiTheme::Light);
+    fx.user(r#"{"ui": {"theme": "solarized"}}"#);
+    let message = fx.load(&Overrides::default()).unwrap_err().to_string();
+    assert!(message.contains("ui.theme"), "{message}");
+    assert!(message.contains("`auto`, `dark` or `light`"), "{message}");
 }

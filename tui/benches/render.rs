@@ -79,6 +79,8 @@ fn setup(items: usize) -> (App, Screen<io::Sink, Fixed>) {
         approval_mode: ApprovalMode::Yolo,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: None,
     });
     let mut screen = match Screen::new(Box::new(|c| SafeScroll::new(io::sink(), Fixed, c)), false) {

@@ -4,6 +4,8 @@
 mod commands;
 pub use commands::COMMANDS;
 mod keys;
+mod popup;
+pub use popup::PopupEntry;
 mod rewind;
 
 use std::sync::Arc;
@@ -43,6 +45,10 @@ pub struct TuiOptions {
     pub transcript: Vec<CoreEvent>,
     /// Lists and resumes recorded sessions for `/resume`; `None` where sessions are unavailable.
     pub sessions: Option<Arc<dyn SessionLauncher>>,
+    /// The provider's model listing for `/model` (cached on disk, refreshed at start).
+    pub models: Option<corvid_core::models::ModelListing>,
+    /// `ui.theme`: `auto` asks the terminal for its background colour.
+    pub theme: corvid_core::settings::UiTheme,
 }
 
 impl std::fmt::Debug for TuiOptions {
@@ -54,6 +60,8 @@ impl std::fmt::Debug for TuiOptions {
             .field("no_color", &self.no_color)
             .field("transcript", &self.transcript.len())
             .field("sessions", &self.sessions.is_some())
+            .field("models", &self.models.is_some())
+            .field("theme", &self.theme)
             .finish()
     }
 }
@@ -76,6 +84,9 @@ pub enum Action {
         turn: Option<u32>,
         overwrite_conflicts: bool,
     },
+    /// Swap the agent for one in a new recorded session (`/clear`); the old one stays
+    /// resumable.
+    NewSession,
     Quit,
 }
 
@@ -89,6 +100,11 @@ pub struct App {
     pub times: crate::timing::SessionTimes,
     /// The `/resume` picker, while open.
     pub picker: Option<SessionPicker>,
+    /// The `/model` picker, while open.
+    pub model_picker: Option<crate::model_picker::ModelPicker>,
+    /// The provider's listed models; `None` while no listing is known (unavailable or not
+    /// answered yet): a typed `/model NAME` is then taken unchecked.
+    pub models: Option<Vec<String>>,
     /// The `/undo` and `/rewind` dialog, while open.
     pub rewind: Option<crate::rewind::RewindDialog>,
     /// The session's checkpoints (`None` when off), for `/undo` and `/rewind`.
@@ -163,6 +179,8 @@ impl App {
             stats: UsageStats::default(),
             times: crate::timing::SessionTimes::new(Instant::now()),
             picker: None,
+            model_picker: None,
+            models: None,
             rewind: None,
             checkpoints: None,
             rewound_prompt: None,
@@ -362,6 +380,36 @@ impl App {
         self.replay(transcript);
     }
 
+    /// The provider listed its models (or the listing failed: `/model NAME` then goes
+    /// unchecked). An empty listing counts as none.
+    pub fn on_models(&mut self, listed: Result<Vec<String>, String>) {
+        match listed {
+            Ok(models) if !models.is_empty() => self.models = Some(models),
+            Ok(_) => {}
+            Err(e) => tracing::debug!(error = %e, "no model listing for /model"),
+        }
+    }
+
+    /// The agent now works in the new session `session_id` (`/clear`): `/stats` and the
+    /// rewind points start over, and the notice says how to go back to the previous session.
+    pub fn on_new_session(&mut self, session_id: &str) {
+        let previous = std::mem::replace(&mut self.session_id, session_id.to_owned());
+        let was_resumable = std::mem::take(&mut self.resumable);
+        self.stats = UsageStats::default();
+        self.times = crate::timing::SessionTimes::new(Instant::now());
+        self.prompts.clear();
+        self.stats.context = None;
+        self.status.context = None;
+        let text = if was_resumable {
+            format!(
+                "New session {session_id}. The previous one stays resumable: corvid --resume {previous} (or /resume)"
+            )
+        } else {
+            format!("New session {session_id}")
+        };
+        self.notice(NoticeKind::Info, text);
+    }
+
     /// Commits a notice line (also for failures the run loop meets, such as a failed resume).
     pub fn notice(&mut self, kind: NoticeKind, text: String) {
         self.chat.commit(HistoryCell::Notice(kind, text));
@@ -407,31 +455,12 @@ impl App {
                 (popup, choice)
             },
             picker: self.picker.as_ref(),
+            model_picker: self.model_picker.as_ref(),
             rewind: self.rewind.as_ref(),
             transcript: self.transcript_view.as_ref().map(|v| (v, self.screen_rows)),
             frame: self.frame,
             now,
         }
-    }
-
-    /// The slash commands the box's text starts (indexes into [`COMMANDS`]), while a command
-    /// name is being typed; empty otherwise.
-    pub fn command_popup(&self) -> Vec<usize> {
-        let text = self.composer.text();
-        if !text.starts_with('/')
-            || text.contains(char::is_whitespace)
-            || self.picker.is_some()
-            || self.rewind.is_some()
-            || self.composer.browsing_history()
-        {
-            return Vec::new();
-        }
-        COMMANDS
-            .iter()
-            .enumerate()
-            .filter(|(_, (name, ..))| name.starts_with(text))
-            .map(|(i, _)| i)
-            .collect()
     }
 
     /// The prompt text came back from the editor: it replaces the box's text (the editor's

@@ -52,11 +52,12 @@ pub struct LiveView<'a> {
     pub steering: &'a [String],
     /// Files for the `@path` word at the cursor, and the highlighted one.
     pub mentions: (&'a [String], usize),
-    /// The slash commands matching what is typed (indexes into [`crate::app::COMMANDS`]) and
-    /// the highlighted one.
-    pub commands: (Vec<usize>, usize),
+    /// The slash commands matching what is typed and the highlighted one.
+    pub commands: (Vec<crate::app::PopupEntry>, usize),
     /// The `/resume` picker, while open.
     pub picker: Option<&'a SessionPicker>,
+    /// The `/model` picker, while open.
+    pub model_picker: Option<&'a crate::model_picker::ModelPicker>,
     /// The `/undo` and `/rewind` dialog, while open.
     pub rewind: Option<&'a crate::rewind::RewindDialog>,
     /// The transcript view and the terminal's height, while open: it replaces the live area.
@@ -146,6 +147,12 @@ impl LiveView<'_> {
             }
             out.extend(p.lines(width));
         }
+        if let Some(p) = self.model_picker {
+            if !out.is_empty() {
+                out.push(Line::default());
+            }
+            out.extend(p.lines(width));
+        }
         if let Some(r) = self.rewind {
             if !out.is_empty() {
                 out.push(Line::default());
@@ -212,7 +219,7 @@ impl LiveView<'_> {
         let mode = if self.chat.compact { "compact" } else { "full" };
         let mut left = format!(
             "{} · {} · {mode}",
-            self.status.model,
+            crate::wrap::printable(&self.status.model),
             self.status.approval_mode.as_str()
         );
         if let Some(fill) = self.status.context {
@@ -275,7 +282,11 @@ pub fn render_lines(
 const POPUP_ROWS: usize = 8;
 
 /// The slash commands matching what is typed: name and argument, then what it does.
-fn command_popup(matches: &[usize], choice: usize, width: u16) -> Vec<Line<'static>> {
+fn command_popup(
+    matches: &[crate::app::PopupEntry],
+    choice: usize,
+    width: u16,
+) -> Vec<Line<'static>> {
     let first = choice.saturating_sub(POPUP_ROWS - 1);
     let more = matches.len().saturating_sub(first + POPUP_ROWS);
     let mut rows: Vec<Line<'static>> = matches
@@ -283,13 +294,17 @@ fn command_popup(matches: &[usize], choice: usize, width: u16) -> Vec<Line<'stat
         .enumerate()
         .skip(first)
         .take(POPUP_ROWS)
-        .map(|(i, &m)| {
-            let (name, arg, what) = crate::app::COMMANDS[m];
-            let usage = format!("{name} {arg}");
-            let row = truncate(
-                &format!("  {:<16}{what}", usage.trim_end()),
-                usize::from(width),
-            );
+        .map(|(i, m)| {
+            let usage = format!("{} {}", m.name, m.arg);
+            let source = m
+                .source
+                .as_ref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default();
+            // Names and descriptions of custom commands come from files in the repository.
+            let text =
+                crate::wrap::printable(&format!("  {:<16}{}{source}", usage.trim_end(), m.what));
+            let row = truncate(&text, usize::from(width));
             let style = if i == choice {
                 Style::new().add_modifier(Modifier::REVERSED)
             } else {

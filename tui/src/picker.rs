@@ -22,6 +22,9 @@ pub trait SessionLauncher: Send + Sync {
     /// `/branch`: forks session `parent` (whole, or from before a turn with its files
     /// restored) into a new session and starts an agent going on with the fork.
     fn fork(&self, parent: &str, at: Option<BranchAt>) -> Result<Branched, String>;
+    /// Starts an agent in a new recorded session (`/clear`), configured like the first one;
+    /// its transcript is empty.
+    fn fresh(&self) -> Result<Resumed, String>;
 }
 
 /// `/branch N`: fork from before turn `turn` of the parent's `checkpoints`, restoring its
@@ -44,7 +47,7 @@ pub struct SessionPicker {
     pub sessions: Vec<SessionSummary>,
     /// Index into the sessions matching [`SessionPicker::query`].
     pub selected: usize,
-    /// Typed text: only sessions whose first prompt, model or id contain it are listed.
+    /// Typed text: only sessions whose title, first prompt, model or id contain it are listed.
     pub query: String,
 }
 
@@ -79,6 +82,9 @@ impl SessionPicker {
             .iter()
             .filter(|s| {
                 query.is_empty()
+                    || s.title
+                        .as_ref()
+                        .is_some_and(|t| t.to_lowercase().contains(&query))
                     || s.first_prompt.to_lowercase().contains(&query)
                     || s.model.to_lowercase().contains(&query)
                     || s.id.starts_with(&query)
@@ -153,7 +159,8 @@ impl SessionPicker {
             // marker + time + two gaps + id; the prompt gets the rest.
             let fixed = 2 + when.chars().count() + 2 + 2 + id.chars().count();
             let room = usize::from(width).saturating_sub(fixed).max(8);
-            let prompt = one_line(&s.first_prompt);
+            // The fast model's title when there is one, else the first prompt.
+            let prompt = one_line(s.title.as_deref().unwrap_or(&s.first_prompt));
             let prompt = truncate(&prompt, room);
             let pad = room.saturating_sub(unicode_width::UnicodeWidthStr::width(prompt.as_str()));
             let style = if chosen {
@@ -184,11 +191,12 @@ impl SessionPicker {
     }
 }
 
-/// The highlighted session's model and the start of its first prompt, wrapped.
+/// The highlighted session's model and the start of its first prompt, wrapped (under a title,
+/// the prompt says more than the title did).
 fn preview(s: &SessionSummary, width: u16) -> Vec<Line<'static>> {
     let dim = Style::new().fg(Color::DarkGray);
     let mut out = vec![Line::from(Span::styled(
-        format!("  {} · {}", s.model, s.id),
+        format!("  {} · {}", crate::wrap::printable(&s.model), s.id),
         dim,
     ))];
     let text = Line::styled(format!("    {}", one_line(&s.first_prompt)), dim);
@@ -206,9 +214,10 @@ fn short_id(id: &str) -> String {
     id.chars().take(8).collect()
 }
 
-/// A prompt on one line: whitespace runs (newlines included) become single spaces.
+/// A prompt or title on one line: whitespace runs (newlines included) become single spaces,
+/// control characters are dropped (a title comes from a model).
 fn one_line(text: &str) -> String {
-    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let joined = crate::wrap::printable(&text.split_whitespace().collect::<Vec<_>>().join(" "));
     if joined.is_empty() {
         "(no prompt)".to_string()
     } else {

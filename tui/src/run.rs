@@ -16,6 +16,8 @@ use crossterm::{cursor, execute, queue};
 use futures::{FutureExt, Stream, StreamExt};
 use ratatui::layout::Size;
 
+mod agent;
+
 use crate::app::{Action, App, TuiOptions};
 use crate::backend::{SafeScroll, TtyProbe};
 use crate::cells::NoticeKind;
@@ -23,10 +25,10 @@ use crate::composer::Composer;
 use crate::history::PromptHistory;
 use crate::picker::SessionLauncher;
 use crate::screen::{Screen, VIEWPORT_TOP};
-
-mod agent;
-
-use agent::{Agent, branch, resume};
+use agent::{
+    Agent, ModelsOnTheWay, branch, list_models, models_answer, new_session, resume,
+    take_agent_parts,
+};
 
 /// Spinner frame interval while something animates.
 const TICK: Duration = Duration::from_millis(80);
@@ -47,6 +49,8 @@ pub async fn run(handle: AgentHandle, options: TuiOptions) -> anyhow::Result<()>
 /// Raw mode and terminal modes for the session; dropping it restores the terminal.
 struct TerminalModes {
     keyboard_enhanced: bool,
+    /// The palette for `ui.theme` (with `auto`, the terminal's background decides).
+    palette: crate::theme::Palette,
 }
 
 impl TerminalModes {
@@ -75,12 +79,21 @@ impl TerminalModes {
         Ok(())
     }
 
-    fn enter() -> io::Result<Self> {
+    fn enter(theme: corvid_core::settings::UiTheme) -> io::Result<Self> {
         // Ask before raw mode and before the event stream exists (the reply would be stolen).
         let keyboard_enhanced =
             crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false);
         enable_raw_mode()?;
         let mut out = io::stdout();
+        // Raw, so the answer is not echoed; bounded, so a silent terminal costs at most that.
+        let palette = crate::theme::Palette::choose(theme, || {
+            crate::theme::query_background(
+                io::stdin(),
+                &mut out,
+                std::env::var_os("TMUX").is_some(),
+                crate::theme::BACKGROUND_TIMEOUT,
+            )
+        });
         // Focus events tell whether a finished task needs a notification.
         execute!(out, EnableBracketedPaste, EnableFocusChange)?;
         if keyboard_enhanced {
@@ -90,7 +103,10 @@ impl TerminalModes {
                 PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
             )?;
         }
-        Ok(Self { keyboard_enhanced })
+        Ok(Self {
+            keyboard_enhanced,
+            palette,
+        })
     }
 }
 
@@ -132,12 +148,13 @@ fn install_panic_hook() {
 
 /// Sets the terminal up, runs the loop, and always puts the terminal back.
 async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
-    let modes = TerminalModes::enter()?;
+    let modes = TerminalModes::enter(options.theme)?;
     install_panic_hook();
     let mut screen = Screen::new(
         Box::new(|cursor| SafeScroll::new(io::stdout(), TtyProbe, cursor)),
         options.no_color,
     )?;
+    screen.set_palette(modes.palette);
     let mut app = App::new(&options);
     if let Ok((_, rows)) = crossterm::terminal::size() {
         app.screen_rows = rows;
@@ -152,16 +169,13 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
         app.composer = Composer::with_history_file(PromptHistory::project_file(&home, &cwd));
     }
     app.session_id.clone_from(&agent.session_id);
-    app.instructions.clone_from(&agent.instructions);
-    app.tools.clone_from(&agent.tools);
-    app.background.clone_from(&agent.background);
-    app.commands.clone_from(&agent.commands);
-    app.checkpoints.clone_from(&agent.checkpoints);
+    take_agent_parts(&mut app, &agent);
     if !options.transcript.is_empty() {
         app.on_resumed(&agent.session_id, &options.transcript);
     }
     let launcher = options.sessions.as_deref();
-    let result = event_loop(&mut agent, launcher, &mut screen, &mut app, &modes).await;
+    let listed = list_models(options.models.as_ref(), &mut app);
+    let result = event_loop(&mut agent, launcher, listed, &mut screen, &mut app, &modes).await;
     if app.chat.is_running() {
         let _ = agent.sender.submit(Op::Cancel);
     }
@@ -184,6 +198,7 @@ async fn run_with(mut agent: Agent, options: TuiOptions) -> anyhow::Result<()> {
 async fn event_loop(
     agent: &mut Agent,
     launcher: Option<&dyn SessionLauncher>,
+    mut listed: Option<ModelsOnTheWay>,
     screen: &mut Screen<io::Stdout, TtyProbe>,
     app: &mut App,
     modes: &TerminalModes,
@@ -226,6 +241,11 @@ async fn event_loop(
                             }
                             Action::Branch { turn, overwrite_conflicts } => {
                                 if branch(agent, launcher, app, turn, overwrite_conflicts) {
+                                    agent_open = true;
+                                }
+                            }
+                            Action::NewSession => {
+                                if new_session(agent, launcher, app) {
                                     agent_open = true;
                                 }
                             }
@@ -281,6 +301,11 @@ async fn event_loop(
                         tracing::warn!(error = %e, "re-anchoring the live area after a resize failed");
                     }
                 }
+            }
+            answer = models_answer(&mut listed), if listed.is_some() => {
+                listed = None;
+                app.on_models(answer);
+                redraw = false;
             }
             _ = tick.tick() => {
                 app.tick(Instant::now());

@@ -19,6 +19,7 @@ use crate::app::App;
 use crate::backend::{Probe, SafeScroll};
 use crate::cells::HistoryCell;
 use crate::live::render_lines;
+use crate::theme::{Palette, recolor};
 
 /// The viewport's top row, for the panic hook (which cannot reach the [`Screen`]).
 pub static VIEWPORT_TOP: AtomicU16 = AtomicU16::new(0);
@@ -35,6 +36,8 @@ pub struct Screen<W: Write, P: Probe> {
     make: BackendFactory<W, P>,
     height: u16,
     no_color: bool,
+    /// The palette drawn in (the UI draws dark colours; light ones are recoloured).
+    palette: Palette,
     /// How many transcript cells are already in scrollback.
     inserted: usize,
     /// The terminal size the live area was last laid out for.
@@ -60,10 +63,16 @@ impl<W: Write, P: Probe> Screen<W, P> {
             make,
             height,
             no_color,
+            palette: Palette::Dark,
             inserted: 0,
             size,
             drawn_widths: Vec::new(),
         })
+    }
+
+    /// Draws from now on in `palette` (`ui.theme`, or the terminal's background).
+    pub fn set_palette(&mut self, palette: Palette) {
+        self.palette = palette;
     }
 
     /// Inserts newly committed cells and redraws the live area, as one synchronized update.
@@ -96,12 +105,14 @@ impl<W: Write, P: Probe> Screen<W, P> {
         if wanted != self.height {
             self.set_height(wanted)?;
         }
-        let no_color = self.no_color;
+        let (no_color, palette) = (self.no_color, self.palette);
         let frame = self.terminal.draw(|f| {
             let area = f.area();
             let pos = render_lines(lines, cursor, area, f.buffer_mut());
             if no_color {
                 strip_colors(f.buffer_mut());
+            } else {
+                recolor(f.buffer_mut(), palette);
             }
             f.set_cursor_position(pos);
         })?;
@@ -119,7 +130,7 @@ impl<W: Write, P: Probe> Screen<W, P> {
             .iter()
             .flat_map(|c| c.render_with_gap(width))
             .collect();
-        let no_color = self.no_color;
+        let (no_color, palette) = (self.no_color, self.palette);
         for chunk in lines.chunks(INSERT_CHUNK) {
             let n = u16::try_from(chunk.len()).unwrap_or(u16::MAX);
             let chunk = chunk.to_vec();
@@ -128,6 +139,8 @@ impl<W: Write, P: Probe> Screen<W, P> {
                 Paragraph::new(chunk).render(area, buf);
                 if no_color {
                     strip_colors(buf);
+                } else {
+                    recolor(buf, palette);
                 }
             })?;
         }

@@ -90,6 +90,12 @@ pub fn truncate(s: &str, max: usize) -> String {
     out
 }
 
+/// `s` without control characters (escape sequences lose their ESC and are shown as text),
+/// for names a server or a model chose: model ids, session titles.
+pub fn printable(s: &str) -> String {
+    s.chars().filter(|c| !c.is_control()).collect()
+}
+
 fn char_width(c: char) -> usize {
     if c == '\t' { 4 } else { c.width().unwrap_or(0) }
 }

@@ -20,6 +20,8 @@ fn app() -> App {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: None,
     })
 }
@@ -619,6 +621,8 @@ fn app_with_sessions() -> App {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: Some(listed_sessions()),
     });
     a.session_id = "cur-0000-current".into();
@@ -724,6 +728,8 @@ fn resume_without_a_launcher_or_without_earlier_sessions_says_so() {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: Some(std::sync::Arc::new(FakeSessions(vec![session(
             "only", 0, "now",
         )]))),
@@ -853,7 +859,7 @@ fn the_command_popup_is_walked_with_arrows_completed_with_tab_and_run_with_enter
     let names = |a: &App| {
         a.command_popup()
             .into_iter()
-            .map(|i| corvid_tui::app::COMMANDS[i].0)
+            .map(|e| e.name)
             .collect::<Vec<_>>()
     };
     assert_eq!(names(&a), vec!["/compress", "/clear"]);

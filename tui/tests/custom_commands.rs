@@ -16,6 +16,8 @@ fn app_in(dir: &std::path::Path) -> App {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: None,
     });
     let roots = Roots {
@@ -82,4 +84,51 @@ fn a_custom_command_is_submitted_as_typed_and_help_and_skills_list_them() {
         skills.starts_with("Skills\npdf: Work with PDF files [model and /name]\n"),
         "{skills}"
     );
+}
+
+/// The live area's rows as text.
+fn screen(app: &App) -> String {
+    let view = app.view(std::time::Instant::now());
+    let (lines, _) = view.lines(70);
+    let h = u16::try_from(lines.len()).unwrap();
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(70, h)).unwrap();
+    t.draw(|f| {
+        view.render(f.area(), f.buffer_mut());
+    })
+    .unwrap();
+    t.backend().to_string()
+}
+
+#[test]
+fn the_slash_popup_offers_custom_commands_and_skills_with_their_source_and_tab_completes_them() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        &dir.path().join(".claude/commands/review.md"),
+        "---\ndescription: Review a file\x1b[2J\nargument-hint: FILE\n---\nReview $0.\n",
+    );
+    write(
+        &dir.path().join(".claude/skills/release/SKILL.md"),
+        "---\nname: release\ndescription: Cut a release\n---\nTag it.\n",
+    );
+    let mut app = app_in(dir.path());
+    for c in "/re".chars() {
+        app.on_key(
+            KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE),
+            std::time::Instant::now(),
+        );
+    }
+    let names: Vec<String> = app.command_popup().into_iter().map(|e| e.name).collect();
+    assert_eq!(names, vec!["/resume", "/rewind", "/release", "/review"]);
+    let shown = screen(&app);
+    assert!(!shown.contains('\x1b'), "{shown}");
+    insta::assert_snapshot!(shown);
+    for code in [KeyCode::Down, KeyCode::Down, KeyCode::Down, KeyCode::Tab] {
+        app.on_key(
+            KeyEvent::new(code, KeyModifiers::NONE),
+            std::time::Instant::now(),
+        );
+    }
+    assert_eq!(app.composer.text(), "/review ");
+    assert!(app.command_popup().is_empty());
 }

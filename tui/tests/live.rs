@@ -21,6 +21,8 @@ fn app(compact: bool) -> App {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: None,
     })
 }
@@ -214,6 +216,8 @@ fn the_resume_picker_lists_earlier_sessions_with_time_first_prompt_and_id() {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: Some(listed_sessions()),
     });
     a.session_id = "cur-0000-current".into();
@@ -295,7 +299,7 @@ fn typing_a_slash_opens_a_popup_of_commands_with_their_arguments_and_description
     assert_snapshot!(live(&mut a, &[]));
     a.composer.insert_str("m");
     let out = live(&mut a, &[]);
-    assert!(out.contains("/memory") && out.contains("/model NAME") && out.contains("/mcp"));
+    assert!(out.contains("/memory") && out.contains("/model [NAME]") && out.contains("/mcp"));
     assert!(!out.contains("this list"), "{out}");
 }
 
@@ -307,6 +311,8 @@ fn the_resume_picker_searches_as_you_type_and_esc_clears_the_search_first() {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: Some(listed_sessions()),
     });
     a.session_id = "cur-0000-current".into();

@@ -17,6 +17,8 @@ fn app_in(dir: &std::path::Path) -> App {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: None,
     });
     app.mentions = Mentions::new(dir.to_owned());

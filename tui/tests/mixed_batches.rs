@@ -24,6 +24,8 @@ fn shown_live(compact: bool, events: &[CoreEvent]) -> Vec<String> {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: None,
     });
     for ev in events {

@@ -17,6 +17,8 @@ fn app(mode: ApprovalMode) -> App {
         approval_mode: mode,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: None,
     })
 }

@@ -172,6 +172,8 @@ fn shown(compact: bool, transcript: Vec<CoreEvent>) -> (Vec<String>, App) {
         approval_mode: ApprovalMode::Yolo,
         no_color: false,
         transcript,
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: None,
     };
     let mut app = App::new(&options);

@@ -33,6 +33,8 @@ impl Harness {
             approval_mode: ApprovalMode::Yolo,
             no_color: false,
             transcript: Vec::new(),
+            models: None,
+            theme: corvid_core::settings::UiTheme::Dark,
             sessions: None,
         });
         Self {
@@ -263,6 +265,8 @@ fn no_color_output_has_no_colours_but_keeps_bold() {
         approval_mode: ApprovalMode::Yolo,
         no_color: true,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: None,
     });
     for ev in read_batch("a", "a.rs") {
@@ -300,6 +304,8 @@ fn a_width_change_and_clear_keep_the_shells_lines_and_every_item_once_in_scrollb
             approval_mode: ApprovalMode::Yolo,
             no_color: false,
             transcript: Vec::new(),
+            models: None,
+            theme: corvid_core::settings::UiTheme::Dark,
             sessions: None,
         }),
         history: Vec::new(),

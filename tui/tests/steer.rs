@@ -20,6 +20,8 @@ fn app() -> App {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: None,
     })
 }

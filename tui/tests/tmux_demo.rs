@@ -3,6 +3,9 @@
 //! session with `--continue` and with the `/resume` picker and checks that both show again.
 //! `tests/tui/tmux_resize.sh` resizes the window right after a turn, runs a failing `!command`
 //! and `/clear`, and checks that the session lives on and no scrollback was lost.
+//! `tests/tui/tmux_keys.sh` steers a running task with Ctrl+S and opens and closes the
+//! transcript view with Ctrl+O and Esc. `tests/tui/tmux_hooks.sh` reviews a project's hooks
+//! before the UI starts and shows a block as a notice.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -109,6 +112,34 @@ fn hooks_in_the_terminal_ui_ask_for_review_before_it_starts_and_show_a_block_as_
     assert!(
         out.status.success(),
         "tmux_hooks.sh failed\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+}
+
+#[test]
+fn ctrl_s_steers_a_running_task_and_ctrl_o_opens_and_esc_closes_the_transcript_in_tmux() {
+    let Some(bin) = corvid_binary() else {
+        panic!(
+            "the corvid binary was not built next to the tests: run the whole suite with \
+             `bash tests/run.sh`, or `cargo build -p corvid-cli` first"
+        );
+    };
+    assert!(
+        have_tmux(),
+        "tmux is not installed: `bash tests/run.sh` installs it (or `apt-get install tmux`)"
+    );
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/tui/tmux_keys.sh");
+    let out_dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(&bin)
+        .arg(out_dir.path())
+        .output()
+        .unwrap_or_else(|e| panic!("bash runs: {e}"));
+    assert!(
+        out.status.success(),
+        "tmux_keys.sh failed\nstdout:\n{}\nstderr:\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );

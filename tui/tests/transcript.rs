@@ -22,6 +22,8 @@ fn compact_app() -> App {
         approval_mode: ApprovalMode::Default,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: None,
     });
     a.screen_rows = 40;

@@ -47,6 +47,8 @@ fn replay_session(rows: u16, cols: u16, approvals: bool) {
         approval_mode: ApprovalMode::Yolo,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: None,
     });
     for i in 0..ITEMS {
@@ -169,6 +171,8 @@ fn clear_keeps_the_shells_lines_and_the_transcript_in_xterm_js_scrollback() {
         approval_mode: ApprovalMode::Yolo,
         no_color: false,
         transcript: Vec::new(),
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
         sessions: None,
     });
     for i in 0..3 {

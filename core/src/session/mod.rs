@@ -15,6 +15,7 @@ mod rewound;
 mod secrets;
 mod store;
 mod time;
+mod titled;
 
 pub use fork::{ForkAt, ForkError, Forked, fork_session};
 pub use launch::{Recorded, Resumed, spawn_recorded, spawn_resumed};
@@ -25,3 +26,4 @@ pub use replay::replay_events;
 pub use secrets::RecordedSecrets;
 pub use store::{SessionError, SessionHealth, SessionStore, SessionSummary, is_session_id};
 pub use time::{utc_iso8601, utc_minutes};
+pub use titled::TitledRecorder;

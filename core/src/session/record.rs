@@ -104,4 +104,9 @@ pub enum Record {
     HistoryRewound {
         kept_messages: u32,
     },
+    /// The session's title (written by the fast model after the first answer), for
+    /// `/resume` and `corvid sessions list`; the last one counts.
+    Title {
+        title: String,
+    },
 }

@@ -55,7 +55,8 @@ pub fn replay_events(
             Record::Header(_)
             | Record::HistoryCleared
             | Record::HistoryRewound { .. }
-            | Record::SubagentMessage { .. } => {}
+            | Record::SubagentMessage { .. }
+            | Record::Title { .. } => {}
             _ if !in_transcript => {}
             Record::Compacted {
                 summary,

@@ -69,6 +69,9 @@ pub struct SessionSummary {
     pub model: String,
     /// The first user prompt, for pickers and listings.
     pub first_prompt: String,
+    /// The title the fast model gave the session (the last recorded); pickers show the
+    /// first prompt without one.
+    pub title: Option<String>,
     /// Whether the file is whole, so listings can mark damaged sessions instead of hiding them.
     pub health: SessionHealth,
     /// The session it was forked from, so listings can show the family.
@@ -268,6 +271,10 @@ fn summarize(session: &LoadedSession) -> SessionSummary {
             _ => None,
         })
         .unwrap_or_default();
+    let title = session.records.iter().rev().find_map(|r| match r {
+        Record::Title { title } => Some(title.clone()),
+        _ => None,
+    });
     SessionSummary {
         id: session.header.session_id.clone(),
         path: session.path.clone(),
@@ -275,6 +282,7 @@ fn summarize(session: &LoadedSession) -> SessionSummary {
         model: session.header.model.clone(),
         first_prompt,
         forked_from: session.header.forked_from.clone(),
+        title,
         health: if session.warnings.is_empty() {
             SessionHealth::Intact
         } else {
@@ -302,6 +310,7 @@ fn unreadable(path: &Path, error: &SessionError) -> SessionSummary {
         started_at_ms: modified_ms,
         model: String::new(),
         first_prompt: String::new(),
+        title: None,
         health: SessionHealth::Unreadable {
             reason: error.to_string(),
         },

@@ -34,6 +34,7 @@ pub(super) struct Partial {
     pub store: Option<bool>,
     pub fast_model: Option<FastModelSetting>,
     pub compact_mode: Option<bool>,
+    pub theme: Option<super::UiTheme>,
     pub emit_tool_use_summaries: Option<bool>,
     pub approval_mode: Option<ApprovalMode>,
     pub shell_timeout_ms: Option<u64>,
@@ -101,6 +102,7 @@ impl Partial {
         over(&mut self.store, higher.store);
         over(&mut self.fast_model, higher.fast_model);
         over(&mut self.compact_mode, higher.compact_mode);
+        over(&mut self.theme, higher.theme);
         over(
             &mut self.emit_tool_use_summaries,
             higher.emit_tool_use_summaries,
@@ -164,6 +166,9 @@ impl Partial {
         s.fast_model = self.fast_model;
         if let Some(v) = self.compact_mode {
             s.ui.compact_mode = v;
+        }
+        if let Some(v) = self.theme {
+            s.ui.theme = v;
         }
         if let Some(v) = self.emit_tool_use_summaries {
             s.experimental.emit_tool_use_summaries = v;
@@ -319,6 +324,20 @@ impl Validator<'_> {
                         match k.as_str() {
                             "compactMode" => {
                                 self.out.compact_mode = self.boolean("ui.compactMode", v)?
+                            }
+                            "theme" => {
+                                self.out.theme = match self.string("ui.theme", v)? {
+                                    None => None,
+                                    Some(s) => {
+                                        Some(super::UiTheme::parse(&s).ok_or_else(|| {
+                                            self.invalid(
+                                                "ui.theme",
+                                                &s,
+                                                "`auto`, `dark` or `light`",
+                                            )
+                                        })?)
+                                    }
+                                };
                             }
                             _ => self.unknown(&format!("ui.{k}")),
                         }

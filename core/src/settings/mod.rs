@@ -180,6 +180,30 @@ pub struct FastModelSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct UiSettings {
     pub compact_mode: bool,
+    /// `ui.theme`: the terminal UI's palette.
+    pub theme: UiTheme,
+}
+
+/// `ui.theme`: which palette the terminal UI draws with. `auto` asks the terminal for its
+/// background colour (OSC 11) and takes dark when it does not answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UiTheme {
+    #[default]
+    Auto,
+    Dark,
+    Light,
+}
+
+impl UiTheme {
+    /// `auto`, `dark` or `light`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "auto" => Some(Self::Auto),
+            "dark" => Some(Self::Dark),
+            "light" => Some(Self::Light),
+            _ => None,
+        }
+    }
 }
 
 /// `experimental.*`.
@@ -270,6 +294,7 @@ impl Default for Settings {
             fast_model: None,
             ui: UiSettings {
                 compact_mode: false,
+                theme: UiTheme::Auto,
             },
             experimental: ExperimentalSettings {
                 emit_tool_use_summaries: true,

@@ -10,6 +10,7 @@ mod clean;
 mod fast_path;
 mod gate;
 mod request;
+mod title;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +22,7 @@ pub use clean::{LABEL_MAX_CHARS, clean_label};
 pub use fast_path::local_label;
 pub use gate::{CORVID_ENV, QWEN_ENV, summaries_enabled};
 pub use request::{FIELD_MAX_CHARS, INTENT_MAX_CHARS, build_summary_request, truncate_json};
+pub use title::{TITLE_MAX_CHARS, build_title_request, clean_title, session_title};
 
 /// How long a summary call may take before its result is dropped (SPEC §7.2).
 pub const SUMMARY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -8,6 +8,25 @@ pub fn is_summary_prompt(user_text: &str) -> bool {
     user_text.trim_end().ends_with("Label:")
 }
 
+/// Whether the user message is a session-title request (`corvid_core::summary`'s layout:
+/// `Request: ...`, `Answer: ...`, then `Title:`).
+pub fn is_title_prompt(user_text: &str) -> bool {
+    user_text.starts_with("Request: ") && user_text.trim_end().ends_with("Title:")
+}
+
+/// The demo's title: the first six words of the request's first line.
+pub fn title_for(prompt: &str) -> String {
+    let request = prompt
+        .strip_prefix("Request: ")
+        .and_then(|p| p.lines().next())
+        .unwrap_or_default();
+    request
+        .split_whitespace()
+        .take(6)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A label such as `Listed files and read README.md`; `Worked with tools` when the prompt
 /// names no successful tool.
 pub fn label_for(prompt: &str) -> String {

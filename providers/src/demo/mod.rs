@@ -115,8 +115,12 @@ impl Provider for DemoProvider {
             .last()
             .map(|m| m.text())
             .unwrap_or_default();
-        let completion = if label::is_summary_prompt(&prompt) {
-            let text = label::label_for(&prompt);
+        let completion = if label::is_summary_prompt(&prompt) || label::is_title_prompt(&prompt) {
+            let text = if label::is_title_prompt(&prompt) {
+                label::title_for(&prompt)
+            } else {
+                label::label_for(&prompt)
+            };
             Completion {
                 usage: Some(usage(&request, text.len())),
                 text,
@@ -256,6 +260,17 @@ mod tests {
         let completion = demo.complete(req).await.unwrap();
         assert_eq!(completion.text, "Read Cargo.toml");
         assert_eq!(completion.finish_reason, Some(FinishReason::Stop));
+    }
+
+    #[tokio::test]
+    async fn complete_answers_a_title_prompt_with_the_requests_first_words() {
+        let demo = DemoProvider::new("/").with_pacing(Duration::ZERO);
+        let mut req = request(vec![Message::user_text(
+            "Request: Look around this project and tell me what it is\n\nAnswer: ## What I found\n\nTitle:",
+        )]);
+        req.tools.clear();
+        let completion = demo.complete(req).await.unwrap();
+        assert_eq!(completion.text, "Look around this project and tell");
     }
 
     #[test]

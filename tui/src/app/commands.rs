@@ -6,7 +6,10 @@ use corvid_protocol::Op;
 
 use super::{Action, App};
 use crate::cells::{HistoryCell, NoticeKind};
+use crate::model_picker::ModelPicker;
 use crate::picker::SessionPicker;
+use crate::wrap::printable;
+use corvid_protocol::ReasoningEffort;
 
 /// The slash commands: name, argument hint and what they do (for `/help` and the popup).
 pub const COMMANDS: &[(&str, &str, &str)] = &[
@@ -36,7 +39,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "[MODE]",
         "tool groups `compact` or `full` from now on; alone toggles (ctrl+o shows all in full)",
     ),
-    ("/model", "NAME", "use another model for later turns"),
+    (
+        "/model",
+        "[NAME]",
+        "pick a listed model for later turns (also NAME EFFORT, or EFFORT alone)",
+    ),
     (
         "/resume",
         "[ID]",
@@ -65,7 +72,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         "/clear",
         "",
-        "start a fresh conversation: clears the screen and the model's history",
+        "start a new session (the old one stays resumable) on a clear screen",
     ),
     (
         "/init",
@@ -188,7 +195,7 @@ impl App {
                 ),
             ),
             "/view" => self.view_command(arg),
-            "/model" if arg.is_empty() => info(self, format!("Model: {}", self.status.model)),
+            "/model" if arg.is_empty() => self.open_model_picker(),
             "/model" => return self.model_command(arg),
             // The model's history is cleared with the screen; mid-task the core would keep it,
             // so neither is cleared then.
@@ -202,7 +209,14 @@ impl App {
                 self.stats.context = None;
                 self.status.context = None;
                 self.queued = None;
-                return vec![Action::Submit(Op::ClearHistory), Action::ClearScreen];
+                // A new recorded session where sessions are kept (the old one stays
+                // resumable); else the model's history is cleared in place.
+                let fresh = if self.sessions.is_some() {
+                    Action::NewSession
+                } else {
+                    Action::Submit(Op::ClearHistory)
+                };
+                return vec![fresh, Action::ClearScreen];
             }
             "/quit" | "/exit" => return vec![Action::Quit],
             "/resume" => return self.open_picker(arg),
@@ -224,7 +238,8 @@ impl App {
     }
 
     /// `/model NAME [EFFORT]` or `/model EFFORT`: the model and reasoning effort of later
-    /// turns (the agent warns when the model takes no effort).
+    /// turns (the agent warns when the model takes no effort). A name the provider does not
+    /// list is refused with the close matches; without a listing it is taken, with a note.
     fn model_command(&mut self, arg: &str) -> Vec<Action> {
         let choice = match corvid_core::models::ModelChoice::parse(arg) {
             Ok(choice) => choice,
@@ -233,18 +248,65 @@ impl App {
                 return Vec::new();
             }
         };
+        if let (Some(model), Some(listed)) = (&choice.model, &self.models)
+            && !listed.contains(model)
+        {
+            let close = crate::model_picker::close_matches(model, listed);
+            let hint = if close.is_empty() {
+                String::new()
+            } else {
+                format!("; close matches: {}", close.join(", "))
+            };
+            let text = format!(
+                "Unknown model {} for this provider{hint} · /model lists them all",
+                printable(model)
+            );
+            self.notice(NoticeKind::Warning, printable(&text));
+            return Vec::new();
+        }
+        let note = if choice.model.is_some() && self.models.is_none() {
+            " (the provider's model list is unavailable, so the name was not checked)"
+        } else {
+            ""
+        };
+        self.use_model(choice.model, choice.effort, note)
+    }
+
+    /// `/model` alone: the picker over the provider's listed models.
+    fn open_model_picker(&mut self) {
+        match &self.models {
+            Some(models) => {
+                self.model_picker = Some(ModelPicker::new(models.clone(), &self.status.model));
+            }
+            None => self.notice(
+                NoticeKind::Info,
+                format!(
+                    "Model: {} · the provider's model list is unavailable; /model NAME sets one",
+                    printable(&self.status.model)
+                ),
+            ),
+        }
+    }
+
+    /// Uses `model` and `effort` (when given) for later turns, with a notice ending in `note`.
+    pub(super) fn use_model(
+        &mut self,
+        model: Option<String>,
+        effort: Option<ReasoningEffort>,
+        note: &str,
+    ) -> Vec<Action> {
         let mut actions = Vec::new();
         let mut said = Vec::new();
-        if let Some(model) = choice.model {
+        if let Some(model) = model {
             self.status.model = model.clone();
-            said.push(format!("Model set to {model}"));
+            said.push(format!("Model set to {}", printable(&model)));
             actions.push(Action::Submit(Op::SetModel { model }));
         }
-        if let Some(effort) = choice.effort {
+        if let Some(effort) = effort {
             said.push(format!("reasoning effort {}", effort.as_str()));
             actions.push(Action::Submit(Op::SetReasoningEffort { effort }));
         }
-        let mut text = format!("{} for later turns", said.join(", "));
+        let mut text = format!("{} for later turns{note}", said.join(", "));
         if let Some(first) = text.get(..1) {
             text = first.to_uppercase() + &text[1..];
         }

@@ -37,6 +37,19 @@ impl App {
                 }
             };
         }
+        if let Some(picker) = self.model_picker.as_mut() {
+            return match picker.on_key(key) {
+                PickerOutcome::Open => Vec::new(),
+                PickerOutcome::Closed => {
+                    self.model_picker = None;
+                    Vec::new()
+                }
+                PickerOutcome::Chosen(model) => {
+                    self.model_picker = None;
+                    self.use_model(Some(model), None, "")
+                }
+            };
+        }
         if self.rewind.is_some() {
             return self.on_rewind_key(key);
         }
@@ -231,7 +244,8 @@ impl App {
             return None;
         }
         let choice = self.command_choice.min(popup.len() - 1);
-        let (name, arg, _) = super::COMMANDS[popup[choice]];
+        let entry = &popup[choice];
+        let (name, arg) = (entry.name.as_str(), entry.arg.as_str());
         match key.code {
             KeyCode::Up => self.command_choice = (choice + popup.len() - 1) % popup.len(),
             KeyCode::Down => self.command_choice = (choice + 1) % popup.len(),

@@ -1,8 +1,9 @@
-//! The agent the terminal UI talks to, and swapping it for another session's: `/resume`
-//! goes on with a recorded session, `/branch` with a fork of the current one.
+//! The agent the UI talks to and what swaps it (`/resume`, `/clear`, `/branch` with a fork of
+//! the current session), and the provider's model listing the UI is given at start.
 
 use corvid_core::agent::{AgentHandle, EventReceiver, OpSender};
 use corvid_core::context::instructions::InstructionsFile;
+use corvid_protocol::Op;
 use corvid_tools::ToolRegistry;
 
 use crate::app::App;
@@ -12,11 +13,11 @@ use crate::picker::{BranchAt, SessionLauncher};
 /// The agent the UI talks to; `/resume` replaces it.
 pub(super) struct Agent {
     pub(super) session_id: String,
-    pub(super) instructions: Vec<InstructionsFile>,
-    pub(super) tools: ToolRegistry,
-    pub(super) commands: Option<std::sync::Arc<corvid_core::commands::Library>>,
-    pub(super) checkpoints: Option<std::sync::Arc<corvid_core::checkpoints::SessionCheckpoints>>,
-    pub(super) background: Option<std::sync::Arc<corvid_tools::shell::BackgroundProcesses>>,
+    instructions: Vec<InstructionsFile>,
+    tools: ToolRegistry,
+    commands: Option<std::sync::Arc<corvid_core::commands::Library>>,
+    checkpoints: Option<std::sync::Arc<corvid_core::checkpoints::SessionCheckpoints>>,
+    background: Option<std::sync::Arc<corvid_tools::shell::BackgroundProcesses>>,
     pub(super) sender: OpSender,
     pub(super) events: EventReceiver,
 }
@@ -61,12 +62,7 @@ pub(super) fn resume(
         Ok(resumed) => {
             // Dropping the old agent's sender ends it; its recording is complete (flushed per record).
             *agent = Agent::new(resumed.handle);
-            app.instructions.clone_from(&agent.instructions);
-            app.tools.clone_from(&agent.tools);
-            app.commands.clone_from(&agent.commands);
-            app.checkpoints.clone_from(&agent.checkpoints);
-            app.background.clone_from(&agent.background);
-            app.count_background();
+            take_agent_parts(app, agent);
             app.on_resumed(&agent.session_id, &resumed.transcript);
             true
         }
@@ -114,12 +110,7 @@ pub(super) fn branch(
     match launcher.fork(&parent, at) {
         Ok(branched) => {
             *agent = Agent::new(branched.resumed.handle);
-            app.instructions.clone_from(&agent.instructions);
-            app.tools.clone_from(&agent.tools);
-            app.commands.clone_from(&agent.commands);
-            app.checkpoints.clone_from(&agent.checkpoints);
-            app.background.clone_from(&agent.background);
-            app.count_background();
+            take_agent_parts(app, agent);
             let restored = turn.zip(branched.restored.as_ref());
             app.on_branched(
                 &parent,
@@ -133,5 +124,85 @@ pub(super) fn branch(
             app.notice(NoticeKind::Error, format!("Cannot branch {parent}: {e}"));
             false
         }
+    }
+}
+
+/// The UI shows what the agent it now talks to has loaded.
+pub(super) fn take_agent_parts(app: &mut App, agent: &Agent) {
+    app.instructions.clone_from(&agent.instructions);
+    app.tools.clone_from(&agent.tools);
+    app.commands.clone_from(&agent.commands);
+    app.checkpoints.clone_from(&agent.checkpoints);
+    app.background.clone_from(&agent.background);
+    app.count_background();
+}
+
+/// `/clear`: swaps `agent` for one in a new recorded session, going on with the model and
+/// approval mode in use. When that fails the old agent stays, with its history cleared.
+pub(super) fn new_session(
+    agent: &mut Agent,
+    launcher: Option<&dyn SessionLauncher>,
+    app: &mut App,
+) -> bool {
+    let started = match launcher.map(SessionLauncher::fresh) {
+        Some(Ok(started)) => started,
+        failed => {
+            let why = match failed {
+                Some(Err(e)) => e,
+                _ => "sessions are not available here".to_owned(),
+            };
+            app.notice(
+                NoticeKind::Error,
+                format!(
+                    "Cannot start a new session ({why}); the conversation is cleared in this one"
+                ),
+            );
+            return agent.sender.submit(Op::ClearHistory).is_ok();
+        }
+    };
+    // Dropping the old agent's sender ends it; its recording is complete (flushed per record).
+    *agent = Agent::new(started.handle);
+    take_agent_parts(app, agent);
+    let mut ops = Vec::new();
+    if app.status.model != started.model {
+        ops.push(Op::SetModel {
+            model: app.status.model.clone(),
+        });
+    }
+    if app.status.approval_mode != started.approval_mode {
+        ops.push(Op::SetApprovalMode {
+            mode: app.status.approval_mode,
+        });
+    }
+    app.on_new_session(&agent.session_id);
+    ops.into_iter().all(|op| agent.sender.submit(op).is_ok())
+}
+
+/// The provider's fresh model listing, on its way.
+pub(super) type ModelsOnTheWay =
+    tokio::task::JoinHandle<Result<Vec<String>, corvid_protocol::ErrorInfo>>;
+
+/// Gives `app` the cached model listing at once and starts fetching a fresh one (it replaces
+/// the cached one when it comes; a failure leaves the cached one).
+pub(super) fn list_models(
+    listing: Option<&corvid_core::models::ModelListing>,
+    app: &mut App,
+) -> Option<ModelsOnTheWay> {
+    let listing = listing?.clone();
+    if let Some(cached) = listing.cached() {
+        app.on_models(Ok(cached));
+    }
+    Some(tokio::spawn(async move { listing.fetch().await }))
+}
+
+pub(super) async fn models_answer(
+    listed: &mut Option<ModelsOnTheWay>,
+) -> Result<Vec<String>, String> {
+    match listed {
+        Some(fetch) => match fetch.await {
+            Ok(answer) => answer.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        },
+        None => futures::future::pending().await,
     }
 }

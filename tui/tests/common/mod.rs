@@ -266,6 +266,10 @@ impl corvid_tui::SessionLauncher for FakeSessions {
             "the fake launcher does not start agents ({parent})"
         ))
     }
+
+    fn fresh(&self) -> Result<corvid_core::session::Resumed, String> {
+        Err("the fake launcher does not start agents".into())
+    }
 }
 
 /// A listed session started `minutes` after 2026-11-30 09:00 UTC.
@@ -276,6 +280,7 @@ pub fn session(id: &str, minutes: u64, prompt: &str) -> corvid_core::session::Se
         started_at_ms: 1_796_029_200_000 + minutes * 60_000,
         model: "demo".into(),
         first_prompt: prompt.into(),
+        title: None,
         health: Default::default(),
         forked_from: None,
     }

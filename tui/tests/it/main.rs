@@ -15,16 +15,18 @@
 mod app_keys;
 #[path = "../chat.rs"]
 mod chat;
-#[path = "../custom_commands.rs"]
-mod custom_commands;
 #[path = "../mixed_batches.rs"]
 mod mixed_batches;
+#[path = "../new_session.rs"]
+mod new_session;
 #[path = "../plan_mode.rs"]
 mod plan_mode;
 #[path = "../resume.rs"]
 mod resume;
 #[path = "../scrollback.rs"]
 mod scrollback;
+#[path = "../session_titles.rs"]
+mod session_titles;
 #[path = "../steer.rs"]
 mod steer;
 #[path = "../tmux_demo.rs"]
