@@ -201,6 +201,8 @@ impl corvid_tui::SessionLauncher for Launcher {
             transcript: Vec::new(),
             model,
             approval_mode,
+            // A new session starts with the configured effort, as corvid does at start-up.
+            reasoning_effort: None,
         })
     }
 

@@ -96,7 +96,11 @@ pub fn show_session(
             }
             Record::HistoryCleared => writeln!(out, "(history cleared: /clear)")?,
             Record::Title { title } => {
-                writeln!(out, "(titled: {})", one_line(title, crate::sessions_list::PROMPT_WIDTH))?;
+                writeln!(
+                    out,
+                    "(titled: {})",
+                    one_line(title, crate::sessions_list::PROMPT_WIDTH)
+                )?;
             }
             Record::HistoryRewound { .. } => writeln!(
                 out,

@@ -23,6 +23,8 @@ fn app() -> App {
         no_color: false,
         transcript: Vec::new(),
         sessions: None,
+        models: None,
+        theme: corvid_core::settings::UiTheme::Dark,
     })
 }
 
