@@ -63,7 +63,8 @@ pub fn start(
     let loaded = match which {
         Which::Fresh if fork => {
             return Err(ConfigError(
-                "--fork copies a recorded session: name it with --resume ID, or use --continue                  for the latest one"
+                "--fork copies a recorded session: name it with --resume ID, or use --continue \
+                 for the latest one"
                     .into(),
             ));
         }

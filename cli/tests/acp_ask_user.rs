@@ -183,6 +183,7 @@ async fn enter_plan_mode_is_asked_and_the_mode_change_reaches_the_editor_and_the
             "list_directory",
             "glob",
             "grep_search",
+            "shell_output",
             "todo_write",
             "web_fetch",
             "exit_plan_mode",

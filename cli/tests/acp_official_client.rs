@@ -417,7 +417,7 @@ async fn the_official_client_loads_a_recorded_session_and_sees_it_replayed_with_
     assert_eq!(
         command_names(live),
         vec![vec![
-            "stats", "clear", "compress", "undo", "rewind", "model", "init"
+            "stats", "clear", "tasks", "compress", "undo", "rewind", "branch", "model", "init"
         ]]
     );
     assert_eq!(stop_reason(&lines), json!("end_turn"));
@@ -560,7 +560,7 @@ async fn the_official_client_gets_the_command_list_and_a_stats_answer() {
     assert_eq!(
         command_names(&lines),
         vec![vec![
-            "stats", "clear", "compress", "undo", "rewind", "model", "init"
+            "stats", "clear", "tasks", "compress", "undo", "rewind", "branch", "model", "init"
         ]]
     );
     assert_eq!(

@@ -15,11 +15,12 @@ const ENTERED: &str = "Plan mode is on. Do not change anything: no file edits, n
                        Investigate, then call exit_plan_mode with a concise plan in Markdown \
                        for the user to approve.";
 
-const PLAN_TOOLS: [&str; 8] = [
+const PLAN_TOOLS: [&str; 9] = [
     "read_file",
     "list_directory",
     "glob",
     "grep_search",
+    "shell_output",
     "todo_write",
     "web_fetch",
     "exit_plan_mode",
