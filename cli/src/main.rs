@@ -24,6 +24,7 @@ mod telemetry;
 mod trust_prompt;
 mod wiring;
 
+use corvid_core::session::Titling;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -232,7 +233,13 @@ async fn run(cli: Cli) -> ExitCode {
             // request would (`mcp.startupTimeoutMs`), so this costs the run no extra time.
             config.tools.settled().await;
             let mut init = headless::init_info(&config);
-            let started = match sessions::start(config, which, cli.fork, &wiring::overrides(&cli)) {
+            let started = match sessions::start(
+                config,
+                which,
+                cli.fork,
+                &wiring::overrides(&cli),
+                Titling::Off,
+            ) {
                 Ok(started) => started,
                 Err(e) => return config_error(&e),
             };
@@ -257,7 +264,13 @@ async fn run(cli: Cli) -> ExitCode {
                 config.provider.clone(),
                 corvid_core::settings::corvid_home(corvid_core::settings::process_env).as_deref(),
             );
-            let started = match sessions::start(config, which, cli.fork, &wiring::overrides(&cli)) {
+            let started = match sessions::start(
+                config,
+                which,
+                cli.fork,
+                &wiring::overrides(&cli),
+                Titling::ByFastModel,
+            ) {
                 Ok(started) => started,
                 Err(e) => return config_error(&e),
             };
@@ -265,6 +278,7 @@ async fn run(cli: Cli) -> ExitCode {
             // Without a session store `start` failed above, so this only fails in theory;
             // the UI then says `/resume` is unavailable.
             let launcher = sessions::store()
+                .map(|store| store.titling(Titling::ByFastModel))
                 .ok()
                 .map(|store| sessions::Launcher::new(setup, store));
             let options = corvid_tui::TuiOptions {

@@ -3,7 +3,8 @@
 
 use corvid_core::agent::{AgentConfig, AgentHandle};
 use corvid_core::session::{
-    ForkAt, Resumed, SessionStore, SessionSummary, fork_session, spawn_recorded, spawn_resumed,
+    ForkAt, Resumed, SessionStore, SessionSummary, Titling, fork_session, spawn_recorded,
+    spawn_resumed,
 };
 use corvid_core::settings::{Overrides, corvid_home, process_env};
 use corvid_protocol::{ApprovalMode, CoreEvent, Op, RewindScope};
@@ -58,8 +59,9 @@ pub fn start(
     which: Which<'_>,
     fork: bool,
     explicit: &Overrides,
+    titling: Titling,
 ) -> Result<Started, ConfigError> {
-    let store = store()?;
+    let store = store()?.titling(titling);
     let loaded = match which {
         Which::Fresh if fork => {
             return Err(ConfigError(
@@ -434,5 +436,93 @@ mod tests {
         assert_eq!(listed, expected);
         let after = std::fs::read(store.load(&cwd, "s1").unwrap().path).unwrap();
         assert_eq!(after, before, "the old recording is untouched");
+    }
+
+    #[tokio::test]
+    async fn a_session_started_for_the_terminal_ui_is_titled_by_the_fast_model_after_its_first_answer()
+     {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let cwd = project.path().canonicalize().unwrap();
+        let overrides = Overrides {
+            provider: Some(ProviderKind::Demo),
+            ..Overrides::default()
+        };
+        let settings = settings::load(&cwd, |_| None, &overrides, Default::default())
+            .unwrap()
+            .settings;
+        let store = SessionStore::new(home.path()).titling(Titling::ByFastModel);
+        let launcher = Launcher::new(
+            Setup {
+                cwd: cwd.clone(),
+                settings,
+            },
+            store.clone(),
+        );
+        let fresh = launcher.fresh().unwrap();
+        let id = fresh.handle.session_id().to_owned();
+        let (sender, mut events) = fresh.handle.split();
+        sender
+            .submit(Op::UserTurn {
+                prompt: "explain the parser".into(),
+                images: Vec::new(),
+                context: Vec::new(),
+            })
+            .unwrap();
+        loop {
+            if let CoreEvent::TaskFinished { .. } = events.next_event().await.unwrap() {
+                break;
+            }
+        }
+        // The title call runs beside the agent: wait for its record (a missing title fails at
+        // the deadline, which only bounds a hang).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let title = loop {
+            let listed = store.list(&cwd).unwrap();
+            let session = listed.iter().find(|s| s.id == id).unwrap();
+            if let Some(title) = &session.title {
+                break title.clone();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no title was recorded for {id}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        };
+        assert!(!title.trim().is_empty());
+        assert!(!title.chars().any(char::is_control), "{title:?}");
+        drop(sender);
+
+        // A headless-style store (the default) records no title.
+        let plain = SessionStore::new(home.path());
+        let launcher = Launcher::new(
+            Setup {
+                cwd: cwd.clone(),
+                settings: settings::load(&cwd, |_| None, &overrides, Default::default())
+                    .unwrap()
+                    .settings,
+            },
+            plain.clone(),
+        );
+        let fresh = launcher.fresh().unwrap();
+        let untitled = fresh.handle.session_id().to_owned();
+        let (sender, mut events) = fresh.handle.split();
+        sender
+            .submit(Op::UserTurn {
+                prompt: "explain the lexer".into(),
+                images: Vec::new(),
+                context: Vec::new(),
+            })
+            .unwrap();
+        loop {
+            if let CoreEvent::TaskFinished { .. } = events.next_event().await.unwrap() {
+                break;
+            }
+        }
+        drop(sender);
+        while events.next_event().await.is_ok() {}
+        let listed = plain.list(&cwd).unwrap();
+        let session = listed.iter().find(|s| s.id == untitled).unwrap();
+        assert_eq!(session.title, None);
     }
 }

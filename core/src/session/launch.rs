@@ -8,9 +8,21 @@ use corvid_tools::ToolContext;
 use tokio_util::sync::CancellationToken;
 
 use super::load::LoadedSession;
+use super::record::Record;
+use super::recorder::SessionRecorder;
 use super::replay::replay_events;
 use super::store::{SessionError, SessionStore};
-use crate::agent::{AgentConfig, AgentHandle, spawn_agent, spawn_agent_observed};
+use super::titled::TitledRecorder;
+use crate::agent::{AgentConfig, AgentHandle, HistoryObserver, spawn_agent, spawn_agent_observed};
+
+/// Whether a session without a title gets one from the fast model after its first answer.
+/// Interactive front ends ask for it (the `/resume` picker shows it); a one-shot `-p` run
+/// does not spend a request on a title nobody picks from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Titling {
+    ByFastModel,
+    Off,
+}
 
 /// A new session's agent, and why it is not being recorded when recording failed.
 pub struct Recorded {
@@ -31,7 +43,8 @@ pub fn spawn_recorded(config: AgentConfig, store: &SessionStore) -> Recorded {
                     hooks.attach(&config.session_id, Some(recorder.path()));
                 }
                 let recorder = recorder.redacting(&config.policy.recorded_secrets);
-                spawn_agent_observed(config, Arc::new(recorder))
+                let observer = observer(recorder, &config, store.titles());
+                spawn_agent_observed(config, observer)
             },
             not_recorded: None,
         },
@@ -105,11 +118,30 @@ pub fn spawn_resumed(
         config.provider.set_reasoning_effort(effort);
     }
     let (model, approval_mode) = (config.model.clone(), config.approval_mode);
+    let titled = loaded
+        .records
+        .iter()
+        .any(|r| matches!(r, Record::Title { .. }));
+    let titling = if titled { Titling::Off } else { store.titles() };
+    let observer = observer(recorder, &config, titling);
     Ok(Resumed {
-        handle: spawn_agent_observed(config, Arc::new(recorder)),
+        handle: spawn_agent_observed(config, observer),
         transcript,
         model,
         approval_mode,
         reasoning_effort,
     })
+}
+
+/// The recorder as the agent's observer; it also titles the session when asked to and a fast
+/// model is configured.
+fn observer(
+    recorder: SessionRecorder,
+    config: &AgentConfig,
+    titling: Titling,
+) -> Arc<dyn HistoryObserver> {
+    match (&config.summaries, titling) {
+        (Some(fast), Titling::ByFastModel) => Arc::new(TitledRecorder::new(recorder, fast.clone())),
+        _ => Arc::new(recorder),
+    }
 }

@@ -18,7 +18,7 @@ mod time;
 mod titled;
 
 pub use fork::{ForkAt, ForkError, Forked, fork_session};
-pub use launch::{Recorded, Resumed, spawn_recorded, spawn_resumed};
+pub use launch::{Recorded, Resumed, Titling, spawn_recorded, spawn_resumed};
 pub use load::{INTERRUPTED_CALL, LoadedSession, UNSTARTED_CALL};
 pub use record::{ForkedFrom, RECORD_VERSION, Record, RecordHeader};
 pub use recorder::SessionRecorder;

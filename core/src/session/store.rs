@@ -58,6 +58,7 @@ pub enum SessionError {
 #[derive(Debug, Clone)]
 pub struct SessionStore {
     root: PathBuf,
+    titling: super::launch::Titling,
 }
 
 /// One recorded session, as listed.
@@ -95,7 +96,19 @@ impl SessionStore {
     pub fn new(corvid_home: &Path) -> Self {
         Self {
             root: corvid_home.join("sessions"),
+            titling: super::launch::Titling::Off,
         }
+    }
+
+    /// The same store, whose sessions started or resumed through it get a title from the fast
+    /// model when they have none (interactive front ends; off by default).
+    pub fn titling(self, titling: super::launch::Titling) -> Self {
+        Self { titling, ..self }
+    }
+
+    /// Whether sessions started through this store are titled.
+    pub(crate) fn titles(&self) -> super::launch::Titling {
+        self.titling
     }
 
     /// A stable, readable folder name for a working directory.
