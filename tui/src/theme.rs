@@ -59,8 +59,22 @@ fn light(color: Color) -> Color {
         Color::Red | Color::LightRed => Color::Rgb(0xaf, 0x00, 0x00),
         Color::Blue | Color::LightBlue => Color::Rgb(0x00, 0x3f, 0xaf),
         Color::Magenta | Color::LightMagenta => Color::Rgb(0x87, 0x00, 0x87),
+        Color::Rgb(r, g, b) => darkened(r, g, b),
         other => other,
     }
+}
+
+/// A true colour chosen for a dark background (syntax highlighting's theme) made readable on
+/// a light one: a pale colour keeps its hue and is darkened to a fixed luminance; a colour
+/// already dark enough stays.
+fn darkened(r: u8, g: u8, b: u8) -> Color {
+    const TARGET: f64 = 0.35;
+    let lum = (0.2126 * f64::from(r) + 0.7152 * f64::from(g) + 0.0722 * f64::from(b)) / 255.0;
+    if lum <= TARGET + 0.15 {
+        return Color::Rgb(r, g, b);
+    }
+    let scale = |c: u8| (f64::from(c) * TARGET / lum).round().clamp(0.0, 255.0) as u8;
+    Color::Rgb(scale(r), scale(g), scale(b))
 }
 
 /// Light versions of background tints (diff lines): pale instead of dark.
@@ -186,6 +200,26 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
     use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn pale_highlighting_colours_are_darkened_for_a_light_background_and_dark_ones_stay() {
+        let luminance = |c: Color| match c {
+            Color::Rgb(r, g, b) => {
+                (0.2126 * f64::from(r) + 0.7152 * f64::from(g) + 0.0722 * f64::from(b)) / 255.0
+            }
+            other => panic!("not a true colour: {other:?}"),
+        };
+        // base16-ocean.dark's plain text and its yellow: near-invisible on white before.
+        for pale in [Color::Rgb(0xc0, 0xc5, 0xce), Color::Rgb(0xeb, 0xcb, 0x8b)] {
+            let shown = light(pale);
+            assert!(luminance(shown) < 0.4, "{pale:?} became {shown:?}");
+        }
+        // A colour already dark enough is drawn as the theme chose it.
+        assert_eq!(
+            light(Color::Rgb(0xbf, 0x61, 0x6a)),
+            Color::Rgb(0xbf, 0x61, 0x6a)
+        );
+    }
 
     #[test]
     fn a_white_background_answer_picks_the_light_palette_and_a_black_one_the_dark() {
