@@ -438,33 +438,40 @@ mod tests {
         assert_eq!(after, before, "the old recording is untouched");
     }
 
-    #[tokio::test]
-    async fn a_session_started_for_the_terminal_ui_is_titled_by_the_fast_model_after_its_first_answer()
-     {
-        let home = tempfile::tempdir().unwrap();
-        let project = tempfile::tempdir().unwrap();
-        let cwd = project.path().canonicalize().unwrap();
+    /// A launcher over the demo provider in `cwd`, starting sessions through `store`.
+    fn demo_launcher(cwd: &std::path::Path, store: SessionStore) -> Launcher {
         let overrides = Overrides {
             provider: Some(ProviderKind::Demo),
             ..Overrides::default()
         };
-        let settings = settings::load(&cwd, |_| None, &overrides, Default::default())
+        let settings = settings::load(cwd, |_| None, &overrides, Default::default())
             .unwrap()
             .settings;
-        let store = SessionStore::new(home.path()).titling(Titling::ByFastModel);
-        let launcher = Launcher::new(
+        Launcher::new(
             Setup {
-                cwd: cwd.clone(),
+                cwd: cwd.to_owned(),
                 settings,
             },
-            store.clone(),
-        );
+            store,
+        )
+    }
+
+    /// Starts a fresh session through `launcher` and answers `prompt`; its id, and the agent
+    /// still open (a title call ends with its agent, as the user's session would).
+    async fn one_turn(
+        launcher: &Launcher,
+        prompt: &str,
+    ) -> (
+        String,
+        corvid_core::agent::OpSender,
+        corvid_core::agent::EventReceiver,
+    ) {
         let fresh = launcher.fresh().unwrap();
         let id = fresh.handle.session_id().to_owned();
         let (sender, mut events) = fresh.handle.split();
         sender
             .submit(Op::UserTurn {
-                prompt: "explain the parser".into(),
+                prompt: prompt.into(),
                 images: Vec::new(),
                 context: Vec::new(),
             })
@@ -474,11 +481,22 @@ mod tests {
                 break;
             }
         }
-        // The title call runs beside the agent: wait for its record (a missing title fails at
-        // the deadline, which only bounds a hang).
+        (id, sender, events)
+    }
+
+    #[tokio::test]
+    async fn a_session_started_for_the_terminal_ui_is_titled_by_the_fast_model_after_its_first_answer()
+     {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let cwd = project.path().canonicalize().unwrap();
+        let titled = SessionStore::new(home.path()).titling(Titling::ByFastModel);
+        let launcher = demo_launcher(&cwd, titled.clone());
+        let (id, _open, _events) = one_turn(&launcher, "explain the parser").await;
+        // The title call runs beside the agent: wait for its record (a missing title fails at the deadline, which only bounds a hang).
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let title = loop {
-            let listed = store.list(&cwd).unwrap();
+            let listed = titled.list(&cwd).unwrap();
             let session = listed.iter().find(|s| s.id == id).unwrap();
             if let Some(title) = &session.title {
                 break title.clone();
@@ -491,34 +509,11 @@ mod tests {
         };
         assert!(!title.trim().is_empty());
         assert!(!title.chars().any(char::is_control), "{title:?}");
-        drop(sender);
 
-        // A headless-style store (the default) records no title.
+        // A store without titling (headless, ACP) records none.
         let plain = SessionStore::new(home.path());
-        let launcher = Launcher::new(
-            Setup {
-                cwd: cwd.clone(),
-                settings: settings::load(&cwd, |_| None, &overrides, Default::default())
-                    .unwrap()
-                    .settings,
-            },
-            plain.clone(),
-        );
-        let fresh = launcher.fresh().unwrap();
-        let untitled = fresh.handle.session_id().to_owned();
-        let (sender, mut events) = fresh.handle.split();
-        sender
-            .submit(Op::UserTurn {
-                prompt: "explain the lexer".into(),
-                images: Vec::new(),
-                context: Vec::new(),
-            })
-            .unwrap();
-        loop {
-            if let CoreEvent::TaskFinished { .. } = events.next_event().await.unwrap() {
-                break;
-            }
-        }
+        let (untitled, sender, mut events) =
+            one_turn(&demo_launcher(&cwd, plain.clone()), "explain the lexer").await;
         drop(sender);
         while events.next_event().await.is_ok() {}
         let listed = plain.list(&cwd).unwrap();

@@ -2,11 +2,11 @@
 //! name against the same listing. The names come from a server: they are drawn through
 //! [`printable`], never as sent.
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyEvent;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::picker::PickerOutcome;
+use crate::picker::{PickerOutcome, SearchKey, search_key};
 use crate::wrap::{printable, truncate};
 
 /// Rows of models shown at once (the list scrolls to keep the choice visible).
@@ -50,35 +50,15 @@ impl ModelPicker {
     /// Up/Down move, typing searches (Backspace undoes), Enter chooses, Esc or Ctrl+C closes
     /// (Esc first clears a search).
     pub fn on_key(&mut self, key: KeyEvent) -> PickerOutcome {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        let alt = key.modifiers.contains(KeyModifiers::ALT);
         let n = self.matches().len();
-        match key.code {
-            KeyCode::Esc if !self.query.is_empty() => {
-                self.query.clear();
-                self.selected = 0;
-            }
-            KeyCode::Esc => return PickerOutcome::Closed,
-            KeyCode::Char('c') if ctrl => return PickerOutcome::Closed,
-            KeyCode::Up => self.selected = self.selected.saturating_sub(1),
-            KeyCode::Down => self.selected = (self.selected + 1).min(n.saturating_sub(1)),
-            KeyCode::Enter => {
-                return self
-                    .matches()
-                    .get(self.selected)
-                    .map_or(PickerOutcome::Open, |m| PickerOutcome::Chosen((*m).clone()));
-            }
-            KeyCode::Backspace => {
-                self.query.pop();
-                self.selected = 0;
-            }
-            KeyCode::Char(c) if !ctrl && !alt => {
-                self.query.push(c);
-                self.selected = 0;
-            }
-            _ => {}
+        match search_key(&mut self.query, &mut self.selected, n, key) {
+            SearchKey::Open => PickerOutcome::Open,
+            SearchKey::Closed => PickerOutcome::Closed,
+            SearchKey::Choose => self
+                .matches()
+                .get(self.selected)
+                .map_or(PickerOutcome::Open, |m| PickerOutcome::Chosen((*m).clone())),
         }
-        PickerOutcome::Open
     }
 
     /// The picker's rows at `width`: a title, the search, then one row per visible model.

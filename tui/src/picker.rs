@@ -65,6 +65,50 @@ pub enum PickerOutcome {
     Chosen(String),
 }
 
+/// What a key did to a searchable list (the `/resume` and `/model` pickers).
+pub(crate) enum SearchKey {
+    /// Still choosing (the search or the highlight may have changed).
+    Open,
+    /// Closed without a choice.
+    Closed,
+    /// Enter: choose the highlighted match.
+    Choose,
+}
+
+/// The keys every searchable picker shares: Up/Down move within `matches` rows, typing
+/// searches (Backspace undoes), Enter chooses, Esc first clears a search and then closes,
+/// Ctrl+C closes.
+pub(crate) fn search_key(
+    query: &mut String,
+    selected: &mut usize,
+    matches: usize,
+    key: KeyEvent,
+) -> SearchKey {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    let alt = key.modifiers.contains(KeyModifiers::ALT);
+    match key.code {
+        KeyCode::Esc if !query.is_empty() => {
+            query.clear();
+            *selected = 0;
+        }
+        KeyCode::Esc => return SearchKey::Closed,
+        KeyCode::Char('c') if ctrl => return SearchKey::Closed,
+        KeyCode::Up => *selected = selected.saturating_sub(1),
+        KeyCode::Down => *selected = (*selected + 1).min(matches.saturating_sub(1)),
+        KeyCode::Enter => return SearchKey::Choose,
+        KeyCode::Backspace => {
+            query.pop();
+            *selected = 0;
+        }
+        KeyCode::Char(c) if !ctrl && !alt => {
+            query.push(c);
+            *selected = 0;
+        }
+        _ => {}
+    }
+    SearchKey::Open
+}
+
 impl SessionPicker {
     /// A picker over `sessions` (newest first) with the newest highlighted.
     pub fn new(sessions: Vec<SessionSummary>) -> Self {
@@ -95,35 +139,15 @@ impl SessionPicker {
     /// Up/Down move, typing searches (Backspace undoes), Enter chooses, Esc or Ctrl+C closes
     /// (Esc first clears a search).
     pub fn on_key(&mut self, key: KeyEvent) -> PickerOutcome {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        let alt = key.modifiers.contains(KeyModifiers::ALT);
         let n = self.matches().len();
-        match key.code {
-            KeyCode::Esc if !self.query.is_empty() => {
-                self.query.clear();
-                self.selected = 0;
-            }
-            KeyCode::Esc => return PickerOutcome::Closed,
-            KeyCode::Char('c') if ctrl => return PickerOutcome::Closed,
-            KeyCode::Up => self.selected = self.selected.saturating_sub(1),
-            KeyCode::Down => self.selected = (self.selected + 1).min(n.saturating_sub(1)),
-            KeyCode::Enter => {
-                return self
-                    .matches()
-                    .get(self.selected)
-                    .map_or(PickerOutcome::Open, |s| PickerOutcome::Chosen(s.id.clone()));
-            }
-            KeyCode::Backspace => {
-                self.query.pop();
-                self.selected = 0;
-            }
-            KeyCode::Char(c) if !ctrl && !alt => {
-                self.query.push(c);
-                self.selected = 0;
-            }
-            _ => {}
+        match search_key(&mut self.query, &mut self.selected, n, key) {
+            SearchKey::Open => PickerOutcome::Open,
+            SearchKey::Closed => PickerOutcome::Closed,
+            SearchKey::Choose => self
+                .matches()
+                .get(self.selected)
+                .map_or(PickerOutcome::Open, |s| PickerOutcome::Chosen(s.id.clone())),
         }
-        PickerOutcome::Open
     }
 
     /// The picker's rows at `width`: a title, then one row per visible session.

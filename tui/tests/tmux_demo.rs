@@ -17,17 +17,10 @@ fn corvid_binary() -> Option<PathBuf> {
     bin.exists().then_some(bin)
 }
 
-fn have_tmux() -> bool {
-    Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-#[test]
-fn the_demo_shows_tool_groups_and_labels_in_tmux_in_full_and_compact_mode_and_again_when_resumed() {
-    // Never a silent pass: `bash tests/run.sh` (the README's test command) installs tmux and
-    // builds the binary before any test runs.
+/// Runs `tests/tui/<script>` on the built binary, with an output folder for its captures;
+/// returns the script's output and the folder. Never a silent pass: `bash tests/run.sh` (the
+/// README's test command) installs tmux and builds the binary before any test runs.
+fn run_script(script: &str) -> (std::process::Output, tempfile::TempDir) {
     let Some(bin) = corvid_binary() else {
         panic!(
             "the corvid binary was not built next to the tests: run the whole suite with \
@@ -38,14 +31,40 @@ fn the_demo_shows_tool_groups_and_labels_in_tmux_in_full_and_compact_mode_and_ag
         have_tmux(),
         "tmux is not installed: `bash tests/run.sh` installs it (or `apt-get install tmux`)"
     );
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/tui/tmux_demo.sh");
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/tui")
+        .join(script);
     let out_dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
     let out = Command::new("bash")
-        .arg(&script)
+        .arg(&path)
         .arg(&bin)
         .arg(out_dir.path())
         .output()
         .unwrap_or_else(|e| panic!("bash runs: {e}"));
+    (out, out_dir)
+}
+
+/// Runs `script` and fails with its output unless it succeeds.
+fn assert_script_passes(script: &str) {
+    let (out, _dir) = run_script(script);
+    assert!(
+        out.status.success(),
+        "{script} failed\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+}
+
+fn have_tmux() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn the_demo_shows_tool_groups_and_labels_in_tmux_in_full_and_compact_mode_and_again_when_resumed() {
+    let (out, out_dir) = run_script("tmux_demo.sh");
     let read = |name: &str| std::fs::read_to_string(out_dir.path().join(name)).unwrap_or_default();
     assert!(
         out.status.success(),
@@ -63,84 +82,15 @@ fn the_demo_shows_tool_groups_and_labels_in_tmux_in_full_and_compact_mode_and_ag
 
 #[test]
 fn resizing_right_after_a_turn_and_clear_keep_the_session_and_the_shells_scrollback() {
-    let Some(bin) = corvid_binary() else {
-        panic!(
-            "the corvid binary was not built next to the tests: run the whole suite with \
-             `bash tests/run.sh`, or `cargo build -p corvid-cli` first"
-        );
-    };
-    assert!(
-        have_tmux(),
-        "tmux is not installed: `bash tests/run.sh` installs it (or `apt-get install tmux`)"
-    );
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/tui/tmux_resize.sh");
-    let out_dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg(&bin)
-        .arg(out_dir.path())
-        .output()
-        .unwrap_or_else(|e| panic!("bash runs: {e}"));
-    assert!(
-        out.status.success(),
-        "tmux_resize.sh failed\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    assert_script_passes("tmux_resize.sh");
 }
 
 #[test]
 fn hooks_in_the_terminal_ui_ask_for_review_before_it_starts_and_show_a_block_as_a_notice() {
-    let Some(bin) = corvid_binary() else {
-        panic!(
-            "the corvid binary was not built next to the tests: run the whole suite with \
-             `bash tests/run.sh`, or `cargo build -p corvid-cli` first"
-        );
-    };
-    assert!(
-        have_tmux(),
-        "tmux is not installed: `bash tests/run.sh` installs it (or `apt-get install tmux`)"
-    );
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/tui/tmux_hooks.sh");
-    let out_dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg(&bin)
-        .arg(out_dir.path())
-        .output()
-        .unwrap_or_else(|e| panic!("bash runs: {e}"));
-    assert!(
-        out.status.success(),
-        "tmux_hooks.sh failed\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    assert_script_passes("tmux_hooks.sh");
 }
 
 #[test]
 fn ctrl_s_steers_a_running_task_and_ctrl_o_opens_and_esc_closes_the_transcript_in_tmux() {
-    let Some(bin) = corvid_binary() else {
-        panic!(
-            "the corvid binary was not built next to the tests: run the whole suite with \
-             `bash tests/run.sh`, or `cargo build -p corvid-cli` first"
-        );
-    };
-    assert!(
-        have_tmux(),
-        "tmux is not installed: `bash tests/run.sh` installs it (or `apt-get install tmux`)"
-    );
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/tui/tmux_keys.sh");
-    let out_dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg(&bin)
-        .arg(out_dir.path())
-        .output()
-        .unwrap_or_else(|e| panic!("bash runs: {e}"));
-    assert!(
-        out.status.success(),
-        "tmux_keys.sh failed\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    assert_script_passes("tmux_keys.sh");
 }

@@ -42,6 +42,19 @@ fn table(ctx: &ToolContext) -> Result<Arc<BackgroundProcesses>, ToolError> {
     })
 }
 
+/// Both tools act only on processes the model itself started: no question, only a refusal of
+/// arguments that do not parse.
+fn unasked_when_valid<T: serde::de::DeserializeOwned>(
+    tool: &str,
+    args: &Value,
+) -> BoxFuture<'static, ApprovalNeed> {
+    let need = match parse_args::<T>(tool, args) {
+        Ok(_) => ApprovalNeed::None,
+        Err(err) => ApprovalNeed::Refuse(err),
+    };
+    futures::future::ready(need).boxed()
+}
+
 fn id_title(verb: &str, args: &Value) -> String {
     match args.get("id").and_then(Value::as_str) {
         Some(id) => format!("{verb} {id}"),
@@ -92,11 +105,7 @@ impl Tool for ShellOutput {
     }
 
     fn approval(&self, args: &Value, _ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
-        let need = match parse_args::<ReadArgs>(self.name(), args) {
-            Ok(_) => ApprovalNeed::None,
-            Err(err) => ApprovalNeed::Refuse(err),
-        };
-        futures::future::ready(need).boxed()
+        unasked_when_valid::<ReadArgs>(self.name(), args)
     }
 
     fn execute(
@@ -216,11 +225,7 @@ impl Tool for KillShell {
 
     /// Stopping what the model itself started needs no approval.
     fn approval(&self, args: &Value, _ctx: &ToolContext) -> BoxFuture<'static, ApprovalNeed> {
-        let need = match parse_args::<KillArgs>(self.name(), args) {
-            Ok(_) => ApprovalNeed::None,
-            Err(err) => ApprovalNeed::Refuse(err),
-        };
-        futures::future::ready(need).boxed()
+        unasked_when_valid::<KillArgs>(self.name(), args)
     }
 
     fn execute(
