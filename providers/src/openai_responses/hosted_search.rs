@@ -11,7 +11,9 @@ use serde_json::value::RawValue;
 pub(crate) const PROVIDER: &str = "openai-responses";
 
 /// The hosted blocks for a finished `web_search_call` item: the call (its data the item as
-/// it came, replayed) and its result as the card shows it (never replayed).
+/// it came minus its `id`, replayed) and its result as the card shows it (never replayed).
+/// Without `store` the server keeps no item an id could name, so the id stays out of the
+/// replay, as it does for reasoning items.
 pub(crate) fn blocks(raw: &RawValue) -> Vec<HostedBlock> {
     let Ok(item) = serde_json::from_str::<Value>(raw.get()) else {
         return Vec::new();
@@ -50,7 +52,7 @@ pub(crate) fn blocks(raw: &RawValue) -> Vec<HostedBlock> {
                 title,
                 args: action,
             },
-            data: JsonText::from_raw(raw.to_owned()),
+            data: JsonText::new(&without_id(&item)),
         },
         HostedBlock {
             provider: PROVIDER.to_owned(),
@@ -60,4 +62,13 @@ pub(crate) fn blocks(raw: &RawValue) -> Vec<HostedBlock> {
             data: JsonText::new(&result_data),
         },
     ]
+}
+
+/// `item` without its top-level `id`.
+fn without_id(item: &Value) -> Value {
+    let mut replay = item.clone();
+    if let Some(fields) = replay.as_object_mut() {
+        fields.remove("id");
+    }
+    replay
 }
