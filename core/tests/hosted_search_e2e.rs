@@ -114,3 +114,69 @@ async fn a_server_search_shows_as_a_fetch_card_and_is_replayed_in_the_next_reque
         "EqgfCioIARgBIiQ3YTAwMjY1Mi1mZjM5LTQ1NGUtODgxNC1kNjNjNTk1ZWI3Y2ISDCZ3bRxQe"
     );
 }
+
+#[tokio::test]
+async fn an_openai_hosted_search_shows_as_a_fetch_card_and_is_replayed_in_the_next_input() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let responses = |name: &str| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../testdata/sse/openai-responses")
+            .join(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let server = MockServer::start().await;
+    server.push(ScriptedResponse::sse(fixtures::split_into_events(
+        &responses("hosted_web_search.sse"),
+    )));
+    server.push(ScriptedResponse::sse(fixtures::split_into_events(
+        &responses("text_only.sse"),
+    )));
+    let provider = corvid_providers::OpenAiResponsesProvider::new(&ProviderConfig {
+        base_url: server.url(),
+        ..ProviderConfig::default()
+    })
+    .unwrap()
+    .with_hosted_web_search(Vec::new(), 200);
+    let mut config = test_config(Arc::new(provider), Vec::new());
+    config.tools = builtin_tools();
+    let mut handle = spawn_agent(config);
+
+    let events = run_task(&mut handle, "What is the latest tokio release?").await;
+    check_invariants(&events, &["todo_write"]).unwrap();
+    let id = "ws_6a1b2c3d4e5f6071web0search01";
+    let started = events.iter().find_map(|e| match e {
+        CoreEvent::ToolStarted {
+            call_id, display, ..
+        } if call_id == id => Some(display.clone()),
+        _ => None,
+    });
+    let started = started.expect("the search has a card");
+    assert_eq!(started.title, "Search \"tokio latest release\"");
+    assert_eq!(started.kind, ToolKind::Fetch);
+    let finished = events.iter().find_map(|e| match e {
+        CoreEvent::ToolFinished {
+            call_id, status, ..
+        } if call_id == id => Some(*status),
+        _ => None,
+    });
+    assert_eq!(finished, Some(ToolStatus::Completed));
+    // Nothing ran locally: the task ended after the one model turn.
+    assert_eq!(server.requests().len(), 1);
+
+    run_task(&mut handle, "And its MSRV?").await;
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].body["tools"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap(),
+        &json!({"type": "web_search"})
+    );
+    let input = requests[1].body["input"].as_array().unwrap();
+    let types: Vec<&str> = input.iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["message", "web_search_call", "message", "message"]);
+    // Replayed without its id: with `store: false` no stored item answers to it.
+    assert!(input[1].get("id").is_none(), "{}", input[1]);
+    assert_eq!(input[1]["action"]["query"], "tokio latest release");
+}

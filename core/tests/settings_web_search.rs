@@ -108,14 +108,88 @@ fn on_the_anthropic_api_the_anthropic_choice_replaces_the_keyed_tool_and_elsewhe
     assert!(offers_web_search(&settings));
 }
 
+/// The `tools` of the first request the main model of `user`'s settings sends (one client
+/// tool), on `provider`'s API at a loopback server, and whether `web_search` is a local tool.
+async fn first_tools(user: &str, provider: ProviderKind) -> (serde_json::Value, bool) {
+    use corvid_protocol::{Message, ModelRequest, ToolSchema};
+    use futures::StreamExt;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let server = corvid_testkit::MockServer::start().await;
+    server.push(corvid_testkit::ScriptedResponse::error(400, "{}"));
+    let dir = tempfile::tempdir().unwrap();
+    let files = SettingsFiles {
+        user: Some(dir.path().join("settings.json")),
+        project: None,
+    };
+    let user = user.replace("BASE_URL", &server.url());
+    write(files.user.as_ref().unwrap(), &user);
+    let env =
+        |k: &str| matches!(k, "OPENAI_API_KEY" | "ANTHROPIC_API_KEY").then(|| "sk-test".to_owned());
+    let overrides = Overrides {
+        provider: Some(provider),
+        ..Overrides::default()
+    };
+    let settings = load_from(&files, Trust::Trusted, env, &overrides)
+        .unwrap()
+        .settings;
+    let config = agent_config(&settings, env, dir.path(), "s").unwrap();
+    let request = ModelRequest {
+        model: "gpt-4.1".into(),
+        system: String::new(),
+        messages: vec![Message::user_text("q")].into(),
+        tools: vec![std::sync::Arc::new(ToolSchema {
+            name: "read_file".into(),
+            description: "Reads a file".into(),
+            parameters: serde_json::json!({"type": "object"}).into(),
+        })],
+        max_output_tokens: None,
+        temperature: None,
+    };
+    let _ = config.provider.stream(request).collect::<Vec<_>>().await;
+    let sent = server.requests();
+    (
+        sent[0].body["tools"].clone(),
+        config.tools.get("web_search").is_some(),
+    )
+}
+
+#[tokio::test]
+async fn the_openai_choice_offers_the_hosted_search_on_the_responses_api_only() {
+    let user = r#"{"model": {"name": "gpt-4.1", "baseUrl": "BASE_URL"},
+        "webSearch": {"providers": [{"type": "openai", "allowedDomains": ["docs.rs"]}]}}"#;
+    let (tools, keyed) = first_tools(user, ProviderKind::OpenaiResponses).await;
+    assert_eq!(
+        tools[1],
+        serde_json::json!({"type": "web_search", "filters": {"allowed_domains": ["docs.rs"]}})
+    );
+    assert!(!keyed);
+    // On Chat Completions and the Anthropic API it is passed over: no search at all.
+    for other in [ProviderKind::Openai, ProviderKind::Anthropic] {
+        let (tools, keyed) = first_tools(user, other).await;
+        assert_eq!(
+            tools.as_array().map(Vec::len),
+            Some(1),
+            "{other:?}: {tools}"
+        );
+        assert!(!keyed);
+    }
+    // Not configured: the Responses API's request has the client tool only.
+    let plain = r#"{"model": {"name": "gpt-4.1", "baseUrl": "BASE_URL"}}"#;
+    let (tools, _) = first_tools(plain, ProviderKind::OpenaiResponses).await;
+    assert_eq!(tools.as_array().map(Vec::len), Some(1), "{tools}");
+}
+
 #[test]
-fn an_openai_search_choice_is_passed_over_with_a_warning() {
+fn allowed_domains_belong_to_the_openai_choice_only() {
     let (settings, warnings, _) = load(
-        r#"{"webSearch": {"providers": [{"type": "openai"}]}}"#,
+        r#"{"webSearch": {"providers": [{"type": "openai", "allowedDomains": ["docs.rs"]}]}}"#,
         "{}",
     );
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].contains("not supported yet"), "{warnings:?}");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        settings.web_search.providers[0].allowed_domains,
+        ["docs.rs"]
+    );
     assert!(!offers_web_search(&settings));
 }
 
@@ -177,6 +251,14 @@ fn web_search_settings_errors_name_the_key() {
         (
             r#"{"webSearch": {"providers": [{"type": "anthropic", "baseUrl": "https://x"}]}}"#,
             "webSearch.providers[0]",
+        ),
+        (
+            r#"{"webSearch": {"providers": [{"type": "brave", "allowedDomains": ["a.b"]}]}}"#,
+            "webSearch.providers[0].allowedDomains",
+        ),
+        (
+            r#"{"webSearch": {"providers": [{"type": "openai", "allowedDomains": "a.b"}]}}"#,
+            "webSearch.providers[0].allowedDomains",
         ),
     ] {
         write(files.user.as_ref().unwrap(), text);

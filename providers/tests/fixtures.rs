@@ -135,7 +135,7 @@ fn decode_in_chunks(f: &Fixture, cuts: &[usize]) -> Vec<Emitted> {
 #[test]
 fn every_stream_fixture_decodes_to_what_its_sidecar_states() {
     let fixtures = stream_fixtures();
-    assert_eq!(fixtures.len(), 41, "fixture set changed");
+    assert_eq!(fixtures.len(), 42, "fixture set changed");
     for f in &fixtures {
         let emitted = decode_body(f.protocol().expect("protocol"), &f.body);
         assert_eq!(

@@ -13,6 +13,12 @@ pub enum SessionSearch {
     Keyed(WebSearch),
     /// The Anthropic API's own search, offered in the main model's requests.
     Anthropic(ServerWebSearch),
+    /// The Responses API's hosted search, offered in the main model's requests, limited to
+    /// these domains (none: any).
+    OpenAi {
+        allowed_domains: Vec<String>,
+        max_per_session: u32,
+    },
 }
 
 /// One `webSearch.providers[]` entry.
@@ -23,6 +29,8 @@ pub struct SearchProvider {
     pub api_key_env: Option<String>,
     /// The service's endpoint instead of its public one (a SearXNG instance, a proxy).
     pub base_url: Option<String>,
+    /// `allowedDomains` (`openai` only): the domains the hosted search is limited to.
+    pub allowed_domains: Vec<String>,
 }
 
 /// A search service: one corvid calls with a key, or the model API's own search tool.
@@ -115,8 +123,8 @@ impl WebSearchSettings {
 
     /// What a session whose main model is on `main` searches with: the first provider in
     /// preference order that works there (a keyed service anywhere, `anthropic` on the
-    /// Anthropic API), or `None` (then the model is offered no search). `openai` is not
-    /// supported yet and is passed over. An error names the keyed endpoint refused.
+    /// Anthropic API, `openai` on the Responses API), or `None` (then the model is offered no
+    /// search). An error names the keyed endpoint refused.
     pub fn for_session(
         &self,
         main: ProviderKind,
@@ -141,6 +149,12 @@ impl WebSearchSettings {
                     return Ok(Some(SessionSearch::Anthropic(ServerWebSearch {
                         max_per_session: self.max_per_session,
                     })));
+                }
+                SearchProviderKind::OpenAi if main == ProviderKind::OpenaiResponses => {
+                    return Ok(Some(SessionSearch::OpenAi {
+                        allowed_domains: provider.allowed_domains.clone(),
+                        max_per_session: self.max_per_session,
+                    }));
                 }
                 SearchProviderKind::Anthropic | SearchProviderKind::OpenAi => {}
             }

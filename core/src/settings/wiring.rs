@@ -64,6 +64,7 @@ pub fn agent_config(
             Some(false) | None => ResponseStorage::Stateless,
         },
         server_search: None,
+        hosted_search: None,
     };
     // The user's `web.allowPrivate`, validated when the file was read.
     let web_allow =
@@ -85,6 +86,13 @@ pub fn agent_config(
     let main_endpoint = Endpoint {
         server_search: match &search {
             Some(super::SessionSearch::Anthropic(server)) => Some(*server),
+            _ => None,
+        },
+        hosted_search: match &search {
+            Some(super::SessionSearch::OpenAi {
+                allowed_domains,
+                max_per_session,
+            }) => Some((allowed_domains.clone(), *max_per_session)),
             _ => None,
         },
         ..endpoint.clone()
@@ -409,6 +417,9 @@ struct Endpoint {
     storage: ResponseStorage,
     /// The Anthropic API's own web search, for the main model only.
     server_search: Option<corvid_providers::ServerWebSearch>,
+    /// The Responses API's hosted web search (its allowed domains and per-session cap), for
+    /// the main model only.
+    hosted_search: Option<(Vec<String>, u32)>,
 }
 
 /// A provider for one resolved endpoint.
@@ -436,12 +447,16 @@ fn build_provider(
         ProviderKind::Openai => Arc::new(
             OpenAiChatProvider::new(&config())?.with_reasoning_effort(endpoint.reasoning.effort),
         ),
-        ProviderKind::OpenaiResponses => Arc::new(
-            OpenAiResponsesProvider::new(&config())?
+        ProviderKind::OpenaiResponses => {
+            let provider = OpenAiResponsesProvider::new(&config())?
                 .with_cache_key(endpoint.session_id.clone())
                 .with_reasoning(endpoint.reasoning)
-                .with_storage(endpoint.storage),
-        ),
+                .with_storage(endpoint.storage);
+            Arc::new(match &endpoint.hosted_search {
+                Some((domains, cap)) => provider.with_hosted_web_search(domains.clone(), *cap),
+                None => provider,
+            })
+        }
         ProviderKind::Anthropic => {
             let provider = AnthropicProvider::new(&config())?;
             Arc::new(match endpoint.server_search {

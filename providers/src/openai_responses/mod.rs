@@ -3,6 +3,7 @@
 
 mod chain;
 mod events;
+mod hosted_search;
 mod parser;
 pub(crate) mod request;
 
@@ -81,6 +82,22 @@ impl OpenAiResponsesProvider {
     /// Whether the server keeps responses, so later requests continue them (`model.store`).
     pub fn with_storage(mut self, storage: ResponseStorage) -> Self {
         Arc::make_mut(&mut self.options).storage = storage;
+        self
+    }
+
+    /// Offers the API's hosted `web_search` tool beside the client tools (`webSearch`
+    /// `{"type": "openai"}`), limited to `allowed_domains` when there are any, while the
+    /// searches in the history are fewer than `max_per_session`; its searches come back as
+    /// hosted blocks, never as calls.
+    pub fn with_hosted_web_search(
+        mut self,
+        allowed_domains: Vec<String>,
+        max_per_session: u32,
+    ) -> Self {
+        Arc::make_mut(&mut self.options).web_search = Some(request::HostedSearch {
+            allowed_domains,
+            max_per_session,
+        });
         self
     }
 

@@ -274,6 +274,12 @@ impl OpenAiResponsesParser {
                 }
                 self.announce(pos, at, out);
             }
+            // The API ran the search: shown, kept for the next request, never executed.
+            Some("web_search_call") => {
+                for block in super::hosted_search::blocks(raw) {
+                    out.push(Emitted::ok(at, StreamEvent::Hosted(block)));
+                }
+            }
             Some("reasoning") => {
                 if let Some(data) = replayable_reasoning(raw) {
                     out.push(Emitted::ok(at, StreamEvent::ThoughtData { data }));

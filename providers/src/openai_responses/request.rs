@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use corvid_protocol::{ImageData, JsonText, ModelRequest, Part, Role, ToolSchema};
+use corvid_protocol::{HostedStep, ImageData, JsonText, ModelRequest, Part, Role, ToolSchema};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -24,6 +24,17 @@ pub(crate) struct BodyOptions {
     pub reasoning: Reasoning,
     /// `model.store`: whether the server keeps responses (and so can be chained on).
     pub storage: ResponseStorage,
+    /// The hosted `web_search` tool, offered beside client tools only.
+    pub web_search: Option<HostedSearch>,
+}
+
+/// The hosted search a session offers, from the user's `webSearch` settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct HostedSearch {
+    /// The domains its searches are limited to (none: any).
+    pub allowed_domains: Vec<String>,
+    /// `webSearch.maxPerSession`: searches already in the history count against it.
+    pub max_per_session: u32,
 }
 
 /// A request that continues a stored response: only the items after it are sent.
@@ -44,7 +55,7 @@ struct Body<'a> {
     instructions: &'a str,
     input: Vec<Item<'a>>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    tools: Vec<FunctionTool<'a>>,
+    tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,6 +82,29 @@ struct ReasoningParams {
     effort: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     summary: Option<&'static str>,
+}
+
+/// One entry of `tools`: a client function or the API's hosted search.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Tool<'a> {
+    Function(FunctionTool<'a>),
+    Hosted(HostedTool<'a>),
+}
+
+/// A tool the API runs itself (`{"type": "web_search"}`).
+#[derive(Serialize)]
+struct HostedTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filters: Option<SearchFilters<'a>>,
+}
+
+/// `filters` of the hosted search: `allowed_domains` (subdomains included).
+#[derive(Serialize)]
+struct SearchFilters<'a> {
+    allowed_domains: &'a [String],
 }
 
 /// A flat function tool (the Responses form: no `function` wrapper).
@@ -154,6 +188,19 @@ pub(crate) fn build_body(
         push_items(turn, &mut input);
     }
     let has_tools = !request.tools.is_empty();
+    // Offered while the searches in the history are under the session's cap.
+    let searching = options.web_search.as_ref().is_some_and(|search| {
+        let used = request
+            .messages
+            .iter()
+            .flat_map(|m| m.parts.iter())
+            .filter(|p| {
+                matches!(p, Part::Hosted(b) if b.provider == super::hosted_search::PROVIDER
+                    && matches!(b.step, HostedStep::Call { .. }))
+            })
+            .count();
+        u32::try_from(used).unwrap_or(u32::MAX) < search.max_per_session
+    });
     let reasoning = options.reasoning.for_model(&request.model);
     let body = Body {
         model: &request.model,
@@ -162,7 +209,24 @@ pub(crate) fn build_body(
         tools: request
             .tools
             .iter()
-            .map(|t| FunctionTool::from(&**t))
+            .map(|t| Tool::Function(FunctionTool::from(&**t)))
+            // Offered only beside client tools: a request without tools (a summary, a
+            // compaction) searches nothing.
+            .chain(
+                options
+                    .web_search
+                    .as_ref()
+                    .filter(|_| has_tools && searching)
+                    .map(|search| &search.allowed_domains[..])
+                    .map(|domains| {
+                        Tool::Hosted(HostedTool {
+                            kind: "web_search",
+                            filters: (!domains.is_empty()).then_some(SearchFilters {
+                                allowed_domains: domains,
+                            }),
+                        })
+                    }),
+            )
             .collect(),
         tool_choice: has_tools.then_some("auto"),
         parallel_tool_calls: has_tools.then_some(true),
@@ -177,10 +241,15 @@ pub(crate) fn build_body(
         temperature: request.temperature,
         stream: true,
         store: options.storage == ResponseStorage::Stored,
-        include: if reasoning.is_some() {
-            &["reasoning.encrypted_content"]
-        } else {
-            &[]
+        // The searched pages' URLs, for the search card.
+        include: match (reasoning.is_some(), has_tools && searching) {
+            (true, true) => &[
+                "reasoning.encrypted_content",
+                "web_search_call.action.sources",
+            ],
+            (true, false) => &["reasoning.encrypted_content"],
+            (false, true) => &["web_search_call.action.sources"],
+            (false, false) => &[],
         },
         prompt_cache_key: options.cache_key.as_deref(),
         previous_response_id: continuation.map(|c| c.previous_response_id),
@@ -224,6 +293,14 @@ fn push_items<'a>(turn: &'a Turn<'_>, out: &mut Vec<Item<'a>>) {
                     } if is_reasoning_item(data) => {
                         flush(&mut text, out);
                         out.push(Item::Verbatim(data.raw()));
+                    }
+                    // This API's own searches go back as they came; other APIs' stay home.
+                    Part::Hosted(block)
+                        if block.provider == super::hosted_search::PROVIDER
+                            && matches!(block.step, HostedStep::Call { .. }) =>
+                    {
+                        flush(&mut text, out);
+                        out.push(Item::Verbatim(block.data.raw()));
                     }
                     Part::ToolCall(call) => {
                         flush(&mut text, out);
@@ -363,6 +440,7 @@ mod tests {
                 summary: None,
             },
             storage: ResponseStorage::Stateless,
+            web_search: None,
         };
         let body = sent(
             &request(
@@ -488,6 +566,7 @@ mod tests {
                 summary: Some(ReasoningSummary::Off),
             },
             storage: ResponseStorage::Stateless,
+            web_search: None,
         };
         let body = sent(
             &request("o4-mini", vec![Message::user_text("hi")]),

@@ -31,6 +31,8 @@ mod http_openai;
 mod http_responses;
 #[path = "../model_list.rs"]
 mod model_list;
+#[path = "../responses_hosted_search.rs"]
+mod responses_hosted_search;
 #[path = "../responses_store.rs"]
 mod responses_store;
 

@@ -47,6 +47,7 @@ impl Validator<'_> {
         let mut kind = None;
         let mut api_key_env = None;
         let mut base_url = None;
+        let mut allowed_domains = None;
         for (k, v) in self.section(&at, item)? {
             let key = format!("{at}.{k}");
             match k.as_str() {
@@ -62,6 +63,19 @@ impl Validator<'_> {
                 }
                 "apiKeyEnv" => api_key_env = self.string(&key, v)?,
                 "baseUrl" => base_url = self.string(&key, v)?,
+                "allowedDomains" => {
+                    let domains = match v {
+                        Value::Array(items) => items
+                            .iter()
+                            .map(|d| d.as_str().map(str::to_owned))
+                            .collect::<Option<Vec<_>>>(),
+                        _ => None,
+                    };
+                    allowed_domains = Some(
+                        domains
+                            .ok_or_else(|| self.wrong_type(&key, "a list of domain names", v))?,
+                    );
+                }
                 _ => self.unknown(&key),
             }
         }
@@ -83,17 +97,18 @@ impl Validator<'_> {
                 "no `apiKeyEnv` or `baseUrl` (the model's own API searches)",
             ));
         }
-        if kind == SearchProviderKind::OpenAi {
-            self.warnings.push(format!(
-                "{}: `{at}`: the Responses API's hosted search (`openai`) is not supported \
-                 yet; corvid passes it over",
-                self.path.display()
+        if allowed_domains.is_some() && kind != SearchProviderKind::OpenAi {
+            return Err(self.invalid(
+                &format!("{at}.allowedDomains"),
+                kind.name(),
+                "set only on `openai` (the Responses API's hosted search)",
             ));
         }
         Ok(SearchProvider {
             kind,
             api_key_env,
             base_url,
+            allowed_domains: allowed_domains.unwrap_or_default(),
         })
     }
 }
