@@ -262,6 +262,28 @@ mod tests {
 
     use super::*;
 
+    /// Settings for the demo provider in `cwd` (no settings files).
+    fn demo_settings(cwd: &std::path::Path) -> corvid_core::settings::Settings {
+        let overrides = Overrides {
+            provider: Some(ProviderKind::Demo),
+            ..Overrides::default()
+        };
+        settings::load(cwd, |_| None, &overrides, Default::default())
+            .unwrap()
+            .settings
+    }
+
+    /// A launcher over the demo provider in `cwd`, starting sessions through `store`.
+    fn demo_launcher(cwd: &std::path::Path, store: SessionStore) -> Launcher {
+        Launcher::new(
+            Setup {
+                cwd: cwd.to_owned(),
+                settings: demo_settings(cwd),
+            },
+            store,
+        )
+    }
+
     #[tokio::test]
     async fn the_launcher_lists_this_projects_sessions_and_resumes_one_with_its_transcript() {
         let home = tempfile::tempdir().unwrap();
@@ -281,20 +303,7 @@ mod tests {
             recorder.append(&Record::Message { message }).unwrap();
         }
         drop(recorder);
-        let overrides = Overrides {
-            provider: Some(ProviderKind::Demo),
-            ..Overrides::default()
-        };
-        let settings = settings::load(&cwd, |_| None, &overrides, Default::default())
-            .unwrap()
-            .settings;
-        let launcher = Launcher::new(
-            Setup {
-                cwd: cwd.clone(),
-                settings,
-            },
-            store,
-        );
+        let launcher = demo_launcher(&cwd, store);
 
         let listed: Vec<(String, String)> = launcher
             .list()
@@ -342,13 +351,7 @@ mod tests {
         let parent_path = recorder.path().to_owned();
         drop(recorder);
         let parent_bytes = std::fs::read(&parent_path).unwrap();
-        let overrides = Overrides {
-            provider: Some(ProviderKind::Demo),
-            ..Overrides::default()
-        };
-        let mut settings = settings::load(&cwd, |_| None, &overrides, Default::default())
-            .unwrap()
-            .settings;
+        let mut settings = demo_settings(&cwd);
         settings.checkpoints.enabled = false;
         let launcher = Launcher::new(
             Setup {
@@ -387,20 +390,7 @@ mod tests {
             .unwrap();
         drop(recorder);
         let before = std::fs::read(store.load(&cwd, "s1").unwrap().path).unwrap();
-        let overrides = Overrides {
-            provider: Some(ProviderKind::Demo),
-            ..Overrides::default()
-        };
-        let settings = settings::load(&cwd, |_| None, &overrides, Default::default())
-            .unwrap()
-            .settings;
-        let launcher = Launcher::new(
-            Setup {
-                cwd: cwd.clone(),
-                settings,
-            },
-            SessionStore::new(home.path()),
-        );
+        let launcher = demo_launcher(&cwd, SessionStore::new(home.path()));
 
         let fresh = launcher.fresh().unwrap();
         assert!(fresh.transcript.is_empty());
@@ -436,24 +426,6 @@ mod tests {
         assert_eq!(listed, expected);
         let after = std::fs::read(store.load(&cwd, "s1").unwrap().path).unwrap();
         assert_eq!(after, before, "the old recording is untouched");
-    }
-
-    /// A launcher over the demo provider in `cwd`, starting sessions through `store`.
-    fn demo_launcher(cwd: &std::path::Path, store: SessionStore) -> Launcher {
-        let overrides = Overrides {
-            provider: Some(ProviderKind::Demo),
-            ..Overrides::default()
-        };
-        let settings = settings::load(cwd, |_| None, &overrides, Default::default())
-            .unwrap()
-            .settings;
-        Launcher::new(
-            Setup {
-                cwd: cwd.to_owned(),
-                settings,
-            },
-            store,
-        )
     }
 
     /// Starts a fresh session through `launcher` and answers `prompt`; its id, and the agent
