@@ -3,6 +3,8 @@
 //! its root tree and time), the stat cache `index`, and a `lock` file that serialises the
 //! processes using the store.
 
+mod forget;
+
 use std::collections::HashSet;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};

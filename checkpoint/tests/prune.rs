@@ -82,3 +82,32 @@ fn the_running_size_matches_a_listing_after_new_files_an_unchanged_snapshot_and_
         f.store.stored_bytes().unwrap()
     );
 }
+
+#[test]
+fn forget_deletes_the_chosen_snapshots_and_only_the_content_no_other_snapshot_needs() {
+    let mut f = Fixture::new();
+    f.write("shared.txt", "kept by the later snapshots too");
+    f.write("gone.bin", vec![b'g'; 10_000]);
+    let forgotten = f.snapshot();
+    std::fs::remove_file(f.ws.path().join("gone.bin")).unwrap();
+    f.write("kept.bin", vec![b'k'; 10_000]);
+    let kept = f.snapshot();
+    f.write("kept.bin", vec![b'n'; 10_000]);
+    let newest = f.snapshot();
+    let total = f.store.stored_bytes().unwrap();
+
+    let chosen = [forgotten, newest].into_iter().collect();
+    let report = f.store.forget(&chosen).unwrap();
+    assert_eq!(report.removed, vec![forgotten], "the newest is always kept");
+    assert!(report.freed_bytes >= 10_000, "{report:?}");
+    assert_eq!(f.store.stored_bytes().unwrap(), total - report.freed_bytes);
+    let listed: Vec<SnapshotId> = f.store.list().unwrap().iter().map(|s| s.id).collect();
+    assert_eq!(listed, vec![kept, newest]);
+
+    let plan = f.preview(kept, newest);
+    f.store.restore(&plan, false).unwrap();
+    assert_eq!(f.read("kept.bin"), vec![b'k'; 10_000]);
+    assert_eq!(f.read("shared.txt"), b"kept by the later snapshots too");
+    let nothing = f.store.forget(&Default::default()).unwrap();
+    assert!(nothing.removed.is_empty());
+}
