@@ -224,20 +224,31 @@ pub fn checkpoints(setup: &Setup, command: &CheckpointsCommand) -> Result<(), Co
                 project.snapshots,
                 checkpoints::human_bytes(setup.settings.checkpoints.max_bytes)
             ));
-            for (id, turns) in &project.sessions {
-                say(&format!("session {id}: {turns} undoable turn(s)\n"));
+            for session in &project.sessions {
+                let orphaned = if session.orphaned {
+                    " (orphaned: its recording is gone; `corvid checkpoints prune` frees it)"
+                } else {
+                    ""
+                };
+                say(&format!(
+                    "session {}: {} undoable turn(s){orphaned}\n",
+                    session.id, session.turns
+                ));
             }
         }
         CheckpointsCommand::Prune { max_bytes } => {
             let budget = max_bytes.unwrap_or(setup.settings.checkpoints.max_bytes);
-            match checkpoints::prune_project(&home, &setup.cwd, budget)
-                .map_err(|e| ConfigError(e.to_string()))?
-            {
-                Some(notice) => say(&format!("{notice}\n")),
-                None => say(&format!(
-                    "nothing to prune: the store fits in {}\n",
+            let notices = checkpoints::prune_project(&home, &setup.cwd, budget)
+                .map_err(|e| ConfigError(e.to_string()))?;
+            for notice in &notices {
+                say(&format!("{notice}\n"));
+            }
+            if notices.is_empty() {
+                say(&format!(
+                    "nothing to prune: the store fits in {} and every session's recording is \
+                     there\n",
                     checkpoints::human_bytes(budget)
-                )),
+                ));
             }
         }
     }

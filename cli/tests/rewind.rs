@@ -142,3 +142,95 @@ async fn checkpoints_list_and_prune_show_and_free_the_store() {
     assert_success(&out);
     assert!(stdout(&out).contains("removed"), "{}", stdout(&out));
 }
+
+/// One more headless turn of the latest session (`extra` picks it: `--continue`, or
+/// `--resume ID --fork`), whose model runs `command`.
+async fn next_turn(sb: &Sandbox, server: &MockServer, extra: &[&str], command: &str) {
+    server.push(shell_turn("sh_n", command));
+    server.push(text_turn("Done."));
+    let mut args = extra.to_vec();
+    args.extend(["-p", "go on", "--yolo"]);
+    let mut cmd = sb.against(server, "sk-test", &args);
+    cmd.env("OPENAI_MODEL", "mock-model");
+    assert_success(&run(cmd).await);
+}
+
+/// The recorded sessions' ids, oldest first.
+async fn session_ids(sb: &Sandbox) -> Vec<String> {
+    let out = run(sb.corvid(&["sessions", "list", "--output-format", "json"])).await;
+    assert_success(&out);
+    let listed: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    let mut ids: Vec<String> = listed
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect();
+    ids.reverse();
+    ids
+}
+
+fn exists(sb: &Sandbox, name: &str) -> bool {
+    sb.project.path().join(name).exists()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_session_goes_on_with_its_checkpoints_and_can_rewind_a_turn_from_before_the_resume()
+ {
+    let sb = Sandbox::new();
+    let server = session_running(&sb, "printf 1 > one.txt").await;
+    next_turn(&sb, &server, &["--continue"], "printf 2 > two.txt").await;
+    let ids = session_ids(&sb).await;
+    assert_eq!(ids.len(), 1, "{ids:?}");
+
+    let out = run(sb.corvid(&["checkpoints", "list"])).await;
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!("session {}: 2 undoable turn(s)", ids[0])),
+        "{text}"
+    );
+    assert_eq!(text.matches("session ").count(), 1, "one journal: {text}");
+
+    let out = run(sb.corvid(&["rewind", "--turn", "1", "--code", "--yes"])).await;
+    assert_success(&out);
+    assert!(!exists(&sb, "one.txt") && !exists(&sb, "two.txt"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fork_inherits_its_parents_turns_and_can_undo_them_while_the_parent_keeps_its_own() {
+    let sb = Sandbox::new();
+    let server = session_running(&sb, "printf 1 > one.txt").await;
+    let parent = session_ids(&sb).await.remove(0);
+    next_turn(
+        &sb,
+        &server,
+        &["--resume", &parent, "--fork"],
+        "printf 3 > three.txt",
+    )
+    .await;
+    let ids = session_ids(&sb).await;
+    let fork = ids.iter().find(|id| **id != parent).unwrap().clone();
+
+    let out = run(sb.corvid(&["checkpoints", "list"])).await;
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!("session {parent}: 1 undoable turn(s)")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("session {fork}: 2 undoable turn(s)")),
+        "the fork counts on from its parent's turns: {text}"
+    );
+
+    let out = run(sb.corvid(&[
+        "rewind",
+        "--session",
+        &fork,
+        "--turn",
+        "1",
+        "--code",
+        "--yes",
+    ]))
+    .await;
+    assert_success(&out);
+    assert!(!exists(&sb, "one.txt") && !exists(&sb, "three.txt"));
+}

@@ -157,7 +157,7 @@ async fn the_oldest_sessions_checkpoints_are_pruned_first_with_a_notice() {
         listed
             .sessions
             .iter()
-            .map(|(id, _)| id.as_str())
+            .map(|s| s.id.as_str())
             .collect::<Vec<_>>(),
         vec!["new"]
     );

@@ -3,9 +3,14 @@
 //! conversation back. One JSON line per entry in `<store>/sessions/<session id>.turns` (not
 //! `.jsonl`: nothing must take it for a session recording), appended, so a crash loses at
 //! most the line being written.
+//!
+//! A session that uses its journal holds a shared lock on the file for as long as it is open,
+//! so a prune in any process can tell a live session's journal (never removed) from one whose
+//! session is gone.
 
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use corvid_checkpoint::SnapshotId;
@@ -50,6 +55,9 @@ pub(crate) struct TurnRecord {
 #[derive(Debug)]
 pub(crate) struct Journal {
     path: PathBuf,
+    /// The file, open and share-locked while the session using it lives (`None` for a journal
+    /// only looked at, and until a live one's file exists).
+    live: Option<File>,
 }
 
 impl Journal {
@@ -65,21 +73,65 @@ impl Journal {
             path: store_dir
                 .join("sessions")
                 .join(format!("{session_id}.turns")),
+            live: None,
         })
     }
 
-    /// Appends one entry.
-    pub fn append(&self, entry: &Entry) -> std::io::Result<()> {
-        if let Some(dir) = self.path.parent() {
-            fs::create_dir_all(dir)?;
+    /// The journal of the session running in this process: its file (when it exists) is
+    /// share-locked until the journal is dropped, so no prune takes it for an orphan.
+    pub fn open_live(store_dir: &Path, session_id: &str) -> std::io::Result<Option<Journal>> {
+        let Some(mut journal) = Journal::new(store_dir, session_id) else {
+            return Ok(None);
+        };
+        if journal.path.exists() {
+            journal.lock_live()?;
         }
+        Ok(Some(journal))
+    }
+
+    /// Opens (creating) the file for appending and takes the shared lock.
+    fn lock_live(&mut self) -> std::io::Result<&mut File> {
+        // A journal removed meanwhile (its checkpoints all pruned) is started again.
+        let file = match self
+            .live
+            .take()
+            .filter(|f| f.metadata().is_ok_and(|m| m.nlink() > 0))
+        {
+            Some(file) => file,
+            None => {
+                if let Some(dir) = self.path.parent() {
+                    fs::create_dir_all(dir)?;
+                }
+                let file = OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&self.path)?;
+                file.lock_shared()?;
+                file
+            }
+        };
+        Ok(self.live.insert(file))
+    }
+
+    /// Appends one entry (the journal becomes live: see [`Journal::open_live`]).
+    pub fn append(&mut self, entry: &Entry) -> std::io::Result<()> {
         let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
         line.push(b'\n');
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
-        file.write_all(&line)
+        self.lock_live()?.write_all(&line)
+    }
+
+    /// Whether a session in some process holds this journal open.
+    pub fn in_use(&self) -> std::io::Result<bool> {
+        let file = match File::open(&self.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        match file.try_lock() {
+            Ok(()) => Ok(false),
+            Err(fs::TryLockError::WouldBlock) => Ok(true),
+            Err(fs::TryLockError::Error(e)) => Err(e),
+        }
     }
 
     /// Every entry; damaged lines (a torn last write) are skipped.
@@ -95,9 +147,12 @@ impl Journal {
             .collect())
     }
 
-    /// Deletes the journal (its checkpoints were pruned).
+    /// Deletes the journal (its checkpoints were pruned, or its session deleted).
     pub fn remove(&self) -> std::io::Result<()> {
-        fs::remove_file(&self.path)
+        match fs::remove_file(&self.path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
     }
 }
 

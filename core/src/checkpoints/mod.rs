@@ -9,14 +9,19 @@
 //! A checkpoint that fails never stops a turn: the loop gets a notice to show and goes on.
 
 mod journal;
+mod lifecycle;
 mod rewind;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use corvid_checkpoint::{Options, SnapshotId, Store};
+use corvid_checkpoint::{Options, Store};
 
 use journal::{Entry, Journal};
+pub use lifecycle::{
+    ProjectCheckpoints, SessionJournal, describe_project, fork_journal, free_deleted_sessions,
+    prune_project,
+};
 pub use rewind::{CANNOT_UNDO, RewindPreview, TurnSummary};
 
 /// `checkpoints.*`: whether corvid takes checkpoints, and their limits.
@@ -87,6 +92,7 @@ fn refuse_workspace(workspace: &Path) -> Option<String> {
 /// One session's checkpoints, shared by the loop (which takes them) and the front ends
 /// (which list, preview and rewind through them).
 pub struct SessionCheckpoints {
+    corvid_home: PathBuf,
     workspace: PathBuf,
     settings: CheckpointSettings,
     inner: Mutex<Inner>,
@@ -128,10 +134,9 @@ impl SessionCheckpoints {
             max_file_bytes: settings.max_file_bytes,
         };
         let store = Store::open_with(corvid_home, &project_key(workspace), options)?;
-        let journal = Journal::new(store.dir(), session_id).ok_or_else(|| {
-            CheckpointError::Off(format!("the session id {session_id:?} is not a plain name"))
-        })?;
+        let journal = live_journal(&store, session_id)?;
         Ok(SessionCheckpoints {
+            corvid_home: corvid_home.to_path_buf(),
             workspace: workspace.to_path_buf(),
             settings,
             inner: Mutex::new(Inner {
@@ -140,6 +145,17 @@ impl SessionCheckpoints {
                 open_turn: None,
             }),
         })
+    }
+
+    /// Goes on with the journal of session `session_id`: a resumed session (`--resume`,
+    /// `--continue`, `/resume`, `session/load`) was configured under a new id before the
+    /// recording to go on with was known, and must keep its own journal, so its turn numbers
+    /// go on counting and the turns from before the resume stay undoable.
+    pub fn attach(&self, session_id: &str) -> Result<(), CheckpointError> {
+        let mut inner = self.lock();
+        inner.journal = live_journal(&inner.store, session_id)?;
+        inner.open_turn = None;
+        Ok(())
     }
 
     /// The folder the checkpoints cover.
@@ -199,9 +215,15 @@ impl SessionCheckpoints {
             };
             let after = inner.store.snapshot(&this.workspace)?;
             inner.journal.append(&Entry::End { turn, after })?;
-            Ok(enforce_budget(&mut inner.store, this.settings.max_bytes)?
-                .into_iter()
-                .collect())
+            // Deleted sessions' checkpoints go first (logged: the user deleted them), then
+            // the budget's oldest ones (shown: turns the user may want stop being undoable).
+            let recordings = lifecycle::recordings_dir(&this.corvid_home, &this.workspace);
+            lifecycle::sweep_orphans(&mut inner.store, &recordings)?;
+            Ok(
+                lifecycle::enforce_budget(&mut inner.store, this.settings.max_bytes)?
+                    .into_iter()
+                    .collect(),
+            )
         })
         .await
     }
@@ -226,112 +248,11 @@ impl SessionCheckpoints {
     }
 }
 
-/// Prunes the store to `max_bytes` when it holds more, oldest checkpoints (so oldest
-/// sessions) first, deleting the journals of sessions left with none; the notice says so.
-pub fn enforce_budget(
-    store: &mut Store,
-    max_bytes: u64,
-) -> Result<Option<String>, CheckpointError> {
-    // Cheap: no listing of the store's objects unless the running count passes the budget.
-    if store.stored_bytes_estimate()? <= max_bytes {
-        return Ok(None);
-    }
-    let report = store.prune(max_bytes)?;
-    if report.removed.is_empty() {
-        return Ok(None);
-    }
-    let sessions = remove_emptied_journals(store)?;
-    Ok(Some(format!(
-        "checkpoints: this project's store passed `checkpoints.maxBytes` ({}); removed the {} \
-         oldest checkpoints ({} session(s) entirely), freeing {}. Turns that needed them can no \
-         longer be undone.",
-        human_bytes(max_bytes),
-        report.removed.len(),
-        sessions,
-        human_bytes(report.freed_bytes),
-    )))
-}
-
-/// Deletes the journals none of whose snapshots is kept; returns how many.
-fn remove_emptied_journals(store: &Store) -> Result<usize, CheckpointError> {
-    let kept: std::collections::HashSet<SnapshotId> =
-        store.list()?.into_iter().map(|s| s.id).collect();
-    let mut removed = 0;
-    for (_, journal) in journals(store.dir())? {
-        let entries = journal.entries()?;
-        if journal::snapshots(&entries)
-            .iter()
-            .all(|id| !kept.contains(id))
-        {
-            journal.remove()?;
-            removed += 1;
-        }
-    }
-    Ok(removed)
-}
-
-/// The journals of a store folder, by session id.
-fn journals(store_dir: &Path) -> Result<Vec<(String, Journal)>, CheckpointError> {
-    let dir = store_dir.join("sessions");
-    let read = match std::fs::read_dir(&dir) {
-        Ok(read) => read,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
-    };
-    let mut out = Vec::new();
-    for entry in read {
-        let name = entry?.file_name().to_string_lossy().into_owned();
-        if let Some(id) = name.strip_suffix(".turns")
-            && let Some(journal) = Journal::new(store_dir, id)
-        {
-            out.push((id.to_owned(), journal));
-        }
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
-}
-
-/// A project's stored checkpoints, for `corvid checkpoints list`.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ProjectCheckpoints {
-    /// The store's folder.
-    pub dir: PathBuf,
-    /// Bytes its objects take.
-    pub stored_bytes: u64,
-    /// Snapshots kept.
-    pub snapshots: usize,
-    /// Sessions with a journal, and how many undoable turns each has.
-    pub sessions: Vec<(String, usize)>,
-}
-
-/// What the store of `workspace` holds.
-pub fn describe_project(
-    corvid_home: &Path,
-    workspace: &Path,
-) -> Result<ProjectCheckpoints, CheckpointError> {
-    let store = Store::open(corvid_home, &project_key(workspace))?;
-    let mut sessions = Vec::new();
-    for (id, journal) in journals(store.dir())? {
-        let (turns, _) = journal::replay(&journal.entries()?);
-        sessions.push((id, turns.len()));
-    }
-    Ok(ProjectCheckpoints {
-        dir: store.dir().to_path_buf(),
-        stored_bytes: store.stored_bytes()?,
-        snapshots: store.list()?.len(),
-        sessions,
+/// The journal of `session_id`, held open as a live session's.
+fn live_journal(store: &Store, session_id: &str) -> Result<Journal, CheckpointError> {
+    Journal::open_live(store.dir(), session_id)?.ok_or_else(|| {
+        CheckpointError::Off(format!("the session id {session_id:?} is not a plain name"))
     })
-}
-
-/// Prunes the store of `workspace` down to `max_bytes` (`corvid checkpoints prune`); the
-/// notice of what was removed, if anything was.
-pub fn prune_project(
-    corvid_home: &Path,
-    workspace: &Path,
-    max_bytes: u64,
-) -> Result<Option<String>, CheckpointError> {
-    let mut store = Store::open(corvid_home, &project_key(workspace))?;
-    enforce_budget(&mut store, max_bytes)
 }
 
 /// What the model is told after a code-only rewind: the conversation still holds the undone

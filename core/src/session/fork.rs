@@ -54,6 +54,7 @@ pub fn fork_session(
 ) -> Result<Forked, ForkError> {
     let Some(at) = at else {
         let loaded = store.write_fork(parent, new_id, None)?;
+        store.fork_checkpoints(parent, new_id, None);
         return Ok(Forked {
             loaded,
             restored: None,
@@ -74,6 +75,7 @@ pub fn fork_session(
         .checkpoints
         .rewind(at.preview, at.overwrite_conflicts, history_len)?;
     let loaded = store.write_fork(parent, new_id, Some((turn, keep)))?;
+    store.fork_checkpoints(parent, new_id, Some(turn));
     Ok(Forked {
         loaded,
         restored: Some(report),
@@ -81,6 +83,28 @@ pub fn fork_session(
 }
 
 impl SessionStore {
+    /// Starts the fork's checkpoint journal with the parent's (up to before `turn`), so the
+    /// fork can undo the turns it inherited. A failure only costs that: the fork is made.
+    fn fork_checkpoints(&self, parent: &LoadedSession, new_id: &str, turn: Option<u32>) {
+        let Some(home) = self.corvid_home() else {
+            return;
+        };
+        let copied = crate::checkpoints::fork_journal(
+            home,
+            &parent.header.cwd,
+            &parent.header.session_id,
+            new_id,
+            turn,
+        );
+        if let Err(e) = copied {
+            tracing::warn!(
+                session = new_id,
+                error = %e,
+                "the fork cannot undo the turns it inherited"
+            );
+        }
+    }
+
     /// Writes session `new_id`: a header naming `parent`, then the parent's records (its
     /// rewinds applied), cut back to the first `keep` history messages when forking from
     /// before `turn`. The copy is made of records already redacted when they were recorded.

@@ -96,6 +96,7 @@ pub fn spawn_resumed(
         .reopen(loaded)?
         .redacting(&config.policy.recorded_secrets);
     config.session_id = loaded.header.session_id.clone();
+    attach_checkpoints(&mut config);
     if let Some(hooks) = &config.policy.hooks {
         hooks.attach(&config.session_id, Some(recorder.path()));
     }
@@ -131,6 +132,20 @@ pub fn spawn_resumed(
         approval_mode,
         reasoning_effort,
     })
+}
+
+/// Points the session's checkpoints at the resumed session's own journal (they were opened
+/// under the id the config was made with, before the session to go on with was known). When
+/// that fails the session goes on without checkpoints, and so without `auto`'s unasked edits.
+fn attach_checkpoints(config: &mut AgentConfig) {
+    let Some(checkpoints) = &config.policy.checkpoints else {
+        return;
+    };
+    if let Err(e) = checkpoints.attach(&config.session_id) {
+        tracing::warn!(session = %config.session_id, error = %e, "checkpoints are off");
+        config.policy.checkpoints = None;
+        config.policy.undo = crate::policy::unasked::Undo::from_enabled(false);
+    }
 }
 
 /// The recorder as the agent's observer; it also titles the session when asked to and a fast

@@ -106,6 +106,11 @@ impl SessionStore {
         Self { titling, ..self }
     }
 
+    /// The `$CORVID_HOME` the store is under (where checkpoints live too).
+    pub(crate) fn corvid_home(&self) -> Option<&Path> {
+        self.root.parent()
+    }
+
     /// Whether sessions started through this store are titled.
     pub(crate) fn titles(&self) -> super::launch::Titling {
         self.titling
