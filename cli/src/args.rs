@@ -174,6 +174,14 @@ pub enum SessionsCommand {
         /// The session id (or a unique prefix of it).
         id: String,
     },
+    /// Deletes a session's recording and the checkpoints only it needed.
+    Delete {
+        /// The session's full id.
+        id: String,
+        /// Do not ask first (needed when stdin is not a terminal).
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 /// `corvid rewind ...`

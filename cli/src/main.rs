@@ -18,6 +18,7 @@ mod replay;
 mod rewind_cmd;
 mod sessions;
 mod sessions_cmd;
+mod sessions_delete;
 mod sessions_list;
 mod shutdown;
 mod telemetry;
@@ -100,6 +101,14 @@ async fn run(cli: Cli) -> ExitCode {
                 sessions_list::list_sessions(&store, &cwd, *output_format, &mut out)
             }
             SessionsCommand::Show { id } => sessions_cmd::show_session(&store, &cwd, id, &mut out),
+            SessionsCommand::Delete { id, yes } => sessions_delete::delete_session(
+                &store,
+                &cwd,
+                id,
+                *yes,
+                sessions_delete::ask_on_terminal,
+                &mut out,
+            ),
         };
         return match done {
             Ok(()) => ExitCode::SUCCESS,

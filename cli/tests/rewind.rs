@@ -234,3 +234,72 @@ async fn a_fork_inherits_its_parents_turns_and_can_undo_them_while_the_parent_ke
     assert_success(&out);
     assert!(!exists(&sb, "one.txt") && !exists(&sb, "three.txt"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_delete_removes_the_recording_and_its_checkpoints_after_a_yes() {
+    let sb = Sandbox::new();
+    session_running(&sb, "printf 1 > one.txt").await;
+    let id = session_ids(&sb).await.remove(0);
+    for (args, says) in [
+        (vec!["sessions", "delete", &id], "pass --yes"),
+        (
+            vec!["sessions", "delete", "../x", "--yes"],
+            "not a session id",
+        ),
+        (
+            vec!["sessions", "delete", "no-such", "--yes"],
+            "no session no-such",
+        ),
+        (
+            vec!["sessions", "delete", &id[..4], "--yes"],
+            "pass the full id",
+        ),
+    ] {
+        let out = run(sb.corvid(&args)).await;
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+    }
+    assert_eq!(
+        session_ids(&sb).await,
+        vec![id.clone()],
+        "nothing was deleted"
+    );
+
+    let out = run(sb.corvid(&["sessions", "delete", &id, "--yes"])).await;
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.contains(&format!("Deleted session {id}")), "{text}");
+    assert!(
+        text.contains("1 session(s) whose recording is gone"),
+        "{text}"
+    );
+    assert!(session_ids(&sb).await.is_empty());
+    let out = run(sb.corvid(&["checkpoints", "list"])).await;
+    assert!(!stdout(&out).contains(&id), "{}", stdout(&out));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journal_whose_recording_was_removed_by_hand_is_listed_orphaned_and_pruned() {
+    let sb = Sandbox::new();
+    session_running(&sb, "printf 1 > one.txt").await;
+    let id = session_ids(&sb).await.remove(0);
+    let out = run(sb.corvid(&["sessions", "list", "--output-format", "json"])).await;
+    let listed: Vec<Value> = serde_json::from_str(&stdout(&out)).unwrap();
+    std::fs::remove_file(listed[0]["path"].as_str().unwrap()).unwrap();
+
+    let out = run(sb.corvid(&["checkpoints", "list"])).await;
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!("session {id}: 1 undoable turn(s) (orphaned")),
+        "{text}"
+    );
+    let out = run(sb.corvid(&["checkpoints", "prune"])).await;
+    assert_success(&out);
+    assert!(
+        stdout(&out).contains("1 session(s) whose recording is gone"),
+        "{}",
+        stdout(&out)
+    );
+    let out = run(sb.corvid(&["checkpoints", "list"])).await;
+    assert!(!stdout(&out).contains(&id), "{}", stdout(&out));
+}

@@ -150,9 +150,9 @@ async fn replay(mapper: &Mapper, transcript: &[CoreEvent], output: &Output) -> R
 fn load_error(id: &str, error: SessionError) -> Error {
     let code = match &error {
         SessionError::NotFound { .. } => ErrorCode::RESOURCE_NOT_FOUND,
-        SessionError::Ambiguous { .. } | SessionError::InvalidId { .. } => {
-            ErrorCode::INVALID_PARAMS
-        }
+        SessionError::Ambiguous { .. }
+        | SessionError::InvalidId { .. }
+        | SessionError::NotFullId { .. } => ErrorCode::INVALID_PARAMS,
         SessionError::InUse { .. } => ErrorCode::INVALID_REQUEST,
         SessionError::Io { .. }
         | SessionError::Corrupt { .. }

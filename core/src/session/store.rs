@@ -30,6 +30,8 @@ pub enum SessionError {
     InvalidId { id: String },
     #[error("no session {id} for {cwd}; `corvid sessions list` shows the recorded ones")]
     NotFound { id: String, cwd: PathBuf },
+    #[error("{id} is only the start of session {full}'s id; pass the full id to delete it")]
+    NotFullId { id: String, full: String },
     #[error("session id {id} is ambiguous: it matches {matches}")]
     Ambiguous { id: String, matches: String },
     #[error(
@@ -239,6 +241,39 @@ impl SessionStore {
                     .collect::<Vec<_>>()
                     .join(", "),
             }),
+        }
+    }
+
+    /// Deletes session `id` of this project (the full id: a prefix is refused, so a
+    /// destructive command never picks a session the user did not name), then frees the
+    /// checkpoints only it needed. Refused while a corvid process records the session.
+    /// Returns the notice of what the checkpoints freed, if they held anything of it.
+    pub fn delete(&self, cwd: &Path, id: &str) -> Result<Option<String>, SessionError> {
+        let loaded = self.load(cwd, id)?;
+        if loaded.header.session_id != id || loaded.path.file_stem().is_none_or(|stem| stem != id) {
+            return Err(SessionError::NotFullId {
+                id: id.to_owned(),
+                full: loaded.header.session_id,
+            });
+        }
+        // Held while the file goes: no corvid can start recording it meanwhile.
+        let recorder = self.reopen(&loaded)?;
+        fs::remove_file(&loaded.path).map_err(|source| SessionError::Io {
+            path: loaded.path.clone(),
+            source,
+        })?;
+        drop(recorder);
+        let Some(home) = self.corvid_home() else {
+            return Ok(None);
+        };
+        // The recording is gone whatever happens here; a failure leaves the checkpoints to
+        // the next prune, which finds them orphaned.
+        match crate::checkpoints::free_deleted_sessions(home, &loaded.header.cwd) {
+            Ok(notice) => Ok(notice),
+            Err(e) => Ok(Some(format!(
+                "its checkpoints were not freed now ({e}); the next `corvid checkpoints prune` \
+                 frees them"
+            ))),
         }
     }
 

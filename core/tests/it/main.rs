@@ -32,6 +32,8 @@ mod ask_user;
 mod background;
 #[path = "../bulk_after_cards.rs"]
 mod bulk_after_cards;
+#[path = "../checkpoints_lifetime.rs"]
+mod checkpoints_lifetime;
 #[path = "../checkpoints_session.rs"]
 mod checkpoints_session;
 #[path = "../checkpoints_undo.rs"]
