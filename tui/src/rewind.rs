@@ -1,9 +1,11 @@
 //! `/undo` and `/rewind` (issue 26): the dialog in the live area. `/rewind` picks an earlier
 //! prompt, then what to put back; both end on the core's preview, confirmed before the
 //! app sends [`corvid_protocol::Op::Rewind`]. Pure: the app asks the checkpoints for the
-//! turns and the preview and hands them in.
+//! turns and hands them in; the preview, which walks the workspace (most of a second in a
+//! large one), is a [`PreviewRequest`] the run loop computes off the UI thread while the
+//! dialog shows that it is being prepared (Esc cancels).
 
-use corvid_core::checkpoints::{RewindPreview, TurnSummary};
+use corvid_core::checkpoints::{RewindPreview, SessionCheckpoints, TurnSummary};
 use corvid_protocol::RewindScope;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::style::{Color, Modifier, Style};
@@ -30,9 +32,47 @@ const SCOPES: [(RewindScope, &str); 3] = [
     ),
 ];
 
+/// A preview the dialog waits for, to compute off the UI thread ([`PreviewRequest::run`]);
+/// the answer goes to `App::previewed` with the same `id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreviewRequest {
+    /// Which request this is: an answer to a dialog closed meanwhile is dropped.
+    pub id: u64,
+    /// The turn gone back to; `None`: the last one (`/undo`).
+    pub turn: Option<u32>,
+    /// What is put back.
+    pub scope: RewindScope,
+    /// For `/branch N`: a yes forks instead of rewinding.
+    pub branch: bool,
+}
+
+impl PreviewRequest {
+    /// Computes the preview (blocking: it snapshots the workspace).
+    pub fn run(&self, checkpoints: &SessionCheckpoints) -> Result<RewindPreview, String> {
+        let turn = match self.turn {
+            Some(turn) => turn,
+            None => checkpoints.last_turn().map_err(|e| e.to_string())?,
+        };
+        checkpoints
+            .preview(turn, self.scope)
+            .map_err(|e| e.to_string())
+    }
+
+    /// What did not happen when the preview fails, for the notice.
+    pub fn nothing_done(&self) -> &'static str {
+        match (self.branch, self.turn) {
+            (true, _) => "Nothing was branched",
+            (false, None) => "Nothing was undone",
+            (false, Some(_)) => "Nothing was rewound",
+        }
+    }
+}
+
 /// Where the dialog is.
 #[derive(Debug, Clone)]
 pub enum RewindDialog {
+    /// Waiting for the preview of `request` (Esc cancels).
+    Preparing { request: PreviewRequest },
     /// Choosing the turn to go back to before (oldest first; the newest starts highlighted).
     Pick {
         turns: Vec<TurnSummary>,
@@ -131,6 +171,7 @@ impl RewindDialog {
             return RewindKey::Closed;
         }
         let n = match self {
+            Self::Preparing { .. } => return RewindKey::Open,
             Self::Pick { turns, .. } => turns.len(),
             Self::Scope { .. } => SCOPES.len(),
             Self::Confirm {
@@ -140,7 +181,10 @@ impl RewindDialog {
         let confirming = matches!(self, Self::Confirm { .. });
         let (Self::Pick { selected, .. }
         | Self::Scope { selected, .. }
-        | Self::Confirm { selected, .. }) = self;
+        | Self::Confirm { selected, .. }) = self
+        else {
+            return RewindKey::Open;
+        };
         match key.code {
             KeyCode::Up | KeyCode::BackTab => *selected = (*selected + n.max(1) - 1) % n.max(1),
             KeyCode::Down | KeyCode::Tab => *selected = (*selected + 1) % n.max(1),
@@ -158,6 +202,7 @@ impl RewindDialog {
     /// Enter on the highlighted row.
     fn chosen(&mut self) -> RewindKey {
         match self {
+            Self::Preparing { .. } => RewindKey::Open,
             Self::Pick { turns, selected } => {
                 let Some(t) = turns.get(*selected) else {
                     return RewindKey::Closed;
@@ -225,6 +270,18 @@ impl RewindDialog {
         };
         let mut out = Vec::new();
         match self {
+            Self::Preparing { request } => {
+                let what = match (request.branch, request.turn) {
+                    (true, Some(turn)) => format!("Branch from before turn {turn}"),
+                    (false, Some(turn)) => format!("Rewind to before turn {turn}"),
+                    (_, None) => "Undo the last turn".to_owned(),
+                };
+                out.push(title(what, "esc cancel"));
+                out.push(Line::styled(
+                    "  preparing preview… (comparing the files with the checkpoint)",
+                    dim,
+                ));
+            }
             Self::Pick { turns, selected } => {
                 out.push(title(
                     "Rewind to before which prompt?".into(),

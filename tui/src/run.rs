@@ -26,8 +26,8 @@ use crate::history::PromptHistory;
 use crate::picker::SessionLauncher;
 use crate::screen::{Screen, VIEWPORT_TOP};
 use agent::{
-    Agent, ModelsOnTheWay, branch, list_models, models_answer, new_session, resume,
-    take_agent_parts,
+    Agent, ModelsOnTheWay, PreviewOnTheWay, branch, list_models, models_answer, new_session,
+    preview_answer, resume, start_preview, take_agent_parts,
 };
 
 /// Spinner frame interval while something animates.
@@ -209,6 +209,8 @@ async fn event_loop(
     let mut agent_open = true;
     // A resize waiting for its size to settle: the size and when to lay out for it.
     let mut resized: Option<(Size, tokio::time::Instant)> = None;
+    // A rewind preview being computed off this thread (a newer one replaces it).
+    let mut preparing: Option<PreviewOnTheWay> = None;
     screen.frame(app, Instant::now())?;
 
     'outer: loop {
@@ -243,6 +245,9 @@ async fn event_loop(
                                 if branch(agent, launcher, app, turn, overwrite_conflicts) {
                                     agent_open = true;
                                 }
+                            }
+                            Action::Preview(request) => {
+                                preparing = start_preview(app, request);
                             }
                             Action::NewSession => {
                                 if new_session(agent, launcher, app) {
@@ -300,6 +305,11 @@ async fn event_loop(
                     if let Err(e) = screen.on_resize(size, cursor) {
                         tracing::warn!(error = %e, "re-anchoring the live area after a resize failed");
                     }
+                }
+            }
+            answer = preview_answer(&mut preparing), if preparing.is_some() => {
+                if let Some((request, _)) = preparing.take() {
+                    app.previewed(&request, answer);
                 }
             }
             answer = models_answer(&mut listed), if listed.is_some() => {

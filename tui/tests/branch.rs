@@ -28,8 +28,10 @@ fn app() -> App {
     })
 }
 
+/// A key press, with any preview it asks for computed at once (see `settle_previews`).
 fn press(a: &mut App, code: KeyCode) -> Vec<Action> {
-    a.on_key(KeyEvent::new(code, KeyModifiers::NONE), Instant::now())
+    let actions = a.on_key(KeyEvent::new(code, KeyModifiers::NONE), Instant::now());
+    settle_previews(a, actions)
 }
 
 fn command(a: &mut App, line: &str) -> Vec<Action> {

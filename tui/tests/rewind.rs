@@ -101,8 +101,10 @@ fn key(code: KeyCode) -> KeyEvent {
     KeyEvent::new(code, KeyModifiers::NONE)
 }
 
+/// A key press, with any preview it asks for computed at once (see `settle_previews`).
 fn press(a: &mut App, code: KeyCode) -> Vec<Action> {
-    a.on_key(key(code), Instant::now())
+    let actions = a.on_key(key(code), Instant::now());
+    settle_previews(a, actions)
 }
 
 fn command(a: &mut App, line: &str) -> Vec<Action> {
@@ -441,4 +443,58 @@ fn a_turn_that_changed_many_files_lists_ten_and_counts_the_rest() {
     assert_eq!(shown.matches("delete   f").count(), 10, "{shown}");
     assert!(shown.contains("… and 15 more files"), "{shown}");
     assert!(shown.contains("rewind"), "the choices stay: {shown}");
+}
+
+/// Types `line` and Enter without computing the preview it asks for: the request, as the run
+/// loop gets it.
+fn ask_preview(a: &mut App, line: &str) -> corvid_tui::rewind::PreviewRequest {
+    for c in line.chars() {
+        a.on_key(key(KeyCode::Char(c)), Instant::now());
+    }
+    match a.on_key(key(KeyCode::Enter), Instant::now()).as_slice() {
+        [Action::Preview(request)] => request.clone(),
+        other => panic!("no preview asked for: {other:?}"),
+    }
+}
+
+#[test]
+fn the_preview_is_prepared_off_the_ui_thread_while_the_dialog_says_so_and_esc_cancels_it() {
+    let w = Workspace::with_turns();
+    let mut a = w.app();
+    let request = ask_preview(&mut a, "/undo");
+    assert_eq!((request.turn, request.scope), (None, RewindScope::Both));
+    assert_snapshot!("rewind_preparing", live(&a));
+    assert_eq!(
+        a.on_key(key(KeyCode::Enter), Instant::now()),
+        Vec::new(),
+        "nothing to choose yet"
+    );
+    assert!(live(&a).contains("preparing preview…"));
+
+    a.on_key(key(KeyCode::Esc), Instant::now());
+    assert!(a.rewind.is_none(), "esc cancels the wait");
+    // The answer that comes after the cancel opens nothing.
+    a.previewed(&request, request.run(&w.checkpoints));
+    assert!(a.rewind.is_none());
+
+    // Only the answer to the newest request is shown.
+    let newer = ask_preview(&mut a, "/undo");
+    a.previewed(&request, request.run(&w.checkpoints));
+    assert!(live(&a).contains("preparing preview…"));
+    a.previewed(&newer, newer.run(&w.checkpoints));
+    assert!(live(&a).contains("Rewind?"), "{}", live(&a));
+}
+
+#[test]
+fn a_preview_that_fails_closes_the_dialog_with_a_notice() {
+    let w = Workspace::with_turns();
+    let mut a = w.app();
+    let request = ask_preview(&mut a, "/branch 1");
+    assert!(request.branch);
+    a.previewed(&request, Err("the store is damaged".into()));
+    assert!(a.rewind.is_none());
+    assert_eq!(
+        last_notice(&a),
+        "Nothing was branched: the store is damaged"
+    );
 }

@@ -1,13 +1,13 @@
 //! `/undo`, `/rewind`, `/branch N` and Esc Esc: asking the session's checkpoints for the turns and the
 //! preview, the dialog's answers, and the prompt put back after a conversation rewind.
 
-use corvid_core::checkpoints::SessionCheckpoints;
+use corvid_core::checkpoints::{RewindPreview, SessionCheckpoints};
 use corvid_protocol::{Op, RewindScope};
 use crossterm::event::KeyEvent;
 
 use super::{Action, App};
 use crate::cells::NoticeKind;
-use crate::rewind::{RewindDialog, RewindKey};
+use crate::rewind::{PreviewRequest, RewindDialog, RewindKey};
 
 /// Why `/undo` and `/rewind` do nothing in a session without checkpoints.
 const CHECKPOINTS_OFF: &str = "Checkpoints are off in this session, so nothing can be undone: \
@@ -17,17 +17,50 @@ as your home folder or /). Turn them on and start a new session.";
 impl App {
     /// `/undo`: the preview of putting back code and conversation of the last turn.
     pub(super) fn undo_command(&mut self) -> Vec<Action> {
-        let Some(checkpoints) = self.rewind_checkpoints("/undo") else {
+        if self.rewind_checkpoints("/undo").is_none() {
             return Vec::new();
-        };
-        let preview = checkpoints
-            .last_turn()
-            .and_then(|turn| checkpoints.preview(turn, RewindScope::Both));
-        match preview {
-            Ok(preview) => self.rewind = Some(RewindDialog::confirm(preview)),
-            Err(e) => self.notice(NoticeKind::Warning, format!("Nothing was undone: {e}")),
         }
-        Vec::new()
+        self.ask_preview(None, RewindScope::Both, false)
+    }
+
+    /// Opens the dialog on "preparing preview…" and asks the run loop for the preview.
+    fn ask_preview(&mut self, turn: Option<u32>, scope: RewindScope, branch: bool) -> Vec<Action> {
+        self.previews_asked += 1;
+        let request = PreviewRequest {
+            id: self.previews_asked,
+            turn,
+            scope,
+            branch,
+        };
+        self.rewind = Some(RewindDialog::Preparing {
+            request: request.clone(),
+        });
+        vec![Action::Preview(request)]
+    }
+
+    /// The preview `request` asked for: shown for a yes, unless the dialog was closed (or
+    /// another preview asked for) meanwhile; a failure closes the dialog with a notice.
+    pub fn previewed(&mut self, request: &PreviewRequest, answer: Result<RewindPreview, String>) {
+        let waiting = matches!(
+            &self.rewind,
+            Some(RewindDialog::Preparing { request: asked }) if asked.id == request.id
+        );
+        if !waiting {
+            return;
+        }
+        match answer {
+            Ok(preview) if request.branch => {
+                self.rewind = Some(RewindDialog::confirm_branch(preview));
+            }
+            Ok(preview) => self.rewind = Some(RewindDialog::confirm(preview)),
+            Err(e) => {
+                self.rewind = None;
+                self.notice(
+                    NoticeKind::Warning,
+                    format!("{}: {e}", request.nothing_done()),
+                );
+            }
+        }
     }
 
     /// `/rewind` (and Esc Esc on an empty box): the picker over the earlier prompts;
@@ -102,14 +135,10 @@ impl App {
             );
             return Vec::new();
         };
-        let Some(checkpoints) = self.rewind_checkpoints("/branch") else {
+        if self.rewind_checkpoints("/branch").is_none() {
             return Vec::new();
-        };
-        match checkpoints.preview(turn, RewindScope::Code) {
-            Ok(preview) => self.rewind = Some(RewindDialog::confirm_branch(preview)),
-            Err(e) => self.notice(NoticeKind::Warning, format!("Nothing was branched: {e}")),
         }
-        Vec::new()
+        self.ask_preview(Some(turn), RewindScope::Code, true)
     }
 
     /// The checkpoints, when `what` may use them now; otherwise a notice says why not.
@@ -146,14 +175,10 @@ impl App {
             }
             RewindKey::Preview { turn, scope } => {
                 self.rewind = None;
-                let Some(checkpoints) = self.rewind_checkpoints("/rewind") else {
+                if self.rewind_checkpoints("/rewind").is_none() {
                     return Vec::new();
-                };
-                match checkpoints.preview(turn, scope) {
-                    Ok(preview) => self.rewind = Some(RewindDialog::confirm(preview)),
-                    Err(e) => self.notice(NoticeKind::Warning, format!("Nothing was rewound: {e}")),
                 }
-                Vec::new()
+                self.ask_preview(Some(turn), scope, false)
             }
             RewindKey::Rewind {
                 turn,

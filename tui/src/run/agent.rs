@@ -206,3 +206,34 @@ pub(super) async fn models_answer(
         None => futures::future::pending().await,
     }
 }
+
+/// A rewind preview being computed on a blocking thread (it walks the workspace), with the
+/// request it answers.
+pub(super) type PreviewOnTheWay = (
+    crate::rewind::PreviewRequest,
+    tokio::task::JoinHandle<Result<corvid_core::checkpoints::RewindPreview, String>>,
+);
+
+/// Starts computing `request` off the UI thread; without checkpoints, answers at once.
+pub(super) fn start_preview(
+    app: &mut App,
+    request: crate::rewind::PreviewRequest,
+) -> Option<PreviewOnTheWay> {
+    let Some(checkpoints) = app.checkpoints.clone() else {
+        app.previewed(&request, Err("checkpoints are off in this session".into()));
+        return None;
+    };
+    let job = request.clone();
+    let handle = tokio::task::spawn_blocking(move || job.run(&checkpoints));
+    Some((request, handle))
+}
+
+/// The preview on its way, when it is ready (never, without one).
+pub(super) async fn preview_answer(
+    preparing: &mut Option<PreviewOnTheWay>,
+) -> Result<corvid_core::checkpoints::RewindPreview, String> {
+    match preparing {
+        Some((_, job)) => job.await.unwrap_or_else(|e| Err(e.to_string())),
+        None => futures::future::pending().await,
+    }
+}

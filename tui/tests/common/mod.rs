@@ -299,3 +299,23 @@ pub fn listed_sessions() -> std::sync::Arc<FakeSessions> {
         session("0b7e44d2-bbbb", 10, "Fix the failing parser test"),
     ]))
 }
+
+/// Does what the run loop does with `actions`' rewind previews (here on this thread): each is
+/// computed and handed back to the app. The other actions are returned.
+pub fn settle_previews(
+    a: &mut corvid_tui::app::App,
+    actions: Vec<corvid_tui::app::Action>,
+) -> Vec<corvid_tui::app::Action> {
+    let mut rest = Vec::new();
+    for action in actions {
+        match action {
+            corvid_tui::app::Action::Preview(request) => {
+                let checkpoints = a.checkpoints.clone().expect("a preview needs checkpoints");
+                let answer = request.run(&checkpoints);
+                a.previewed(&request, answer);
+            }
+            other => rest.push(other),
+        }
+    }
+    rest
+}
