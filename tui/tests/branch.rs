@@ -2,9 +2,12 @@
 //! preview of restoring that turn's files comes first, under the rewind's conflict rules.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Instant;
 
+use common::settle_previews;
 use corvid_core::checkpoints::{CheckpointSettings, SessionCheckpoints};
 use corvid_protocol::{ApprovalMode, RewindReport};
 use corvid_tui::app::{Action, App, TuiOptions};
