@@ -4,11 +4,15 @@
 //! and a running session's journal is never taken for an orphan.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
+use common::scripted::ScriptedProvider;
+use common::{run_task, test_config};
 use corvid_core::checkpoints::{self, CheckpointSettings, SessionCheckpoints, SessionJournal};
-use corvid_core::session::{Record, SessionError, SessionStore};
+use corvid_core::session::{Record, SessionError, SessionStore, spawn_resumed};
 use corvid_protocol::{Message, RewindScope};
 use pretty_assertions::assert_eq;
 
@@ -203,4 +207,46 @@ fn deleting_a_session_of_a_project_without_checkpoints_creates_no_store() {
     record(&store, ws.path(), "s1");
     assert_eq!(store.delete(ws.path(), "s1").unwrap(), None);
     assert!(!home.path().join("checkpoints").exists());
+}
+
+#[tokio::test]
+async fn a_resumed_session_goes_on_with_its_own_journal_whatever_id_its_config_was_made_with() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let (home, ws) = (home.path(), ws.path());
+    let store = SessionStore::new(home);
+    record(&store, ws, "r1");
+    let before = open(home, ws, "r1");
+    turn(&before, || {
+        std::fs::write(ws.join("a.txt"), "from turn 1").unwrap()
+    })
+    .await;
+    drop(before);
+
+    // Front ends make the config (and open its checkpoints) before they know which recording
+    // the session goes on with.
+    let provider = ScriptedProvider::new(Vec::new()).answering_when_exhausted("ok");
+    let mut config = test_config(Arc::new(provider), Vec::new());
+    config.cwd = ws.to_owned();
+    config.policy.checkpoints = Some(open(home, ws, "fresh-id"));
+    let loaded = store.load(ws, "r1").unwrap();
+    let mut handle = spawn_resumed(config, &store, &loaded).unwrap().handle;
+    let cps = handle.checkpoints().unwrap();
+    assert_eq!(
+        cps.last_turn().unwrap(),
+        1,
+        "the turn from before the resume"
+    );
+    run_task(&mut handle, "after the resume").await;
+    assert_eq!(cps.last_turn().unwrap(), 2, "turn numbers go on counting");
+    let ids: Vec<String> = journals(home, ws).into_iter().map(|j| j.id).collect();
+    assert_eq!(ids, vec!["r1"], "no journal under the config's own id");
+
+    let preview = cps.preview(1, RewindScope::Code).unwrap();
+    cps.rewind(&preview, false, 0).unwrap();
+    assert!(
+        !ws.join("a.txt").exists(),
+        "a turn from before the resume is undone"
+    );
+    common::shut_down(handle).await;
 }
