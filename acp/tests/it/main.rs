@@ -41,6 +41,8 @@ mod robust_input;
 mod slow_reader;
 #[path = "../terminal.rs"]
 mod terminal;
+#[path = "../undo_after_load.rs"]
+mod undo_after_load;
 
 #[test]
 fn every_test_file_of_the_crate_is_compiled_into_some_test_binary() {
