@@ -184,3 +184,43 @@ fn a_recording_from_before_forks_still_loads_without_a_parent() {
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
     assert!(matches!(loaded.records[0], Record::Message { .. }));
 }
+
+/// The turn numbers and prompts `cps` can still undo.
+fn undoable(cps: &SessionCheckpoints) -> Vec<(u32, String)> {
+    cps.turns()
+        .unwrap()
+        .into_iter()
+        .map(|t| (t.turn, t.prompt))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_fork_inherits_the_parents_checkpoints_up_to_the_turn_it_forked_from() {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let (store, cps) = parent_session(home.path(), cwd.path()).await;
+    let parent = store.load(cwd.path(), "p1").unwrap();
+    let open = |id: &str| {
+        SessionCheckpoints::open(home.path(), cwd.path(), id, CheckpointSettings::default())
+            .unwrap()
+    };
+
+    fork_session(&store, &parent, "whole", None).unwrap();
+    assert_eq!(undoable(&open("whole")), undoable(&cps));
+
+    let second = cps.last_turn().unwrap();
+    let preview = cps.preview(second, RewindScope::Code).unwrap();
+    let at = ForkAt {
+        checkpoints: &cps,
+        preview: &preview,
+        overwrite_conflicts: false,
+    };
+    fork_session(&store, &parent, "early", Some(at)).unwrap();
+    let early = open("early");
+    assert_eq!(undoable(&early), vec![(1, "first".to_owned())]);
+    assert_eq!(early.last_turn().unwrap(), 1);
+    // The parent keeps its turns, and the restore the fork made, which it can undo.
+    let parent_turns = undoable(&cps);
+    assert_eq!(parent_turns.len(), 3, "{parent_turns:?}");
+    assert_eq!(parent_turns[1], (second, "second".to_owned()));
+}
