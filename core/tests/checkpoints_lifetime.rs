@@ -250,3 +250,27 @@ async fn a_resumed_session_goes_on_with_its_own_journal_whatever_id_its_config_w
     );
     common::shut_down(handle).await;
 }
+
+#[tokio::test]
+async fn a_running_session_whose_journal_was_pruned_away_starts_a_new_one_on_its_next_turn() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let (home, ws) = (home.path(), ws.path());
+    let store = SessionStore::new(home);
+    record(&store, ws, "s1");
+    let cps = open(home, ws, "s1");
+    turn(&cps, || std::fs::write(ws.join("a.txt"), "1").unwrap()).await;
+    let journal = home
+        .join("checkpoints")
+        .join(checkpoints::project_key(ws))
+        .join("sessions")
+        .join("s1.turns");
+    // What the budget does to a session left without checkpoints, while it runs.
+    std::fs::remove_file(&journal).unwrap();
+    turn(&cps, || std::fs::write(ws.join("a.txt"), "2").unwrap()).await;
+    assert!(
+        journal.exists(),
+        "the held-open file was not written into the void"
+    );
+    assert_eq!(cps.turns().unwrap().len(), 1);
+}
