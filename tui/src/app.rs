@@ -87,6 +87,8 @@ pub enum Action {
     /// Swap the agent for one in a new recorded session (`/clear`); the old one stays
     /// resumable.
     NewSession,
+    /// List the session's turns off the UI thread and hand them to [`App::listed`].
+    ListTurns(crate::rewind::TurnsRequest),
     /// Compute this rewind preview off the UI thread and hand it to [`App::previewed`].
     Preview(crate::rewind::PreviewRequest),
     Quit,
@@ -113,8 +115,9 @@ pub struct App {
     pub checkpoints: Option<Arc<corvid_core::checkpoints::SessionCheckpoints>>,
     /// The turn a conversation rewind was asked for and its prompt, put back when it is done.
     rewound_prompt: Option<(u32, String)>,
-    /// The id of the last rewind preview asked for (see [`crate::rewind::PreviewRequest`]).
-    previews_asked: u64,
+    /// The id of the last list of turns or preview asked for (see
+    /// [`crate::rewind::PreviewRequest`]).
+    rewind_asked: u64,
     /// The prompts of the session's tasks (replayed ones too): a conversation rewind puts the
     /// whole prompt back, where the checkpoints keep only its first line.
     prompts: Vec<String>,
@@ -188,7 +191,7 @@ impl App {
             rewind: None,
             checkpoints: None,
             rewound_prompt: None,
-            previews_asked: 0,
+            rewind_asked: 0,
             prompts: Vec::new(),
             transcript_view: None,
             screen_rows: 24,

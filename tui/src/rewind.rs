@@ -68,9 +68,28 @@ impl PreviewRequest {
     }
 }
 
+/// The session's earlier turns with what each changed, to list off the UI thread (they are
+/// read from the store, a few trees per turn); the answer goes to `App::listed`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnsRequest {
+    /// Which request this is (shared numbering with [`PreviewRequest`]).
+    pub id: u64,
+    /// `/rewind N`: the turn to go straight to; `None` opens the picker.
+    pub wanted: Option<u32>,
+}
+
+impl TurnsRequest {
+    /// Lists the turns (blocking).
+    pub fn run(&self, checkpoints: &SessionCheckpoints) -> Result<Vec<TurnSummary>, String> {
+        checkpoints.turns().map_err(|e| e.to_string())
+    }
+}
+
 /// Where the dialog is.
 #[derive(Debug, Clone)]
 pub enum RewindDialog {
+    /// Waiting for the list of turns (Esc cancels).
+    Listing { request: TurnsRequest },
     /// Waiting for the preview of `request` (Esc cancels).
     Preparing { request: PreviewRequest },
     /// Choosing the turn to go back to before (oldest first; the newest starts highlighted).
@@ -171,7 +190,7 @@ impl RewindDialog {
             return RewindKey::Closed;
         }
         let n = match self {
-            Self::Preparing { .. } => return RewindKey::Open,
+            Self::Listing { .. } | Self::Preparing { .. } => return RewindKey::Open,
             Self::Pick { turns, .. } => turns.len(),
             Self::Scope { .. } => SCOPES.len(),
             Self::Confirm {
@@ -202,7 +221,7 @@ impl RewindDialog {
     /// Enter on the highlighted row.
     fn chosen(&mut self) -> RewindKey {
         match self {
-            Self::Preparing { .. } => RewindKey::Open,
+            Self::Listing { .. } | Self::Preparing { .. } => RewindKey::Open,
             Self::Pick { turns, selected } => {
                 let Some(t) = turns.get(*selected) else {
                     return RewindKey::Closed;
@@ -270,6 +289,14 @@ impl RewindDialog {
         };
         let mut out = Vec::new();
         match self {
+            Self::Listing { request } => {
+                let what = match request.wanted {
+                    Some(turn) => format!("Rewind to before turn {turn}"),
+                    None => "Rewind to before which prompt?".to_owned(),
+                };
+                out.push(title(what, "esc cancel"));
+                out.push(Line::styled("  reading the earlier prompts…", dim));
+            }
             Self::Preparing { request } => {
                 let what = match (request.branch, request.turn) {
                     (true, Some(turn)) => format!("Branch from before turn {turn}"),

@@ -26,8 +26,8 @@ use crate::history::PromptHistory;
 use crate::picker::SessionLauncher;
 use crate::screen::{Screen, VIEWPORT_TOP};
 use agent::{
-    Agent, ModelsOnTheWay, PreviewOnTheWay, branch, list_models, models_answer, new_session,
-    preview_answer, resume, start_preview, take_agent_parts,
+    Agent, ModelsOnTheWay, RewindWork, branch, list_models, models_answer, new_session, resume,
+    rewind_done, start_listing, start_preview, take_agent_parts,
 };
 
 /// Spinner frame interval while something animates.
@@ -209,8 +209,8 @@ async fn event_loop(
     let mut agent_open = true;
     // A resize waiting for its size to settle: the size and when to lay out for it.
     let mut resized: Option<(Size, tokio::time::Instant)> = None;
-    // A rewind preview being computed off this thread (a newer one replaces it).
-    let mut preparing: Option<PreviewOnTheWay> = None;
+    // The rewind dialog's work, done off this thread (newer work replaces it).
+    let mut rewind_work: Option<RewindWork> = None;
     screen.frame(app, Instant::now())?;
 
     'outer: loop {
@@ -246,8 +246,11 @@ async fn event_loop(
                                     agent_open = true;
                                 }
                             }
+                            Action::ListTurns(request) => {
+                                rewind_work = start_listing(app, request);
+                            }
                             Action::Preview(request) => {
-                                preparing = start_preview(app, request);
+                                rewind_work = start_preview(app, request);
                             }
                             Action::NewSession => {
                                 if new_session(agent, launcher, app) {
@@ -307,10 +310,9 @@ async fn event_loop(
                     }
                 }
             }
-            answer = preview_answer(&mut preparing), if preparing.is_some() => {
-                if let Some((request, _)) = preparing.take() {
-                    app.previewed(&request, answer);
-                }
+            apply = rewind_done(&mut rewind_work), if rewind_work.is_some() => {
+                rewind_work = None;
+                apply(app);
             }
             answer = models_answer(&mut listed), if listed.is_some() => {
                 listed = None;

@@ -498,3 +498,29 @@ fn a_preview_that_fails_closes_the_dialog_with_a_notice() {
         "Nothing was branched: the store is damaged"
     );
 }
+
+#[test]
+fn the_earlier_prompts_are_read_off_the_ui_thread_and_esc_cancels_the_wait() {
+    let w = Workspace::with_turns();
+    let mut a = w.app();
+    for c in "/rewind".chars() {
+        a.on_key(key(KeyCode::Char(c)), Instant::now());
+    }
+    let request = match a.on_key(key(KeyCode::Enter), Instant::now()).as_slice() {
+        [Action::ListTurns(request)] => request.clone(),
+        other => panic!("no listing asked for: {other:?}"),
+    };
+    assert_eq!(request.wanted, None);
+    assert!(
+        live(&a).contains("reading the earlier prompts…"),
+        "{}",
+        live(&a)
+    );
+    a.on_key(key(KeyCode::Esc), Instant::now());
+    assert!(a.rewind.is_none());
+    a.listed(&request, request.run(&w.checkpoints));
+    assert!(
+        a.rewind.is_none(),
+        "an answer after the cancel opens nothing"
+    );
+}

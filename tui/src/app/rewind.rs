@@ -7,7 +7,7 @@ use crossterm::event::KeyEvent;
 
 use super::{Action, App};
 use crate::cells::NoticeKind;
-use crate::rewind::{PreviewRequest, RewindDialog, RewindKey};
+use crate::rewind::{PreviewRequest, RewindDialog, RewindKey, TurnsRequest};
 
 /// Why `/undo` and `/rewind` do nothing in a session without checkpoints.
 const CHECKPOINTS_OFF: &str = "Checkpoints are off in this session, so nothing can be undone: \
@@ -25,9 +25,9 @@ impl App {
 
     /// Opens the dialog on "preparing preview…" and asks the run loop for the preview.
     fn ask_preview(&mut self, turn: Option<u32>, scope: RewindScope, branch: bool) -> Vec<Action> {
-        self.previews_asked += 1;
+        self.rewind_asked += 1;
         let request = PreviewRequest {
-            id: self.previews_asked,
+            id: self.rewind_asked,
             turn,
             scope,
             branch,
@@ -82,15 +82,41 @@ impl App {
                 }
             },
         };
-        let Some(checkpoints) = self.rewind_checkpoints("/rewind") else {
+        if self.rewind_checkpoints("/rewind").is_none() {
             return Vec::new();
+        }
+        self.rewind_asked += 1;
+        let request = TurnsRequest {
+            id: self.rewind_asked,
+            wanted,
         };
-        match checkpoints.turns() {
+        self.rewind = Some(RewindDialog::Listing {
+            request: request.clone(),
+        });
+        vec![Action::ListTurns(request)]
+    }
+
+    /// The turns `request` asked for: the picker, or for `/rewind N` what to put back for
+    /// that turn; dropped when the dialog was closed (or asked again) meanwhile.
+    pub fn listed(
+        &mut self,
+        request: &TurnsRequest,
+        answer: Result<Vec<corvid_core::checkpoints::TurnSummary>, String>,
+    ) {
+        let waiting = matches!(
+            &self.rewind,
+            Some(RewindDialog::Listing { request: asked }) if asked.id == request.id
+        );
+        if !waiting {
+            return;
+        }
+        self.rewind = None;
+        match answer {
             Ok(turns) if turns.is_empty() => self.notice(
                 NoticeKind::Info,
                 "No prompt of this session can be rewound yet".into(),
             ),
-            Ok(turns) => match wanted {
+            Ok(turns) => match request.wanted {
                 None => self.rewind = Some(RewindDialog::pick(turns)),
                 Some(turn) => match turns.into_iter().find(|t| t.turn == turn) {
                     Some(t) => self.rewind = Some(RewindDialog::scope(t.turn, t.prompt)),
@@ -105,7 +131,6 @@ impl App {
             },
             Err(e) => self.notice(NoticeKind::Error, format!("Cannot list the turns: {e}")),
         }
-        Vec::new()
     }
 
     /// `/branch [N]`: a fork of the whole session at once; from before turn N, the preview

@@ -5,6 +5,7 @@ use corvid_core::agent::{AgentHandle, EventReceiver, OpSender};
 use corvid_core::context::instructions::InstructionsFile;
 use corvid_protocol::Op;
 use corvid_tools::ToolRegistry;
+use futures::future::BoxFuture;
 
 use crate::app::App;
 use crate::cells::NoticeKind;
@@ -207,33 +208,53 @@ pub(super) async fn models_answer(
     }
 }
 
-/// A rewind preview being computed on a blocking thread (it walks the workspace), with the
-/// request it answers.
-pub(super) type PreviewOnTheWay = (
-    crate::rewind::PreviewRequest,
-    tokio::task::JoinHandle<Result<corvid_core::checkpoints::RewindPreview, String>>,
-);
+/// Rewind work running on a blocking thread (listing the turns, a preview: both read the
+/// store, a preview walks the workspace too), as what to do with the app once it is done.
+pub(super) type RewindWork = BoxFuture<'static, Box<dyn FnOnce(&mut App) + Send>>;
 
-/// Starts computing `request` off the UI thread; without checkpoints, answers at once.
-pub(super) fn start_preview(
+/// Starts listing the turns for `request` off the UI thread.
+pub(super) fn start_listing(
     app: &mut App,
-    request: crate::rewind::PreviewRequest,
-) -> Option<PreviewOnTheWay> {
+    request: crate::rewind::TurnsRequest,
+) -> Option<RewindWork> {
     let Some(checkpoints) = app.checkpoints.clone() else {
-        app.previewed(&request, Err("checkpoints are off in this session".into()));
+        app.listed(&request, Err(CHECKPOINTS_GONE.into()));
         return None;
     };
     let job = request.clone();
-    let handle = tokio::task::spawn_blocking(move || job.run(&checkpoints));
-    Some((request, handle))
+    let listing = tokio::task::spawn_blocking(move || job.run(&checkpoints));
+    Some(Box::pin(async move {
+        let answer = listing.await.unwrap_or_else(|e| Err(e.to_string()));
+        Box::new(move |app: &mut App| app.listed(&request, answer))
+            as Box<dyn FnOnce(&mut App) + Send>
+    }))
 }
 
-/// The preview on its way, when it is ready (never, without one).
-pub(super) async fn preview_answer(
-    preparing: &mut Option<PreviewOnTheWay>,
-) -> Result<corvid_core::checkpoints::RewindPreview, String> {
-    match preparing {
-        Some((_, job)) => job.await.unwrap_or_else(|e| Err(e.to_string())),
+/// Starts computing the preview of `request` off the UI thread.
+pub(super) fn start_preview(
+    app: &mut App,
+    request: crate::rewind::PreviewRequest,
+) -> Option<RewindWork> {
+    let Some(checkpoints) = app.checkpoints.clone() else {
+        app.previewed(&request, Err(CHECKPOINTS_GONE.into()));
+        return None;
+    };
+    let job = request.clone();
+    let preview = tokio::task::spawn_blocking(move || job.run(&checkpoints));
+    Some(Box::pin(async move {
+        let answer = preview.await.unwrap_or_else(|e| Err(e.to_string()));
+        Box::new(move |app: &mut App| app.previewed(&request, answer))
+            as Box<dyn FnOnce(&mut App) + Send>
+    }))
+}
+
+/// Why rewind work found no checkpoints (the agent was swapped for one without them).
+const CHECKPOINTS_GONE: &str = "checkpoints are off in this session";
+
+/// The rewind work's result, when it is done (never, without any).
+pub(super) async fn rewind_done(work: &mut Option<RewindWork>) -> Box<dyn FnOnce(&mut App) + Send> {
+    match work {
+        Some(work) => work.await,
         None => futures::future::pending().await,
     }
 }

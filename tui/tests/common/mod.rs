@@ -300,8 +300,8 @@ pub fn listed_sessions() -> std::sync::Arc<FakeSessions> {
     ]))
 }
 
-/// Does what the run loop does with `actions`' rewind previews (here on this thread): each is
-/// computed and handed back to the app. The other actions are returned.
+/// Does what the run loop does with `actions`' rewind work (here on this thread): each list of
+/// turns and preview is computed and handed back to the app. The other actions are returned.
 pub fn settle_previews(
     a: &mut corvid_tui::app::App,
     actions: Vec<corvid_tui::app::Action>,
@@ -313,6 +313,11 @@ pub fn settle_previews(
                 let checkpoints = a.checkpoints.clone().expect("a preview needs checkpoints");
                 let answer = request.run(&checkpoints);
                 a.previewed(&request, answer);
+            }
+            corvid_tui::app::Action::ListTurns(request) => {
+                let checkpoints = a.checkpoints.clone().expect("a listing needs checkpoints");
+                let answer = request.run(&checkpoints);
+                a.listed(&request, answer);
             }
             other => rest.push(other),
         }
