@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use corvid_protocol::{StopReason, Usage};
+use corvid_protocol::{ErrorKind, StopReason, Usage};
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
@@ -90,6 +90,7 @@ pub fn request_span(model: &str, prompt_id: &str, retries: u32) -> Span {
         reasoning_tokens = Empty,
         ttft_ms = Empty,
         outcome = Empty,
+        error_kind = Empty,
     )
 }
 
@@ -98,8 +99,17 @@ pub fn first_token(after: Duration) {
     Span::current().record("ttft_ms", millis(after));
 }
 
-/// Records how a request ended, with its usage when the provider reported one.
-pub fn request_finished(span: &Span, usage: Option<&Usage>, outcome: &str) {
+/// Records how a request ended, with its usage when the provider reported one and the kind
+/// of its error when it failed (the kind only: a server's message may quote the prompt).
+pub fn request_finished(
+    span: &Span,
+    usage: Option<&Usage>,
+    outcome: &str,
+    error: Option<ErrorKind>,
+) {
+    if let Some(kind) = error {
+        span.record("error_kind", kind.as_str());
+    }
     if let Some(u) = usage {
         span.record("input_tokens", u.input_tokens);
         span.record("output_tokens", u.output_tokens);
@@ -169,12 +179,19 @@ pub fn compaction_span(model: &str, trigger: &str) -> Span {
         "corvid.compaction",
         model,
         trigger,
+        tokens_before = Empty,
+        tokens_after = Empty,
         outcome = Empty,
     )
 }
 
-/// Records how a compaction ended.
-pub fn compaction_finished(span: &Span, outcome: &str) {
+/// Records how a compaction ended, with the estimated size of the next request before and
+/// after when the history was replaced.
+pub fn compaction_finished(span: &Span, outcome: &str, sizes: Option<(u64, u64)>) {
+    if let Some((before, after)) = sizes {
+        span.record("tokens_before", before);
+        span.record("tokens_after", after);
+    }
     span.record("outcome", outcome);
 }
 
