@@ -33,6 +33,8 @@ struct Received {
     metrics: Vec<ExportMetricsServiceRequest>,
     /// Every request body, for "this text never left" checks.
     raw: Vec<u8>,
+    /// Every request's headers, as (lower-case name, value).
+    headers: Vec<(String, String)>,
 }
 
 /// The running collector.
@@ -109,6 +111,17 @@ impl Collector {
         raw.windows(text.len()).any(|w| w == text.as_bytes())
     }
 
+    /// The values of header `name` over every request received.
+    pub fn header_values(&self, name: &str) -> Vec<String> {
+        let received = self.received.lock().unwrap();
+        received
+            .headers
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
     /// Every span received, in arrival order.
     pub fn spans(&self) -> Vec<SpanSeen> {
         let received = self.received.lock().unwrap();
@@ -166,6 +179,11 @@ async fn handle(
     transport: Transport,
 ) -> Result<Response<http_body_util::combinators::BoxBody<Bytes, Infallible>>, Infallible> {
     let path = req.uri().path().to_owned();
+    let headers: Vec<(String, String)> = req
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+        .collect();
     let body = req.into_body().collect().await.unwrap().to_bytes();
     let message = match transport {
         // The grpc frame: a compression flag byte and a 4-byte length before the message.
@@ -175,6 +193,7 @@ async fn handle(
     {
         let mut store = store.lock().unwrap();
         store.raw.extend_from_slice(&body);
+        store.headers.extend(headers);
         if path.ends_with("/v1/traces") || path.ends_with("TraceService/Export") {
             store
                 .traces

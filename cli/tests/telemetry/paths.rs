@@ -1,0 +1,152 @@
+//! The export of the less travelled paths, over the real binary in headless mode: a retried
+//! request (one span per attempt, its retry count, the error's kind but never its message),
+//! cached tokens (span, metric and cost), and a compaction (its span under the task, its tokens
+//! under the `compaction` prompt id).
+
+use corvid_testkit::{MockServer, ScriptedResponse, sse_event};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::collector::{Collector, Transport};
+use super::common::{Sandbox, assert_success, chunk, run, text_turn};
+use super::{attr, export_to, named};
+
+/// Text a hostile or careless server quotes back in its error message.
+const ECHOED: &str = "echoed-prompt-marker-4410";
+
+/// A text answer whose usage reports `cached` of its 10 input tokens as read from the cache.
+fn cached_turn(text: &str, cached: u64) -> ScriptedResponse {
+    ScriptedResponse::sse(vec![
+        chunk(json!({"role": "assistant", "content": text}), None),
+        chunk(json!({}), Some("stop")),
+        sse_event(
+            &json!({
+                "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+                "model": "mock-model", "choices": [],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15,
+                          "prompt_tokens_details": {"cached_tokens": cached}},
+            })
+            .to_string(),
+        ),
+        sse_event("[DONE]"),
+    ])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_request_exports_one_span_per_attempt_with_its_retry_count_and_cached_tokens() {
+    let collector = Collector::start(Transport::HttpProtobuf).await;
+    let server = MockServer::start().await;
+    server.push(ScriptedResponse::error(
+        500,
+        json!({"error": {"message": format!("upstream broke on {ECHOED}")}}).to_string(),
+    ));
+    server.push(cached_turn("Done.", 6));
+    let sb = Sandbox::new();
+    sb.user_settings(
+        r#"{"retry": {"initialDelayMs": 1, "maxDelayMs": 2},
+            "telemetry": {"enabled": true, "prices":
+                {"mock-model": {"input": 1000000, "output": 2000000, "cachedInput": 100000}}}}"#,
+    );
+    let mut cmd = sb.against(&server, "sk-test", &["-p", ECHOED]);
+    cmd.env("OPENAI_MODEL", "mock-model");
+    export_to(&mut cmd, &collector, Transport::HttpProtobuf);
+    assert_success(&run(cmd).await);
+
+    let spans = collector.spans();
+    let task = named(&spans, "corvid.task")[0];
+    let mut requests = named(&spans, "corvid.model_request");
+    requests.sort_by_key(|s| attr(s, "retries").to_owned());
+    let got: Vec<(&str, &str, Option<&String>)> = requests
+        .iter()
+        .map(|s| {
+            assert_eq!(s.parent_span_id, task.span_id);
+            (
+                attr(s, "retries"),
+                attr(s, "outcome"),
+                s.attrs.get("error_kind"),
+            )
+        })
+        .collect();
+    let server_kind = "server".to_owned();
+    assert_eq!(
+        got,
+        [("0", "failed", Some(&server_kind)), ("1", "finished", None)]
+    );
+    assert_eq!(attr(requests[1], "cached_tokens"), "6");
+    assert_eq!(attr(requests[1], "input_tokens"), "10");
+
+    let metrics = collector.metrics();
+    let cached: Vec<f64> = metrics["corvid.tokens"]
+        .iter()
+        .filter(|(a, _)| a["type"] == "cached_input" && a["prompt_id"] == "main")
+        .map(|(_, v)| *v)
+        .collect();
+    assert_eq!(cached, [6.0]);
+    // 4 fresh input tokens at $1, 6 cached at $0.10 and 5 output at $2.
+    assert_eq!(metrics["corvid.cost"][0].1, 14.6);
+    // Neither the prompt nor the server's message quoting it left the machine.
+    assert!(!collector.saw_text(ECHOED));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compaction_exports_its_span_under_the_task_and_its_tokens_under_the_compaction_id() {
+    let server = MockServer::start().await;
+    let sb = Sandbox::new();
+    // A first session to go on with: an overflow needs older turns to summarize.
+    server.push(text_turn("First answer."));
+    let mut first = sb.against(&server, "sk-test", &["-p", "first question"]);
+    first.env("OPENAI_MODEL", "mock-model");
+    assert_success(&run(first).await);
+
+    let collector = Collector::start(Transport::Grpc).await;
+    server.push(ScriptedResponse::error(
+        400,
+        json!({"error": {"type": "invalid_request_error", "code": "context_length_exceeded",
+            "message": format!("This model's maximum context length is 8192 tokens ({ECHOED})")}})
+        .to_string(),
+    ));
+    server.push(cached_turn("Summary of the first question.", 0));
+    server.push(text_turn("Second answer."));
+    let mut cmd = sb.against(&server, "sk-test", &["--continue", "-p", "second question"]);
+    cmd.env("OPENAI_MODEL", "mock-model")
+        .env("CORVID_ENABLE_TELEMETRY", "1");
+    export_to(&mut cmd, &collector, Transport::Grpc);
+    assert_success(&run(cmd).await);
+
+    let spans = collector.spans();
+    let task = named(&spans, "corvid.task");
+    assert_eq!(task.len(), 1, "{spans:#?}");
+    let compactions = named(&spans, "corvid.compaction");
+    assert_eq!(compactions.len(), 1, "{spans:#?}");
+    let compaction = compactions[0];
+    assert_eq!(compaction.parent_span_id, task[0].span_id);
+    assert_eq!(
+        (
+            attr(compaction, "model"),
+            attr(compaction, "trigger"),
+            attr(compaction, "outcome")
+        ),
+        ("mock-model", "overflow", "compacted")
+    );
+    let before: u64 = attr(compaction, "tokens_before").parse().unwrap();
+    let after: u64 = attr(compaction, "tokens_after").parse().unwrap();
+    assert!(before > 0 && after > 0, "{compaction:?}");
+
+    let mut requests: Vec<(&str, &str)> = named(&spans, "corvid.model_request")
+        .iter()
+        .map(|s| (attr(s, "outcome"), attr(s, "retries")))
+        .collect();
+    requests.sort();
+    assert_eq!(requests, [("failed", "0"), ("finished", "0")]);
+
+    let tokens = &collector.metrics()["corvid.tokens"];
+    let compaction_input: Vec<f64> = tokens
+        .iter()
+        .filter(|(a, _)| a["prompt_id"] == "compaction" && a["type"] == "input")
+        .map(|(_, v)| *v)
+        .collect();
+    assert_eq!(compaction_input, [10.0]);
+    assert!(!collector.saw_text(ECHOED));
+    assert!(!collector.saw_text("second question"));
+    assert!(!collector.saw_text("Summary of the first"));
+}
