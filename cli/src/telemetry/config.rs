@@ -77,6 +77,19 @@ pub fn resolve(
     }))
 }
 
+/// Whether the user named the service (`OTEL_SERVICE_NAME`, or `service.name` in
+/// `OTEL_RESOURCE_ATTRIBUTES`): corvid calls itself `corvid` only when they did not.
+pub fn service_named_by_user(env: impl Fn(&str) -> Option<String>) -> bool {
+    let named = env("OTEL_SERVICE_NAME").is_some_and(|n| !n.trim().is_empty());
+    let in_attributes = env("OTEL_RESOURCE_ATTRIBUTES").is_some_and(|attrs| {
+        attrs
+            .split(',')
+            .filter_map(|pair| pair.split_once('='))
+            .any(|(key, value)| key.trim() == "service.name" && !value.trim().is_empty())
+    });
+    named || in_attributes
+}
+
 /// The `telemetry` object of a settings file (JSON with comments); a file the core cannot
 /// read either is reported by the core, so it only means "no block" here.
 fn telemetry_block(text: &str) -> Result<Option<serde_json::Map<String, Value>>, String> {
@@ -204,6 +217,24 @@ mod tests {
         let m = config.prices["m"];
         assert_eq!(m.cost(1_000_000, 500_000, 1_000_000), 1.0 + 0.25 + 8.0);
         assert_eq!(config.prices["n"].cached_input, 1.0);
+    }
+
+    #[test]
+    fn the_service_is_called_corvid_unless_the_user_named_it() {
+        assert!(!service_named_by_user(env(&[])));
+        assert!(!service_named_by_user(env(&[("OTEL_SERVICE_NAME", " ")])));
+        assert!(!service_named_by_user(env(&[(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "team=tools,service.version=2"
+        )])));
+        assert!(service_named_by_user(env(&[(
+            "OTEL_SERVICE_NAME",
+            "agent"
+        )])));
+        assert!(service_named_by_user(env(&[(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "team=tools, service.name=agent"
+        )])));
     }
 
     #[test]

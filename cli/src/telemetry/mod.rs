@@ -70,10 +70,14 @@ pub fn start() -> Option<(Vec<BoxedLayer>, Telemetry)> {
 }
 
 fn exporting(config: Config) -> Result<(Vec<BoxedLayer>, Telemetry), String> {
-    let resource = Resource::builder()
-        .with_service_name("corvid")
-        .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
-        .build();
+    // The SDK reads `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES`; a name set here would
+    // override the user's.
+    let mut resource = Resource::builder()
+        .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")));
+    if !config::service_named_by_user(process_env) {
+        resource = resource.with_service_name("corvid");
+    }
+    let resource = resource.build();
     let spans = SpanExporter::builder()
         .build()
         .map_err(|e| format!("cannot set up the OTLP span exporter: {e}"))?;

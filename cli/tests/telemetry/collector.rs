@@ -122,6 +122,18 @@ impl Collector {
             .collect()
     }
 
+    /// The resource attributes of the span exports (the same on each).
+    pub fn resource(&self) -> BTreeMap<String, String> {
+        let received = self.received.lock().unwrap();
+        received
+            .traces
+            .iter()
+            .flat_map(|r| &r.resource_spans)
+            .find_map(|r| r.resource.as_ref())
+            .map(|r| attrs(&r.attributes))
+            .unwrap_or_default()
+    }
+
     /// Every span received, in arrival order.
     pub fn spans(&self) -> Vec<SpanSeen> {
         let received = self.received.lock().unwrap();

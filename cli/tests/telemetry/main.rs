@@ -94,6 +94,9 @@ fn attr<'a>(span: &'a SpanSeen, key: &str) -> &'a str {
 
 /// The spans and metrics every exporting run sends, whatever the transport.
 fn assert_task_exported(collector: &Collector) {
+    let resource = collector.resource();
+    assert_eq!(resource["service.name"], "corvid");
+    assert_eq!(resource["service.version"], env!("CARGO_PKG_VERSION"));
     let spans = collector.spans();
     let task = named(&spans, "corvid.task");
     assert_eq!(task.len(), 1, "{spans:#?}");

@@ -1,6 +1,7 @@
 //! The export of the less travelled paths, over the real binary in headless mode: a retried
 //! request (one span per attempt, its retry count, the error's kind but never its message),
-//! cached tokens (span, metric and cost), and a compaction (its span under the task, its tokens
+//! cached and reasoning tokens (span, metric and cost), the service named by
+//! `OTEL_SERVICE_NAME`, and a compaction (its span under the task, its tokens
 //! under the `compaction` prompt id).
 
 use corvid_testkit::{MockServer, ScriptedResponse, sse_event};
@@ -14,7 +15,8 @@ use super::{attr, export_to, named};
 /// Text a hostile or careless server quotes back in its error message.
 const ECHOED: &str = "echoed-prompt-marker-4410";
 
-/// A text answer whose usage reports `cached` of its 10 input tokens as read from the cache.
+/// A text answer whose usage reports `cached` of its 10 input tokens as read from the cache,
+/// and 2 of its 5 output tokens as reasoning.
 fn cached_turn(text: &str, cached: u64) -> ScriptedResponse {
     ScriptedResponse::sse(vec![
         chunk(json!({"role": "assistant", "content": text}), None),
@@ -24,7 +26,8 @@ fn cached_turn(text: &str, cached: u64) -> ScriptedResponse {
                 "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
                 "model": "mock-model", "choices": [],
                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15,
-                          "prompt_tokens_details": {"cached_tokens": cached}},
+                          "prompt_tokens_details": {"cached_tokens": cached},
+                          "completion_tokens_details": {"reasoning_tokens": 2}},
             })
             .to_string(),
         ),
@@ -33,7 +36,8 @@ fn cached_turn(text: &str, cached: u64) -> ScriptedResponse {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_retried_request_exports_one_span_per_attempt_with_its_retry_count_and_cached_tokens() {
+async fn a_retried_request_exports_a_span_per_attempt_with_its_retry_count_cached_and_reasoning_tokens()
+ {
     let collector = Collector::start(Transport::HttpProtobuf).await;
     let server = MockServer::start().await;
     server.push(ScriptedResponse::error(
@@ -48,10 +52,13 @@ async fn a_retried_request_exports_one_span_per_attempt_with_its_retry_count_and
                 {"mock-model": {"input": 1000000, "output": 2000000, "cachedInput": 100000}}}}"#,
     );
     let mut cmd = sb.against(&server, "sk-test", &["-p", ECHOED]);
-    cmd.env("OPENAI_MODEL", "mock-model");
+    cmd.env("OPENAI_MODEL", "mock-model")
+        .env("OTEL_SERVICE_NAME", "team-agent");
     export_to(&mut cmd, &collector, Transport::HttpProtobuf);
     assert_success(&run(cmd).await);
 
+    // The standard variable names the service.
+    assert_eq!(collector.resource()["service.name"], "team-agent");
     let spans = collector.spans();
     let task = named(&spans, "corvid.task")[0];
     let mut requests = named(&spans, "corvid.model_request");
@@ -72,16 +79,27 @@ async fn a_retried_request_exports_one_span_per_attempt_with_its_retry_count_and
         got,
         [("0", "failed", Some(&server_kind)), ("1", "finished", None)]
     );
-    assert_eq!(attr(requests[1], "cached_tokens"), "6");
-    assert_eq!(attr(requests[1], "input_tokens"), "10");
+    let counts = [
+        "input_tokens",
+        "cached_tokens",
+        "output_tokens",
+        "reasoning_tokens",
+    ]
+    .map(|k| attr(requests[1], k));
+    assert_eq!(counts, ["10", "6", "5", "2"]);
 
     let metrics = collector.metrics();
-    let cached: Vec<f64> = metrics["corvid.tokens"]
-        .iter()
-        .filter(|(a, _)| a["type"] == "cached_input" && a["prompt_id"] == "main")
-        .map(|(_, v)| *v)
-        .collect();
-    assert_eq!(cached, [6.0]);
+    let of_type = |kind: &str| -> Vec<f64> {
+        metrics["corvid.tokens"]
+            .iter()
+            .filter(|(a, _)| a["type"] == kind && a["prompt_id"] == "main")
+            .map(|(_, v)| *v)
+            .collect()
+    };
+    assert_eq!(
+        (of_type("cached_input"), of_type("reasoning")),
+        (vec![6.0], vec![2.0])
+    );
     // 4 fresh input tokens at $1, 6 cached at $0.10 and 5 output at $2.
     assert_eq!(metrics["corvid.cost"][0].1, 14.6);
     // Neither the prompt nor the server's message quoting it left the machine.
