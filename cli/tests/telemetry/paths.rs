@@ -168,3 +168,58 @@ async fn a_compaction_exports_its_span_under_the_task_and_its_tokens_under_the_c
     assert!(!collector.saw_text("second question"));
     assert!(!collector.saw_text("Summary of the first"));
 }
+
+/// A turn that makes one call `id` of `name` with `args`.
+fn call_turn(id: &str, name: &str, args: serde_json::Value) -> ScriptedResponse {
+    ScriptedResponse::sse(super::common::turn(
+        json!({"tool_calls": [{"index": 0, "id": id, "type": "function",
+               "function": {"name": name, "arguments": args.to_string()}}]}),
+        "tool_calls",
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagents_requests_and_calls_are_exported_under_its_task_call_without_its_prompt() {
+    let collector = Collector::start(Transport::HttpProtobuf).await;
+    let sb = Sandbox::new();
+    std::fs::write(sb.project_dir().join("notes.txt"), "the answer is 42\n").unwrap();
+    let server = MockServer::start().await;
+    // Parent, child, child, parent.
+    server.push(call_turn(
+        "task_1",
+        "task",
+        json!({"description": "Find the answer", "prompt": "child-prompt-marker-3391",
+               "subagent_type": "explore"}),
+    ));
+    server.push(call_turn(
+        "read_1",
+        "read_file",
+        json!({"file_path": "notes.txt"}),
+    ));
+    server.push(text_turn("The notes say the answer is 42."));
+    server.push(text_turn("Your notes say 42."));
+    let mut cmd = sb.against(&server, "sk-test", &["-p", "what do my notes say?"]);
+    cmd.env("OPENAI_MODEL", "mock-model")
+        .env("CORVID_ENABLE_TELEMETRY", "1");
+    export_to(&mut cmd, &collector, Transport::HttpProtobuf);
+    assert_success(&run(cmd).await);
+
+    let spans = collector.spans();
+    let task = named(&spans, "corvid.task");
+    assert_eq!(task.len(), 1, "{spans:#?}");
+    let tools = named(&spans, "corvid.tool_call");
+    let by_tool = |name: &str| *tools.iter().find(|s| attr(s, "tool") == name).unwrap();
+    let (task_call, read) = (by_tool("task"), by_tool("read_file"));
+    assert_eq!(task_call.parent_span_id, task[0].span_id);
+    assert_eq!(read.parent_span_id, task_call.span_id);
+    let requests = named(&spans, "corvid.model_request");
+    let under_call: Vec<&str> = requests
+        .iter()
+        .filter(|r| r.parent_span_id == task_call.span_id)
+        .map(|r| attr(r, "prompt_id"))
+        .collect();
+    assert_eq!(under_call.len(), 2, "{spans:#?}");
+    assert!(under_call.iter().all(|id| *id != "main"), "{under_call:?}");
+    assert!(!collector.saw_text("child-prompt-marker-3391"));
+    assert!(!collector.saw_text("the answer is 42"));
+}
