@@ -76,10 +76,20 @@ impl Acp {
 
     /// Opens a session in `cwd`, sends `prompt` and returns the session id once the turn ended.
     async fn prompt(&mut self, cwd: &std::path::Path, prompt: &str) -> String {
+        let session = self.new_session(cwd).await;
+        self.prompt_in(&session, prompt).await;
+        session
+    }
+
+    async fn new_session(&mut self, cwd: &std::path::Path) -> String {
         let new = self
             .ask("session/new", json!({"cwd": cwd, "mcpServers": []}))
             .await;
-        let session = new["result"]["sessionId"].as_str().unwrap().to_owned();
+        new["result"]["sessionId"].as_str().unwrap().to_owned()
+    }
+
+    /// Sends `prompt` in `session` and waits for the end of its turn.
+    async fn prompt_in(&mut self, session: &str, prompt: &str) {
         let done = self
             .ask(
                 "session/prompt",
@@ -87,7 +97,6 @@ impl Acp {
             )
             .await;
         assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
-        session
     }
 
     /// Closes stdin (the client is gone) and waits for a clean exit, the export's flush
@@ -156,4 +165,52 @@ async fn a_call_the_client_was_asked_about_exports_its_approval_wait_and_no_cont
     assert_eq!(durations[0].0["tool"], "write_file");
     assert!(!collector.saw_text("file-content-marker-6120"));
     assert!(!collector.saw_text("write the notes"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compress_exports_a_requested_compaction_kept_when_not_worth_it_and_compacted_when_it_is() {
+    let collector = Collector::start(Transport::HttpProtobuf).await;
+    let server = MockServer::start().await;
+    server.push(text_turn("A."));
+    server.push(text_turn("B."));
+    // The first summary is larger than the turns it would replace, the second is not.
+    server.push(text_turn(&"long summary ".repeat(1000)));
+    server.push(text_turn("Short summary."));
+    let sb = Sandbox::new();
+    let mut cmd = sb.against(&server, "sk-test", &["--acp"]);
+    cmd.env("OPENAI_MODEL", "mock-model")
+        .env("CORVID_ENABLE_TELEMETRY", "1");
+    export_to(&mut cmd, &collector, Transport::HttpProtobuf);
+    let mut acp = Acp::start(cmd).await;
+    let session = acp.new_session(sb.project_dir()).await;
+    acp.prompt_in(&session, &format!("first {}", "x".repeat(3000)))
+        .await;
+    acp.prompt_in(&session, "second").await;
+    acp.prompt_in(&session, "/compress").await;
+    acp.prompt_in(&session, "/compress").await;
+    acp.finish().await;
+
+    let spans = collector.spans();
+    let tasks = named(&spans, "corvid.task");
+    assert_eq!(tasks.len(), 4, "{spans:#?}");
+    let mut compactions: Vec<(&str, &str, bool)> = named(&spans, "corvid.compaction")
+        .iter()
+        .map(|c| {
+            assert!(tasks.iter().any(|t| t.span_id == c.parent_span_id));
+            (
+                attr(c, "trigger"),
+                attr(c, "outcome"),
+                c.attrs.contains_key("tokens_after"),
+            )
+        })
+        .collect();
+    compactions.sort();
+    assert_eq!(
+        compactions,
+        [
+            ("requested", "compacted", true),
+            ("requested", "kept", false)
+        ]
+    );
+    assert!(!collector.saw_text("Short summary"));
 }
