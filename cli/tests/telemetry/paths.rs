@@ -223,3 +223,37 @@ async fn a_subagents_requests_and_calls_are_exported_under_its_task_call_without
     assert!(!collector.saw_text("child-prompt-marker-3391"));
     assert!(!collector.saw_text("the answer is 42"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compaction_before_a_request_that_would_pass_the_threshold_exports_its_trigger() {
+    let server = MockServer::start().await;
+    let sb = Sandbox::new();
+    sb.user_settings(r#"{"model": {"contextWindow": 8192, "compactThreshold": 0.9}}"#);
+    // A first session whose prompt alone is past the threshold (its own compaction has
+    // nothing older to summarize, so that request goes out as it is).
+    server.push(text_turn("First answer."));
+    let long = format!("first {}", "x ".repeat(20_000));
+    let mut first = sb.against(&server, "sk-test", &["-p", &long]);
+    first.env("OPENAI_MODEL", "mock-model");
+    assert_success(&run(first).await);
+
+    let collector = Collector::start(Transport::HttpProtobuf).await;
+    server.push(text_turn("Summary."));
+    server.push(text_turn("Second answer."));
+    let mut cmd = sb.against(&server, "sk-test", &["--continue", "-p", "second"]);
+    cmd.env("OPENAI_MODEL", "mock-model")
+        .env("CORVID_ENABLE_TELEMETRY", "1");
+    export_to(&mut cmd, &collector, Transport::HttpProtobuf);
+    assert_success(&run(cmd).await);
+
+    let spans = collector.spans();
+    let task = named(&spans, "corvid.task");
+    let compactions: Vec<(&str, &str)> = named(&spans, "corvid.compaction")
+        .iter()
+        .map(|c| {
+            assert_eq!(c.parent_span_id, task[0].span_id);
+            (attr(c, "trigger"), attr(c, "outcome"))
+        })
+        .collect();
+    assert_eq!(compactions, [("threshold", "compacted")], "{spans:#?}");
+}
