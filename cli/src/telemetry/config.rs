@@ -77,6 +77,19 @@ pub fn resolve(
     }))
 }
 
+/// Whether a signal's exporter (`TRACES` or `METRICS`) speaks grpc to an `https` endpoint,
+/// by the standard variables (the signal's own first). The OTLP crate then connects with TLS
+/// but trusts no root unless told: corvid gives it the system's.
+pub fn grpc_over_tls(signal: &str, env: impl Fn(&str) -> Option<String>) -> bool {
+    let read = |what: &str| {
+        env(&format!("OTEL_EXPORTER_OTLP_{signal}_{what}"))
+            .or_else(|| env(&format!("OTEL_EXPORTER_OTLP_{what}")))
+            .map(|v| v.trim().to_ascii_lowercase())
+    };
+    read("PROTOCOL").as_deref() == Some("grpc")
+        && read("ENDPOINT").is_some_and(|e| e.starts_with("https://"))
+}
+
 /// Whether the user named the service (`OTEL_SERVICE_NAME`, or `service.name` in
 /// `OTEL_RESOURCE_ATTRIBUTES`): corvid calls itself `corvid` only when they did not.
 pub fn service_named_by_user(env: impl Fn(&str) -> Option<String>) -> bool {
@@ -217,6 +230,33 @@ mod tests {
         let m = config.prices["m"];
         assert_eq!(m.cost(1_000_000, 500_000, 1_000_000), 1.0 + 0.25 + 8.0);
         assert_eq!(config.prices["n"].cached_input, 1.0);
+    }
+
+    #[test]
+    fn grpc_to_an_https_endpoint_is_told_apart_per_signal() {
+        let tls = |pairs: &[(&str, &str)], signal: &str| {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            grpc_over_tls(signal, |key: &str| {
+                pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+            })
+        };
+        let https = ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector:4317");
+        let grpc = ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc");
+        assert!(tls(&[https, grpc], "TRACES"));
+        assert!(!tls(&[https], "TRACES"));
+        let plain = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4317");
+        assert!(!tls(&[plain, grpc], "TRACES"));
+        let metrics_plain = (
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+            "http://localhost:4317",
+        );
+        assert!(tls(&[https, grpc, metrics_plain], "TRACES"));
+        assert!(!tls(&[https, grpc, metrics_plain], "METRICS"));
+        let traces_http = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf");
+        assert!(!tls(&[https, grpc, traces_http], "TRACES"));
     }
 
     #[test]

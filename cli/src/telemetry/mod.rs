@@ -16,7 +16,8 @@ use corvid_core::settings::{corvid_home, process_env};
 use corvid_core::telemetry::{CONTENT_TARGET, METRIC_TARGET, SPAN_TARGET};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{MetricExporter, SpanExporter};
+use opentelemetry_otlp::tonic_types::transport::ClientTlsConfig;
+use opentelemetry_otlp::{MetricExporter, SpanExporter, WithTonicConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::SdkTracerProvider;
@@ -78,12 +79,24 @@ fn exporting(config: Config) -> Result<(Vec<BoxedLayer>, Telemetry), String> {
         resource = resource.with_service_name("corvid");
     }
     let resource = resource.build();
-    let spans = SpanExporter::builder()
-        .build()
-        .map_err(|e| format!("cannot set up the OTLP span exporter: {e}"))?;
-    let metrics = MetricExporter::builder()
-        .build()
-        .map_err(|e| format!("cannot set up the OTLP metric exporter: {e}"))?;
+    let spans = if config::grpc_over_tls("TRACES", process_env) {
+        SpanExporter::builder()
+            .with_tonic()
+            .with_tls_config(system_roots())
+            .build()
+    } else {
+        SpanExporter::builder().build()
+    }
+    .map_err(|e| format!("cannot set up the OTLP span exporter: {e}"))?;
+    let metrics = if config::grpc_over_tls("METRICS", process_env) {
+        MetricExporter::builder()
+            .with_tonic()
+            .with_tls_config(system_roots())
+            .build()
+    } else {
+        MetricExporter::builder().build()
+    }
+    .map_err(|e| format!("cannot set up the OTLP metric exporter: {e}"))?;
     let tracer = SdkTracerProvider::builder()
         .with_batch_exporter(spans)
         .with_resource(resource.clone())
@@ -109,6 +122,12 @@ fn exporting(config: Config) -> Result<(Vec<BoxedLayer>, Telemetry), String> {
     .with_filter(Targets::new().with_target(METRIC_TARGET, Level::INFO));
     let layers: Vec<BoxedLayer> = vec![Box::new(trace_layer), Box::new(metric_layer)];
     Ok((layers, Telemetry { tracer, meter }))
+}
+
+/// TLS for grpc trusting the system's roots (`SSL_CERT_FILE` included), as the http exporter
+/// does; the OTLP crate's own default trusts none.
+fn system_roots() -> ClientTlsConfig {
+    ClientTlsConfig::new().with_native_roots()
 }
 
 impl Telemetry {

@@ -1,6 +1,6 @@
 //! A loopback OTLP collector: accepts http/protobuf (HTTP/1.1 POST /v1/traces, /v1/metrics)
-//! or grpc (HTTP/2 without TLS), decodes every export request and keeps it with its raw
-//! bytes, and counts the connections it accepted.
+//! or grpc (HTTP/2), in the clear or behind TLS with a test certificate; decodes every export
+//! request and keeps it with its raw bytes and headers, and counts the connections it accepted.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -19,6 +19,10 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use tokio::net::TcpListener;
+
+/// The CA that signed the TLS collector's certificate: a client trusts it through
+/// `SSL_CERT_FILE`, which the system's root store reads.
+pub const TEST_CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/telemetry/tls/ca.pem");
 
 /// Which OTLP transport the collector speaks.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -60,8 +64,42 @@ pub struct SpanSeen {
 
 impl Collector {
     pub async fn start(transport: Transport) -> Self {
+        Self::listen(transport, None).await
+    }
+
+    /// A collector behind TLS with the certificate in `tls/collector.pem` (for 127.0.0.1),
+    /// signed by the test CA in `tls/ca.pem` (see [`TEST_CA`]).
+    pub async fn start_tls(transport: Transport) -> Self {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/telemetry/tls");
+        let certs = CertificateDer::pem_file_iter(dir.join("collector.pem"))
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_file(dir.join("collector.key")).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+        config.alpn_protocols = vec![match transport {
+            Transport::HttpProtobuf => b"http/1.1".to_vec(),
+            Transport::Grpc => b"h2".to_vec(),
+        }];
+        Self::listen(
+            transport,
+            Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
+        )
+        .await
+    }
+
+    async fn listen(transport: Transport, tls: Option<tokio_rustls::TlsAcceptor>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{}", listener.local_addr().unwrap());
         let connections = Arc::new(AtomicUsize::new(0));
         let received = Arc::new(Mutex::new(Received::default()));
         let (count, store) = (connections.clone(), received.clone());
@@ -72,24 +110,17 @@ impl Collector {
                 };
                 count.fetch_add(1, Ordering::SeqCst);
                 let store = store.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    let io = TokioIo::new(stream);
-                    let service = hyper::service::service_fn(move |req| {
-                        let store = store.clone();
-                        async move { handle(req, store, transport).await }
-                    });
-                    let _ = match transport {
-                        Transport::HttpProtobuf => {
-                            hyper::server::conn::http1::Builder::new()
-                                .serve_connection(io, service)
-                                .await
+                    match tls {
+                        Some(tls) => {
+                            // A handshake the client gave up on is its business.
+                            if let Ok(stream) = tls.accept(stream).await {
+                                serve(stream, transport, store).await;
+                            }
                         }
-                        Transport::Grpc => {
-                            hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                                .serve_connection(io, service)
-                                .await
-                        }
-                    };
+                        None => serve(stream, transport, store).await,
+                    }
                 });
             }
         });
@@ -183,6 +214,31 @@ impl Collector {
         }
         out
     }
+}
+
+/// Answers the export requests of one connection.
+async fn serve(
+    stream: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    transport: Transport,
+    store: Arc<Mutex<Received>>,
+) {
+    let io = TokioIo::new(stream);
+    let service = hyper::service::service_fn(move |req| {
+        let store = store.clone();
+        async move { handle(req, store, transport).await }
+    });
+    let _ = match transport {
+        Transport::HttpProtobuf => {
+            hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, service)
+                .await
+        }
+        Transport::Grpc => {
+            hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                .serve_connection(io, service)
+                .await
+        }
+    };
 }
 
 async fn handle(

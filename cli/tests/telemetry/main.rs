@@ -300,3 +300,36 @@ async fn a_collector_that_accepts_and_never_answers_does_not_hold_the_exit() {
     assert_success(&out);
     assert_eq!(common::stderr(&out), "");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_transports_export_over_tls_to_a_collector_the_system_trusts() {
+    for transport in [Transport::Grpc, Transport::HttpProtobuf] {
+        let collector = Collector::start_tls(transport).await;
+        let server = MockServer::start().await;
+        server.push(text_turn("Hi."));
+        let sb = Sandbox::new();
+        let mut cmd = sb.against(&server, "sk-test", &["-p", "hello"]);
+        cmd.env("OPENAI_MODEL", "mock-model")
+            .env("CORVID_ENABLE_TELEMETRY", "1")
+            // The system's root store reads it: the test CA stands for a public one.
+            .env("SSL_CERT_FILE", collector::TEST_CA);
+        export_to(&mut cmd, &collector, transport);
+        let out = run(cmd).await;
+        assert_success(&out);
+        assert_eq!(common::stderr(&out), "");
+        assert!(collector.url.starts_with("https://"));
+        assert_eq!(named(&collector.spans(), "corvid.task").len(), 1);
+        assert_eq!(collector.metrics()["corvid.session.count"][0].1, 1.0);
+
+        // Without the CA the certificate is refused: TLS is verified, not only encrypted.
+        let untrusted = Collector::start_tls(transport).await;
+        server.push(text_turn("Hi."));
+        let mut cmd = sb.against(&server, "sk-test", &["-p", "hello"]);
+        cmd.env("OPENAI_MODEL", "mock-model")
+            .env("CORVID_ENABLE_TELEMETRY", "1");
+        export_to(&mut cmd, &untrusted, transport);
+        assert_success(&run(cmd).await);
+        assert!(untrusted.spans().is_empty());
+        assert!(untrusted.metrics().is_empty());
+    }
+}
