@@ -22,6 +22,10 @@ pub const METRIC_TARGET: &str = "corvid::metrics";
 /// Target of the events carrying conversation content.
 pub const CONTENT_TARGET: &str = "corvid::content";
 
+/// The tool name recorded for a call of a tool corvid does not have: the name the model made
+/// up is its own text, which may carry anything (what it read, the prompt).
+pub const UNKNOWN_TOOL: &str = "unknown";
+
 /// The metric names, the `metric` field of every event on [`METRIC_TARGET`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {

@@ -1,7 +1,8 @@
 //! The abuse cases of telemetry: secrets must never ride along (the provider key, the collector
 //! key in `OTEL_EXPORTER_OTLP_HEADERS`, even with `logPrompts` on and the model running `env`),
-//! and a repository's `.corvid/settings.json`, trusted or not, can neither turn telemetry on nor
-//! widen what it exports.
+//! a tool name the model made up is not exported (it is model output), and a repository's
+//! `.corvid/settings.json`, trusted or not, can neither turn telemetry on nor widen what it
+//! exports.
 
 use corvid_testkit::{MockServer, ScriptedResponse};
 use pretty_assertions::assert_eq;
@@ -113,4 +114,33 @@ async fn a_trusted_project_can_neither_turn_telemetry_on_nor_turn_log_prompts_on
     assert_eq!(named(&collector.spans(), "corvid.task").len(), 1);
     assert!(!collector.saw_text("secret-prompt-2"));
     assert!(!collector.metrics().contains_key("corvid.cost"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_name_the_model_made_up_is_exported_as_unknown() {
+    let collector = Collector::start(Transport::HttpProtobuf).await;
+    let server = MockServer::start().await;
+    // A name is model output: an injected model could spell what it read into it.
+    server.push(ScriptedResponse::sse(turn(
+        json!({"tool_calls": [{"index": 0, "id": "call_x", "type": "function",
+               "function": {"name": "made_up_marker_5151", "arguments": "{}"}}]}),
+        "tool_calls",
+    )));
+    server.push(text_turn("Sorry."));
+    let sb = Sandbox::new();
+    let mut cmd = sb.against(&server, "sk-test", &["-p", "hello"]);
+    cmd.env("OPENAI_MODEL", "mock-model")
+        .env("CORVID_ENABLE_TELEMETRY", "1");
+    export_to(&mut cmd, &collector, Transport::HttpProtobuf);
+    assert_success(&run(cmd).await);
+
+    let spans = collector.spans();
+    let tools = named(&spans, "corvid.tool_call");
+    assert_eq!(tools.len(), 1, "{spans:#?}");
+    assert_eq!(super::attr(tools[0], "tool"), "unknown");
+    assert_eq!(
+        collector.metrics()["corvid.tool.duration"][0].0["tool"],
+        "unknown"
+    );
+    assert!(!collector.saw_text("made_up_marker_5151"));
 }
