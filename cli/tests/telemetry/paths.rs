@@ -257,3 +257,40 @@ async fn a_compaction_before_a_request_that_would_pass_the_threshold_exports_its
         .collect();
     assert_eq!(compactions, [("threshold", "compacted")], "{spans:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_in_the_middle_of_a_request_still_exports_the_task_before_the_exit() {
+    let collector = Collector::start(Transport::HttpProtobuf).await;
+    let server = MockServer::start().await;
+    server.push(
+        ScriptedResponse::sse(vec![chunk(
+            json!({"role": "assistant", "content": "Partial"}),
+            None,
+        )])
+        .hang(),
+    );
+    let sb = Sandbox::new();
+    let mut cmd = sb.against(&server, "sk-test", &["-p", "hello"]);
+    cmd.env("OPENAI_MODEL", "mock-model")
+        .env("CORVID_ENABLE_TELEMETRY", "1");
+    export_to(&mut cmd, &collector, Transport::HttpProtobuf);
+    let child = cmd.spawn().unwrap();
+    for _ in 0..600 {
+        if !server.requests().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(server.requests().len(), 1, "the request never came");
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), Some(143));
+
+    let spans = collector.spans();
+    let task = named(&spans, "corvid.task");
+    assert_eq!(task.len(), 1, "{spans:#?}");
+    let requests = named(&spans, "corvid.model_request");
+    assert_eq!(requests.len(), 1, "{spans:#?}");
+    assert_eq!(requests[0].parent_span_id, task[0].span_id);
+}
