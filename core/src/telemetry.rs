@@ -64,6 +64,7 @@ pub fn task_span(session_id: &str, task_id: &str) -> Span {
         session.id = session_id,
         task.id = task_id,
         stop_reason = Empty,
+        otel.status_code = Empty,
     )
 }
 
@@ -78,6 +79,15 @@ pub fn task_finished(span: &Span, stop_reason: StopReason) {
         StopReason::Error => "error",
     };
     span.record("stop_reason", reason);
+    failed_if(span, stop_reason == StopReason::Error);
+}
+
+/// Marks `span` as failed in the OpenTelemetry sense when `failed` (backends show it as an
+/// error); other spans keep the unset status.
+fn failed_if(span: &Span, failed: bool) {
+    if failed {
+        span.record("otel.status_code", "error");
+    }
 }
 
 /// The span of one model request; `retries` is how many attempts at this turn failed before.
@@ -95,6 +105,7 @@ pub fn request_span(model: &str, prompt_id: &str, retries: u32) -> Span {
         ttft_ms = Empty,
         outcome = Empty,
         error_kind = Empty,
+        otel.status_code = Empty,
     )
 }
 
@@ -121,6 +132,7 @@ pub fn request_finished(
         span.record("reasoning_tokens", u.reasoning_tokens);
     }
     span.record("outcome", outcome);
+    failed_if(span, error.is_some_and(|kind| kind != ErrorKind::Cancelled));
 }
 
 /// The span of one tool call, with its input as content.
@@ -186,6 +198,7 @@ pub fn compaction_span(model: &str, trigger: &str) -> Span {
         tokens_before = Empty,
         tokens_after = Empty,
         outcome = Empty,
+        otel.status_code = Empty,
     )
 }
 
@@ -197,6 +210,7 @@ pub fn compaction_finished(span: &Span, outcome: &str, sizes: Option<(u64, u64)>
         span.record("tokens_after", after);
     }
     span.record("outcome", outcome);
+    failed_if(span, outcome == "failed");
 }
 
 /// The tokens one response used, for `model` under `prompt_id`.

@@ -58,6 +58,8 @@ pub struct SpanSeen {
     pub span_id: Vec<u8>,
     pub parent_span_id: Vec<u8>,
     pub attrs: BTreeMap<String, String>,
+    /// Its status code: 0 unset, 1 ok, 2 error.
+    pub status: i32,
     /// Names of its events, each with its attributes.
     pub events: Vec<(String, BTreeMap<String, String>)>,
 }
@@ -302,6 +304,7 @@ fn seen(span: &Span) -> SpanSeen {
         span_id: span.span_id.clone(),
         parent_span_id: span.parent_span_id.clone(),
         attrs: attrs(&span.attributes),
+        status: span.status.as_ref().map_or(0, |s| s.code),
         events: span
             .events
             .iter()

@@ -79,6 +79,9 @@ async fn a_retried_request_exports_a_span_per_attempt_with_its_retry_count_cache
         got,
         [("0", "failed", Some(&server_kind)), ("1", "finished", None)]
     );
+    // The failed attempt is an error to the backend; the task that recovered is not.
+    let statuses: Vec<i32> = requests.iter().map(|s| s.status).collect();
+    assert_eq!((statuses, task.status), (vec![2, 0], 0));
     let counts = [
         "input_tokens",
         "cached_tokens",
@@ -293,4 +296,28 @@ async fn sigterm_in_the_middle_of_a_request_still_exports_the_task_before_the_ex
     let requests = named(&spans, "corvid.model_request");
     assert_eq!(requests.len(), 1, "{spans:#?}");
     assert_eq!(requests[0].parent_span_id, task[0].span_id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_task_is_an_error_to_the_backend_with_its_kind_but_not_the_servers_message() {
+    let collector = Collector::start(Transport::HttpProtobuf).await;
+    let server = MockServer::start().await;
+    server.push(ScriptedResponse::error(
+        401,
+        json!({"error": {"message": format!("bad key for {ECHOED}")}}).to_string(),
+    ));
+    let sb = Sandbox::new();
+    let mut cmd = sb.against(&server, "sk-test", &["-p", "hello"]);
+    cmd.env("OPENAI_MODEL", "mock-model")
+        .env("CORVID_ENABLE_TELEMETRY", "1");
+    export_to(&mut cmd, &collector, Transport::HttpProtobuf);
+    let out = run(cmd).await;
+    assert_eq!(out.status.code(), Some(1));
+
+    let spans = collector.spans();
+    let task = named(&spans, "corvid.task")[0];
+    let request = named(&spans, "corvid.model_request")[0];
+    assert_eq!((attr(task, "stop_reason"), task.status), ("error", 2));
+    assert_eq!((attr(request, "error_kind"), request.status), ("auth", 2));
+    assert!(!collector.saw_text(ECHOED));
 }
