@@ -77,6 +77,29 @@ pub fn resolve(
     }))
 }
 
+/// A warning for each OTLP protocol variable corvid cannot honour (`http/json` is not built
+/// in; anything else is a typo): the exporter then falls back to `http/protobuf`, which the
+/// user should know before looking for their data on a grpc port.
+pub fn protocol_warnings(env: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    [
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+    ]
+    .into_iter()
+    .filter_map(|name| {
+        let value = env(name)?;
+        match value.trim() {
+            "" | "http/protobuf" | "grpc" => None,
+            other => Some(format!(
+                "{name}={other} is not supported; use http/protobuf or grpc (exporting with \
+                 http/protobuf)"
+            )),
+        }
+    })
+    .collect()
+}
+
 /// Whether a signal's exporter (`TRACES` or `METRICS`) speaks grpc to an `https` endpoint,
 /// by the standard variables (the signal's own first). The OTLP crate then connects with TLS
 /// but trusts no root unless told: corvid gives it the system's.
@@ -230,6 +253,17 @@ mod tests {
         let m = config.prices["m"];
         assert_eq!(m.cost(1_000_000, 500_000, 1_000_000), 1.0 + 0.25 + 8.0);
         assert_eq!(config.prices["n"].cached_input, 1.0);
+    }
+
+    #[test]
+    fn a_protocol_corvid_cannot_speak_is_named_in_a_warning() {
+        assert!(protocol_warnings(env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")])).is_empty());
+        let warnings = protocol_warnings(env(&[
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json"),
+        ]));
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].starts_with("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json"));
     }
 
     #[test]

@@ -63,6 +63,9 @@ pub fn start() -> Option<(Vec<BoxedLayer>, Telemetry)> {
             return None;
         }
     };
+    for warning in config::protocol_warnings(process_env) {
+        eprintln!("corvid: warning: {warning}");
+    }
     let started = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("telemetry")

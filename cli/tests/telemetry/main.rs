@@ -333,3 +333,24 @@ async fn both_transports_export_over_tls_to_a_collector_the_system_trusts() {
         assert!(untrusted.metrics().is_empty());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protocol_corvid_cannot_speak_is_named_on_stderr_and_http_protobuf_goes_out() {
+    let collector = Collector::start(Transport::HttpProtobuf).await;
+    let server = MockServer::start().await;
+    server.push(text_turn("Hi."));
+    let sb = Sandbox::new();
+    let mut cmd = sb.against(&server, "sk-test", &["-p", "hello"]);
+    cmd.env("OPENAI_MODEL", "mock-model")
+        .env("CORVID_ENABLE_TELEMETRY", "1");
+    export_to(&mut cmd, &collector, Transport::HttpProtobuf);
+    cmd.env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json");
+    let out = run(cmd).await;
+    assert_success(&out);
+    assert_eq!(
+        common::stderr(&out),
+        "corvid: warning: OTEL_EXPORTER_OTLP_PROTOCOL=http/json is not supported; use \
+         http/protobuf or grpc (exporting with http/protobuf)\n"
+    );
+    assert_eq!(named(&collector.spans(), "corvid.task").len(), 1);
+}
