@@ -69,19 +69,16 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let telemetry = {
-        let _in_runtime = runtime.enter();
-        let (layers, telemetry) = telemetry::start().unzip();
-        logging::init(interactive, layers.unwrap_or_default());
-        telemetry
-    };
+    let (layers, telemetry) = telemetry::start().unzip();
+    logging::init(interactive, layers.unwrap_or_default());
     let code = runtime.block_on(run(cli));
-    // Before the runtime stops: the grpc exporter's connection runs on it.
+    // Do not wait for stragglers (a blocked stdin reader, a summary past its use). Stopping
+    // drops every task, so a task cut short (a signal, a client gone) ends its spans here,
+    // in time for the last export (which runs on a runtime of its own).
+    runtime.shutdown_timeout(Duration::from_millis(100));
     if let Some(telemetry) = telemetry {
         telemetry.flush();
     }
-    // Do not wait for stragglers (a blocked stdin reader, a summary past its use).
-    runtime.shutdown_timeout(Duration::from_millis(100));
     code
 }
 

@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use corvid_protocol::{StopReason, Usage};
+use corvid_protocol::{ErrorKind, StopReason, Usage};
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 
@@ -21,6 +21,10 @@ pub const SPAN_TARGET: &str = "corvid::telemetry";
 pub const METRIC_TARGET: &str = "corvid::metrics";
 /// Target of the events carrying conversation content.
 pub const CONTENT_TARGET: &str = "corvid::content";
+
+/// The tool name recorded for a call of a tool corvid does not have: the name the model made
+/// up is its own text, which may carry anything (what it read, the prompt).
+pub const UNKNOWN_TOOL: &str = "unknown";
 
 /// The metric names, the `metric` field of every event on [`METRIC_TARGET`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +64,7 @@ pub fn task_span(session_id: &str, task_id: &str) -> Span {
         session.id = session_id,
         task.id = task_id,
         stop_reason = Empty,
+        otel.status_code = Empty,
     )
 }
 
@@ -74,6 +79,15 @@ pub fn task_finished(span: &Span, stop_reason: StopReason) {
         StopReason::Error => "error",
     };
     span.record("stop_reason", reason);
+    failed_if(span, stop_reason == StopReason::Error);
+}
+
+/// Marks `span` as failed in the OpenTelemetry sense when `failed` (backends show it as an
+/// error); other spans keep the unset status.
+fn failed_if(span: &Span, failed: bool) {
+    if failed {
+        span.record("otel.status_code", "error");
+    }
 }
 
 /// The span of one model request; `retries` is how many attempts at this turn failed before.
@@ -90,6 +104,8 @@ pub fn request_span(model: &str, prompt_id: &str, retries: u32) -> Span {
         reasoning_tokens = Empty,
         ttft_ms = Empty,
         outcome = Empty,
+        error_kind = Empty,
+        otel.status_code = Empty,
     )
 }
 
@@ -98,8 +114,17 @@ pub fn first_token(after: Duration) {
     Span::current().record("ttft_ms", millis(after));
 }
 
-/// Records how a request ended, with its usage when the provider reported one.
-pub fn request_finished(span: &Span, usage: Option<&Usage>, outcome: &str) {
+/// Records how a request ended, with its usage when the provider reported one and the kind
+/// of its error when it failed (the kind only: a server's message may quote the prompt).
+pub fn request_finished(
+    span: &Span,
+    usage: Option<&Usage>,
+    outcome: &str,
+    error: Option<ErrorKind>,
+) {
+    if let Some(kind) = error {
+        span.record("error_kind", kind.as_str());
+    }
     if let Some(u) = usage {
         span.record("input_tokens", u.input_tokens);
         span.record("output_tokens", u.output_tokens);
@@ -107,6 +132,7 @@ pub fn request_finished(span: &Span, usage: Option<&Usage>, outcome: &str) {
         span.record("reasoning_tokens", u.reasoning_tokens);
     }
     span.record("outcome", outcome);
+    failed_if(span, error.is_some_and(|kind| kind != ErrorKind::Cancelled));
 }
 
 /// The span of one tool call, with its input as content.
@@ -169,13 +195,22 @@ pub fn compaction_span(model: &str, trigger: &str) -> Span {
         "corvid.compaction",
         model,
         trigger,
+        tokens_before = Empty,
+        tokens_after = Empty,
         outcome = Empty,
+        otel.status_code = Empty,
     )
 }
 
-/// Records how a compaction ended.
-pub fn compaction_finished(span: &Span, outcome: &str) {
+/// Records how a compaction ended, with the estimated size of the next request before and
+/// after when the history was replaced.
+pub fn compaction_finished(span: &Span, outcome: &str, sizes: Option<(u64, u64)>) {
+    if let Some((before, after)) = sizes {
+        span.record("tokens_before", before);
+        span.record("tokens_after", after);
+    }
     span.record("outcome", outcome);
+    failed_if(span, outcome == "failed");
 }
 
 /// The tokens one response used, for `model` under `prompt_id`.

@@ -77,6 +77,55 @@ pub fn resolve(
     }))
 }
 
+/// A warning for each OTLP protocol variable corvid cannot honour (`http/json` is not built
+/// in; anything else is a typo): the exporter then falls back to `http/protobuf`, which the
+/// user should know before looking for their data on a grpc port.
+pub fn protocol_warnings(env: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    [
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+    ]
+    .into_iter()
+    .filter_map(|name| {
+        let value = env(name)?;
+        match value.trim() {
+            "" | "http/protobuf" | "grpc" => None,
+            other => Some(format!(
+                "{name}={other} is not supported; use http/protobuf or grpc (exporting with \
+                 http/protobuf)"
+            )),
+        }
+    })
+    .collect()
+}
+
+/// Whether a signal's exporter (`TRACES` or `METRICS`) speaks grpc to an `https` endpoint,
+/// by the standard variables (the signal's own first). The OTLP crate then connects with TLS
+/// but trusts no root unless told: corvid gives it the system's.
+pub fn grpc_over_tls(signal: &str, env: impl Fn(&str) -> Option<String>) -> bool {
+    let read = |what: &str| {
+        env(&format!("OTEL_EXPORTER_OTLP_{signal}_{what}"))
+            .or_else(|| env(&format!("OTEL_EXPORTER_OTLP_{what}")))
+            .map(|v| v.trim().to_ascii_lowercase())
+    };
+    read("PROTOCOL").as_deref() == Some("grpc")
+        && read("ENDPOINT").is_some_and(|e| e.starts_with("https://"))
+}
+
+/// Whether the user named the service (`OTEL_SERVICE_NAME`, or `service.name` in
+/// `OTEL_RESOURCE_ATTRIBUTES`): corvid calls itself `corvid` only when they did not.
+pub fn service_named_by_user(env: impl Fn(&str) -> Option<String>) -> bool {
+    let named = env("OTEL_SERVICE_NAME").is_some_and(|n| !n.trim().is_empty());
+    let in_attributes = env("OTEL_RESOURCE_ATTRIBUTES").is_some_and(|attrs| {
+        attrs
+            .split(',')
+            .filter_map(|pair| pair.split_once('='))
+            .any(|(key, value)| key.trim() == "service.name" && !value.trim().is_empty())
+    });
+    named || in_attributes
+}
+
 /// The `telemetry` object of a settings file (JSON with comments); a file the core cannot
 /// read either is reported by the core, so it only means "no block" here.
 fn telemetry_block(text: &str) -> Result<Option<serde_json::Map<String, Value>>, String> {
@@ -204,6 +253,62 @@ mod tests {
         let m = config.prices["m"];
         assert_eq!(m.cost(1_000_000, 500_000, 1_000_000), 1.0 + 0.25 + 8.0);
         assert_eq!(config.prices["n"].cached_input, 1.0);
+    }
+
+    #[test]
+    fn a_protocol_corvid_cannot_speak_is_named_in_a_warning() {
+        assert!(protocol_warnings(env(&[("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")])).is_empty());
+        let warnings = protocol_warnings(env(&[
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"),
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json"),
+        ]));
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].starts_with("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json"));
+    }
+
+    #[test]
+    fn grpc_to_an_https_endpoint_is_told_apart_per_signal() {
+        let tls = |pairs: &[(&str, &str)], signal: &str| {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            grpc_over_tls(signal, |key: &str| {
+                pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+            })
+        };
+        let https = ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector:4317");
+        let grpc = ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc");
+        assert!(tls(&[https, grpc], "TRACES"));
+        assert!(!tls(&[https], "TRACES"));
+        let plain = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://localhost:4317");
+        assert!(!tls(&[plain, grpc], "TRACES"));
+        let metrics_plain = (
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+            "http://localhost:4317",
+        );
+        assert!(tls(&[https, grpc, metrics_plain], "TRACES"));
+        assert!(!tls(&[https, grpc, metrics_plain], "METRICS"));
+        let traces_http = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf");
+        assert!(!tls(&[https, grpc, traces_http], "TRACES"));
+    }
+
+    #[test]
+    fn the_service_is_called_corvid_unless_the_user_named_it() {
+        assert!(!service_named_by_user(env(&[])));
+        assert!(!service_named_by_user(env(&[("OTEL_SERVICE_NAME", " ")])));
+        assert!(!service_named_by_user(env(&[(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "team=tools,service.version=2"
+        )])));
+        assert!(service_named_by_user(env(&[(
+            "OTEL_SERVICE_NAME",
+            "agent"
+        )])));
+        assert!(service_named_by_user(env(&[(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            "team=tools, service.name=agent"
+        )])));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! A loopback OTLP collector: accepts http/protobuf (HTTP/1.1 POST /v1/traces, /v1/metrics)
-//! or grpc (HTTP/2 without TLS), decodes every export request and keeps it with its raw
-//! bytes, and counts the connections it accepted.
+//! or grpc (HTTP/2), in the clear or behind TLS with a test certificate; decodes every export
+//! request and keeps it with its raw bytes and headers, and counts the connections it accepted.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -20,6 +20,10 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use tokio::net::TcpListener;
 
+/// The CA that signed the TLS collector's certificate: a client trusts it through
+/// `SSL_CERT_FILE`, which the system's root store reads.
+pub const TEST_CA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/telemetry/tls/ca.pem");
+
 /// Which OTLP transport the collector speaks.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
@@ -33,6 +37,8 @@ struct Received {
     metrics: Vec<ExportMetricsServiceRequest>,
     /// Every request body, for "this text never left" checks.
     raw: Vec<u8>,
+    /// Every request's headers, as (lower-case name, value).
+    headers: Vec<(String, String)>,
 }
 
 /// The running collector.
@@ -52,14 +58,50 @@ pub struct SpanSeen {
     pub span_id: Vec<u8>,
     pub parent_span_id: Vec<u8>,
     pub attrs: BTreeMap<String, String>,
+    /// Its status code: 0 unset, 1 ok, 2 error.
+    pub status: i32,
     /// Names of its events, each with its attributes.
     pub events: Vec<(String, BTreeMap<String, String>)>,
 }
 
 impl Collector {
     pub async fn start(transport: Transport) -> Self {
+        Self::listen(transport, None).await
+    }
+
+    /// A collector behind TLS with the certificate in `tls/collector.pem` (for 127.0.0.1),
+    /// signed by the test CA in `tls/ca.pem` (see [`TEST_CA`]).
+    pub async fn start_tls(transport: Transport) -> Self {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/telemetry/tls");
+        let certs = CertificateDer::pem_file_iter(dir.join("collector.pem"))
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_file(dir.join("collector.key")).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+        config.alpn_protocols = vec![match transport {
+            Transport::HttpProtobuf => b"http/1.1".to_vec(),
+            Transport::Grpc => b"h2".to_vec(),
+        }];
+        Self::listen(
+            transport,
+            Some(tokio_rustls::TlsAcceptor::from(Arc::new(config))),
+        )
+        .await
+    }
+
+    async fn listen(transport: Transport, tls: Option<tokio_rustls::TlsAcceptor>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let url = format!("{scheme}://{}", listener.local_addr().unwrap());
         let connections = Arc::new(AtomicUsize::new(0));
         let received = Arc::new(Mutex::new(Received::default()));
         let (count, store) = (connections.clone(), received.clone());
@@ -70,24 +112,17 @@ impl Collector {
                 };
                 count.fetch_add(1, Ordering::SeqCst);
                 let store = store.clone();
+                let tls = tls.clone();
                 tokio::spawn(async move {
-                    let io = TokioIo::new(stream);
-                    let service = hyper::service::service_fn(move |req| {
-                        let store = store.clone();
-                        async move { handle(req, store, transport).await }
-                    });
-                    let _ = match transport {
-                        Transport::HttpProtobuf => {
-                            hyper::server::conn::http1::Builder::new()
-                                .serve_connection(io, service)
-                                .await
+                    match tls {
+                        Some(tls) => {
+                            // A handshake the client gave up on is its business.
+                            if let Ok(stream) = tls.accept(stream).await {
+                                serve(stream, transport, store).await;
+                            }
                         }
-                        Transport::Grpc => {
-                            hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                                .serve_connection(io, service)
-                                .await
-                        }
-                    };
+                        None => serve(stream, transport, store).await,
+                    }
                 });
             }
         });
@@ -107,6 +142,29 @@ impl Collector {
     pub fn saw_text(&self, text: &str) -> bool {
         let raw = &self.received.lock().unwrap().raw;
         raw.windows(text.len()).any(|w| w == text.as_bytes())
+    }
+
+    /// The values of header `name` over every request received.
+    pub fn header_values(&self, name: &str) -> Vec<String> {
+        let received = self.received.lock().unwrap();
+        received
+            .headers
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// The resource attributes of the span exports (the same on each).
+    pub fn resource(&self) -> BTreeMap<String, String> {
+        let received = self.received.lock().unwrap();
+        received
+            .traces
+            .iter()
+            .flat_map(|r| &r.resource_spans)
+            .find_map(|r| r.resource.as_ref())
+            .map(|r| attrs(&r.attributes))
+            .unwrap_or_default()
     }
 
     /// Every span received, in arrival order.
@@ -160,12 +218,42 @@ impl Collector {
     }
 }
 
+/// Answers the export requests of one connection.
+async fn serve(
+    stream: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    transport: Transport,
+    store: Arc<Mutex<Received>>,
+) {
+    let io = TokioIo::new(stream);
+    let service = hyper::service::service_fn(move |req| {
+        let store = store.clone();
+        async move { handle(req, store, transport).await }
+    });
+    let _ = match transport {
+        Transport::HttpProtobuf => {
+            hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, service)
+                .await
+        }
+        Transport::Grpc => {
+            hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                .serve_connection(io, service)
+                .await
+        }
+    };
+}
+
 async fn handle(
     req: Request<Incoming>,
     store: Arc<Mutex<Received>>,
     transport: Transport,
 ) -> Result<Response<http_body_util::combinators::BoxBody<Bytes, Infallible>>, Infallible> {
     let path = req.uri().path().to_owned();
+    let headers: Vec<(String, String)> = req
+        .headers()
+        .iter()
+        .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+        .collect();
     let body = req.into_body().collect().await.unwrap().to_bytes();
     let message = match transport {
         // The grpc frame: a compression flag byte and a 4-byte length before the message.
@@ -175,6 +263,7 @@ async fn handle(
     {
         let mut store = store.lock().unwrap();
         store.raw.extend_from_slice(&body);
+        store.headers.extend(headers);
         if path.ends_with("/v1/traces") || path.ends_with("TraceService/Export") {
             store
                 .traces
@@ -215,6 +304,7 @@ fn seen(span: &Span) -> SpanSeen {
         span_id: span.span_id.clone(),
         parent_span_id: span.parent_span_id.clone(),
         attrs: attrs(&span.attributes),
+        status: span.status.as_ref().map_or(0, |s| s.code),
         events: span
             .events
             .iter()

@@ -4,9 +4,13 @@
 //! offline unless the user turned it on.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod acp;
 mod collector;
 #[path = "../common/mod.rs"]
 mod common;
+mod hostile;
+mod paths;
+mod tui;
 
 use collector::{Collector, SpanSeen, Transport};
 use common::{Sandbox, assert_success, chunk, json_lines, run, text_turn, usage_chunk};
@@ -49,17 +53,8 @@ async fn exported_run(
         "sk-test",
         &["-p", PROMPT, "--output-format", "stream-json"],
     );
-    cmd.env("OPENAI_MODEL", "mock-model")
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)
-        .env(
-            "OTEL_EXPORTER_OTLP_PROTOCOL",
-            match transport {
-                Transport::HttpProtobuf => "http/protobuf",
-                Transport::Grpc => "grpc",
-            },
-        )
-        // A loaded test machine must not lose the export to the exit's bound.
-        .env("CORVID_TELEMETRY_FLUSH_MS", "60000");
+    cmd.env("OPENAI_MODEL", "mock-model");
+    export_to(&mut cmd, collector, transport);
     match settings {
         Some(text) => {
             sb.user_settings(text);
@@ -71,6 +66,20 @@ async fn exported_run(
     let out = run(cmd).await;
     assert_success(&out);
     out
+}
+
+/// Points `cmd`'s OTLP export at `collector` (telemetry itself is turned on by the caller).
+fn export_to(cmd: &mut tokio::process::Command, collector: &Collector, transport: Transport) {
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)
+        .env(
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+            match transport {
+                Transport::HttpProtobuf => "http/protobuf",
+                Transport::Grpc => "grpc",
+            },
+        )
+        // A loaded test machine must not lose the export to the exit's bound.
+        .env("CORVID_TELEMETRY_FLUSH_MS", "60000");
 }
 
 fn named<'a>(spans: &'a [SpanSeen], name: &str) -> Vec<&'a SpanSeen> {
@@ -85,6 +94,9 @@ fn attr<'a>(span: &'a SpanSeen, key: &str) -> &'a str {
 
 /// The spans and metrics every exporting run sends, whatever the transport.
 fn assert_task_exported(collector: &Collector) {
+    let resource = collector.resource();
+    assert_eq!(resource["service.name"], "corvid");
+    assert_eq!(resource["service.version"], env!("CARGO_PKG_VERSION"));
     let spans = collector.spans();
     let task = named(&spans, "corvid.task");
     assert_eq!(task.len(), 1, "{spans:#?}");
@@ -290,74 +302,55 @@ async fn a_collector_that_accepts_and_never_answers_does_not_hold_the_exit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_acp_session_exports_its_task_and_keeps_stdout_pure_json_rpc() {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-    let collector = Collector::start(Transport::HttpProtobuf).await;
-    let sb = Sandbox::new();
-    let mut corvid = sb
-        .corvid(&["--acp", "--demo"])
-        .env("CORVID_ENABLE_TELEMETRY", "1")
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url)
-        .env("CORVID_TELEMETRY_FLUSH_MS", "60000")
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = corvid.stdin.take().unwrap();
-    let mut lines = tokio::io::BufReader::new(corvid.stdout.take().unwrap()).lines();
-    let mut seen = Vec::new();
-    // Sends one request and reads up to its answer, keeping every line.
-    let mut ask = async |message: serde_json::Value| {
-        stdin
-            .write_all(format!("{message}\n").as_bytes())
-            .await
-            .unwrap();
-        loop {
-            let line = lines.next_line().await.unwrap().expect("an answer");
-            let frame: serde_json::Value = serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("stdout is not JSON-RPC: {line}: {e}"));
-            seen.push(frame.clone());
-            if frame["method"] == "session/request_permission" {
-                // The demo's shell command: rejected, so the task goes on without it.
-                let reject = frame["params"]["options"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|o| o["kind"] == "reject_once")
-                    .unwrap()["optionId"]
-                    .clone();
-                let answer = json!({"jsonrpc": "2.0", "id": frame["id"],
-                    "result": {"outcome": {"outcome": "selected", "optionId": reject}}});
-                stdin
-                    .write_all(format!("{answer}\n").as_bytes())
-                    .await
-                    .unwrap();
-            } else if frame["id"] == message["id"] {
-                return frame;
-            }
-        }
-    };
-    ask(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-               "params": {"protocolVersion": 1}}))
-    .await;
-    let new = ask(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
-                         "params": {"cwd": sb.project_dir(), "mcpServers": []}}))
-    .await;
-    let session = new["result"]["sessionId"].as_str().unwrap().to_owned();
-    let done = ask(
-        json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-                          "params": {"sessionId": session,
-                                     "prompt": [{"type": "text", "text": "look around"}]}}),
-    )
-    .await;
-    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
-    drop(stdin);
-    assert!(corvid.wait().await.unwrap().success());
+async fn both_transports_export_over_tls_to_a_collector_the_system_trusts() {
+    for transport in [Transport::Grpc, Transport::HttpProtobuf] {
+        let collector = Collector::start_tls(transport).await;
+        let server = MockServer::start().await;
+        server.push(text_turn("Hi."));
+        let sb = Sandbox::new();
+        let mut cmd = sb.against(&server, "sk-test", &["-p", "hello"]);
+        cmd.env("OPENAI_MODEL", "mock-model")
+            .env("CORVID_ENABLE_TELEMETRY", "1")
+            // The system's root store reads it: the test CA stands for a public one.
+            .env("SSL_CERT_FILE", collector::TEST_CA);
+        export_to(&mut cmd, &collector, transport);
+        let out = run(cmd).await;
+        assert_success(&out);
+        assert_eq!(common::stderr(&out), "");
+        assert!(collector.url.starts_with("https://"));
+        assert_eq!(named(&collector.spans(), "corvid.task").len(), 1);
+        assert_eq!(collector.metrics()["corvid.session.count"][0].1, 1.0);
 
-    let spans = collector.spans();
-    let task = named(&spans, "corvid.task");
-    assert_eq!(task.len(), 1, "{spans:#?}");
-    assert_eq!(attr(task[0], "session.id"), session);
-    assert!(!named(&spans, "corvid.model_request").is_empty());
-    assert_eq!(collector.metrics()["corvid.session.count"][0].1, 1.0);
-    assert!(!collector.saw_text("look around"));
+        // Without the CA the certificate is refused: TLS is verified, not only encrypted.
+        let untrusted = Collector::start_tls(transport).await;
+        server.push(text_turn("Hi."));
+        let mut cmd = sb.against(&server, "sk-test", &["-p", "hello"]);
+        cmd.env("OPENAI_MODEL", "mock-model")
+            .env("CORVID_ENABLE_TELEMETRY", "1");
+        export_to(&mut cmd, &untrusted, transport);
+        assert_success(&run(cmd).await);
+        assert!(untrusted.spans().is_empty());
+        assert!(untrusted.metrics().is_empty());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protocol_corvid_cannot_speak_is_named_on_stderr_and_http_protobuf_goes_out() {
+    let collector = Collector::start(Transport::HttpProtobuf).await;
+    let server = MockServer::start().await;
+    server.push(text_turn("Hi."));
+    let sb = Sandbox::new();
+    let mut cmd = sb.against(&server, "sk-test", &["-p", "hello"]);
+    cmd.env("OPENAI_MODEL", "mock-model")
+        .env("CORVID_ENABLE_TELEMETRY", "1");
+    export_to(&mut cmd, &collector, Transport::HttpProtobuf);
+    cmd.env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json");
+    let out = run(cmd).await;
+    assert_success(&out);
+    assert_eq!(
+        common::stderr(&out),
+        "corvid: warning: OTEL_EXPORTER_OTLP_PROTOCOL=http/json is not supported; use \
+         http/protobuf or grpc (exporting with http/protobuf)\n"
+    );
+    assert_eq!(named(&collector.spans(), "corvid.task").len(), 1);
 }

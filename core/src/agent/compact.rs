@@ -71,20 +71,23 @@ pub(super) async fn compact(
     let result = compact_history(ctx, state, trigger)
         .instrument(span.clone())
         .await;
-    let outcome = match &result {
-        Ok(()) => "compacted",
-        Err(e) if e.kind == ErrorKind::Cancelled => "cancelled",
-        Err(_) => "failed",
+    let (outcome, sizes) = match &result {
+        Ok(Some(sizes)) => ("compacted", Some(*sizes)),
+        Ok(None) => ("kept", None),
+        Err(e) if e.kind == ErrorKind::Cancelled => ("cancelled", None),
+        Err(_) => ("failed", None),
     };
-    telemetry::compaction_finished(&span, outcome);
-    result
+    telemetry::compaction_finished(&span, outcome, sizes);
+    result.map(drop)
 }
 
+/// Compacts; `Ok(None)` when the history was kept (a summary larger than what it replaces),
+/// else the estimated tokens of the next request before and after.
 async fn compact_history(
     ctx: &TaskCtx,
     state: &mut SessionState,
     trigger: Trigger,
-) -> Result<(), ErrorInfo> {
+) -> Result<Option<(u64, u64)>, ErrorInfo> {
     let model = lock(&ctx.shared.model).clone();
     let policy = ctx.stat.policy.context;
     let window = policy.window(&model);
@@ -178,7 +181,7 @@ async fn compact_history(
                  ({old} → {new} tokens). The history is kept as it is."
             ),
         });
-        return Ok(());
+        return Ok(None);
     }
     state.replace_history(history.into());
     // The reads the summary replaced are no longer in the conversation to point back to.
@@ -194,7 +197,7 @@ async fn compact_history(
         used: tokens_after,
         window,
     });
-    Ok(())
+    Ok(Some((tokens_before, tokens_after)))
 }
 
 /// Streams the summarizing request and returns its text (counted under `compaction`).

@@ -117,8 +117,12 @@ pub(super) async fn run_batch(
 
 async fn run_group(ctx: &TaskCtx, group: Vec<Planned>) -> Vec<CallEnd> {
     futures::future::join_all(group.into_iter().map(|p| {
-        let span = telemetry::tool_span(&p.call.name, &p.call.call_id, &p.call.args);
-        telemetry::tool_call(span, p.call.name.clone(), run_call(ctx, p), |end| {
+        let name = match p.tool {
+            Some(_) => p.call.name.as_str(),
+            None => telemetry::UNKNOWN_TOOL,
+        };
+        let span = telemetry::tool_span(name, &p.call.call_id, &p.call.args);
+        telemetry::tool_call(span, name.to_owned(), run_call(ctx, p), |end| {
             let outcome = match (end.reached_result, end.result.is_error) {
                 (false, _) => "not_started",
                 (true, true) => "error",

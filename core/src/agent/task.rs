@@ -307,7 +307,11 @@ async fn run_turn(
         let (out, end) = run_attempt(ctx, request, &state.used_ids)
             .instrument(span.clone())
             .await;
-        telemetry::request_finished(&span, out.usage.as_ref(), attempt_outcome(&end));
+        let error = match &end {
+            AttemptEnd::Failed(e) => Some(e.kind),
+            AttemptEnd::Finished(_) | AttemptEnd::Cancelled => None,
+        };
+        telemetry::request_finished(&span, out.usage.as_ref(), attempt_outcome(&end), error);
         drop(span);
         if let Some(usage) = out.usage {
             telemetry::tokens(&model, ctx.usage_prompt_id, &usage);

@@ -17,9 +17,11 @@ pub const SECRET_PATTERNS: [&str; 4] = ["*KEY*", "*SECRET*", "*TOKEN*", "*PASSWO
 /// the DSN's user), every `AWS_*` variable (the credential chain reads many: `AWS_ACCESS_KEY_ID`,
 /// `AWS_CONTAINER_CREDENTIALS_FULL_URI`, ...), passwords spelled short (`*_PASS`, `*_PWD`,
 /// `*PASSWD*`, `*PASSPHRASE*`), credentials, `*_AUTH` values, connection strings, JWTs,
-/// cookies, webhook URLs (the URL is the secret) and Docker's auth config. Matched like
+/// cookies, webhook URLs (the URL is the secret), Docker's auth config and the OTLP exporter's
+/// headers (`OTEL_EXPORTER_OTLP_HEADERS` and its per-signal forms carry the telemetry
+/// collector's key). Matched like
 /// [`SECRET_PATTERNS`] (case-insensitive); `tools.shellEnv.include` keeps any of them.
-pub const WELL_KNOWN_SECRETS: [&str; 15] = [
+pub const WELL_KNOWN_SECRETS: [&str; 16] = [
     "*_PAT",
     "NPM_CONFIG__AUTH*",
     "*_DSN",
@@ -35,6 +37,7 @@ pub const WELL_KNOWN_SECRETS: [&str; 15] = [
     "*_COOKIE",
     "*WEBHOOK*",
     "DOCKER_AUTH_CONFIG",
+    "OTEL_EXPORTER_OTLP_*HEADERS",
 ];
 
 /// Variables that make bash run code of their own before or around the command: `BASH_ENV`
@@ -235,6 +238,10 @@ mod tests {
             "GOOGLE_APPLICATION_CREDENTIALS",
             "AZURE_STORAGE_CONNECTION_STRING",
             "SLACK_WEBHOOK_URL",
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+            "otel_exporter_otlp_metrics_headers",
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
             "PATH",
             "PWD",
             "OLDPWD",
@@ -245,6 +252,7 @@ mod tests {
         assert_eq!(
             kept(&filter, &names),
             vec![
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
                 "PATH",
                 "PWD",
                 "OLDPWD",
