@@ -223,6 +223,9 @@ fn the_fault_generator_reaches_every_kind_of_ending() {
                     Some(e) if e.message.contains("could not be compacted") => {
                         "compaction failed on an overflow".into()
                     }
+                    Some(e) if e.message.contains("UserPromptSubmit hook blocked") => {
+                        "prompt blocked".into()
+                    }
                     _ => format!("{child}task {stop_reason:?}"),
                 },
                 CoreEvent::ModelFellBack { .. } => "fell back".into(),
@@ -234,13 +237,20 @@ fn the_fault_generator_reaches_every_kind_of_ending() {
                 CoreEvent::Warning { message } if message.contains("could not compact") => {
                     "compaction failed before a request".into()
                 }
+                CoreEvent::Warning { message } if message.contains("Stop hooks kept") => {
+                    "stop hooks capped".into()
+                }
+                CoreEvent::Hook {
+                    event, decision, ..
+                } => format!("hook {event} {decision}"),
                 _ => continue,
             };
             seen.insert(what);
         }
     }
+    // A child's own compaction is rare among random cases since each call may meet a hook:
+    // `a_subagent_compacts_its_own_history_on_an_overflow` covers it.
     let expected = [
-        "child compacted",
         "child resolved AllowOnce",
         "child resolved Cancelled",
         "child resolved RejectOnce",
@@ -254,6 +264,15 @@ fn the_fault_generator_reaches_every_kind_of_ending() {
         "fell back",
         "finished Completed",
         "finished Failed",
+        "hook PostToolUse block",
+        "hook PostToolUse failed",
+        "hook PreToolUse allow",
+        "hook PreToolUse ask",
+        "hook PreToolUse block",
+        "hook PreToolUse failed",
+        "hook Stop block",
+        "hook UserPromptSubmit block",
+        "hook UserPromptSubmit failed",
         "mcp answered",
         "mcp cancelled",
         "mcp crashed",
@@ -261,12 +280,14 @@ fn the_fault_generator_reaches_every_kind_of_ending() {
         "mcp erred",
         "mcp timed out",
         "plan",
+        "prompt blocked",
         "resolved AllowAlways",
         "resolved AllowOnce",
         "resolved Cancelled",
         "resolved RejectAlways",
         "resolved RejectOnce",
         "retried",
+        "stop hooks capped",
         "subagent cancelled",
         "subagent completed",
         "subagent failed",
@@ -452,4 +473,136 @@ fn a_refused_compaction_leaves_the_history_as_it_was() {
         "{error:?}"
     );
     assert_eq!(task_ends(&events), [StopReason::Error, StopReason::EndTurn]);
+}
+
+fn hooks(pre: u8) -> HookSpec {
+    HookSpec {
+        pre: vec![pre],
+        post: vec![0],
+        prompt: vec![0],
+        stop_blocks: 0,
+        on_error_block: false,
+    }
+}
+
+/// Issue 33 (found by the fault model): a PreToolUse `ask` on `todo_write`, which shows no
+/// card, opened a permission prompt that nothing ended (its card stayed pending after the
+/// call ran). The call now goes the normal way, with a warning, and no prompt shows.
+#[test]
+fn a_hook_asking_about_a_tool_without_a_card_opens_no_prompt() {
+    let case = Case {
+        hooks: Some(hooks(3)),
+        ..Case::plain(vec![one_call(3, 0)])
+    };
+    let events = run_case(&case).unwrap();
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, CoreEvent::PermissionRequested { .. }))
+    );
+    assert!(events.iter().any(|e| matches!(e, CoreEvent::Plan { .. })));
+    assert_eq!(task_ends(&events), [StopReason::EndTurn]);
+}
+
+/// Issue 33: a PreToolUse handler that denies a call keeps it from running; its card fails
+/// with the hook's reason, which the model gets as the call's result (checked by `run_case`).
+#[test]
+fn a_call_a_hook_denies_never_runs_and_the_model_hears_why() {
+    let case = Case {
+        hooks: Some(hooks(2)),
+        ..Case::plain(vec![one_call(2, 0)])
+    };
+    let events = run_case(&case).unwrap();
+    let output = card_output(&events, "r0c0");
+    assert!(
+        output.starts_with("A PreToolUse hook blocked this `shell` call")
+            && output.contains("policy says deny to r0c0"),
+        "{output}"
+    );
+    assert_eq!(task_ends(&events), [StopReason::EndTurn]);
+}
+
+/// Issue 33: a PreToolUse handler that hangs holds its call until the user gives up; the
+/// task ends on the cancel, not the handler's 60 s timeout, and the next prompt goes on.
+#[test]
+fn a_hanging_pre_tool_hook_ends_on_the_users_cancel() {
+    let case = Case {
+        hooks: Some(hooks(8)),
+        impatient: true,
+        follow_up: true,
+        ..Case::plain(vec![one_call(0, 0)])
+    };
+    let events = run_case(&case).unwrap();
+    assert_eq!(
+        task_ends(&events),
+        [StopReason::Cancelled, StopReason::EndTurn]
+    );
+}
+
+/// Issue 33: a Stop handler that always blocks keeps the agent going at most
+/// `MAX_STOP_BLOCKS` times, then the task ends saying so.
+#[test]
+fn a_stop_hook_that_always_blocks_is_bounded() {
+    let case = Case {
+        hooks: Some(HookSpec {
+            stop_blocks: 20,
+            ..hooks(0)
+        }),
+        ..Case::plain(vec![one_call(0, 0)])
+    };
+    let events = run_case(&case).unwrap();
+    let blocks = events
+        .iter()
+        .filter(|e| matches!(e, CoreEvent::Hook { event, decision, .. } if event == "Stop" && decision == "block"))
+        .count();
+    assert_eq!(blocks, 8);
+    assert_eq!(task_ends(&events), [StopReason::EndTurn]);
+}
+
+/// A subagent whose request overflows compacts its own history and goes on (a summary
+/// written for that child, so its next request is still its own: checked by `run_case`).
+#[test]
+fn a_subagent_compacts_its_own_history_on_an_overflow() {
+    let overflow = ResponseSpec {
+        fault: Fault::Http(ErrorKind::ContextTooLong, None),
+        ..one_call(0, 0)
+    };
+    let case = Case {
+        children: vec![vec![one_call(0, 0), overflow]],
+        ..Case::plain(vec![one_call(TASK, 0)])
+    };
+    let events = run_case(&case).unwrap();
+    assert!(events.iter().any(|e| matches!(e,
+        CoreEvent::Subagent { event, .. } if matches!(**event, CoreEvent::Compacted { .. }))));
+    assert_eq!(task_ends(&events), [StopReason::EndTurn]);
+}
+
+/// Issue 33: two `task` calls of one response run their children at once, each from its
+/// own script (told apart by its prompt, then by the summary written for it), and both
+/// reports reach the model.
+#[test]
+fn two_subagents_of_one_response_run_side_by_side() {
+    let overflow = ResponseSpec {
+        fault: Fault::Http(ErrorKind::ContextTooLong, None),
+        ..one_call(0, 0)
+    };
+    let both = ResponseSpec {
+        calls: vec![
+            one_call(TASK, 0).calls[0].clone(),
+            one_call(TASK, 1).calls[0].clone(),
+        ],
+        ..one_call(TASK, 0)
+    };
+    let case = Case {
+        children: vec![vec![one_call(0, 0), overflow], vec![one_call(1, 0)]],
+        ..Case::plain(vec![both])
+    };
+    let events = run_case(&case).unwrap();
+    for id in ["r0c0", "r0c1"] {
+        assert!(
+            events.iter().any(|e| matches!(e, CoreEvent::ToolFinished { call_id, status: corvid_protocol::ToolStatus::Completed, .. } if call_id == id)),
+            "{id} did not complete"
+        );
+    }
+    assert_eq!(task_ends(&events), [StopReason::EndTurn]);
 }

@@ -10,6 +10,7 @@ use corvid_protocol::{CoreEvent, Message, ModelRequest, Part, Role, ToolStatus};
 use tokio::time::Instant;
 
 use super::MCP_TOOL;
+use super::hooks::{HookChecks, HookLog};
 use super::routing::Routed;
 use super::run::Clock;
 use super::script::{Plan, SUMMARY};
@@ -45,6 +46,7 @@ pub fn check(
     plan: &Plan,
     routed: &Routed,
     log: &ExecLog,
+    hooks: &HookLog,
     seen: &Observed,
     clock: Clock,
 ) -> Result<(), String> {
@@ -118,6 +120,25 @@ pub fn check(
             }
         }
     }
+    let ran = log.tags();
+    let children_asked: Vec<String> = requests
+        .iter()
+        .filter(|(_, reqs)| !reqs.is_empty())
+        .filter_map(|(agent, _)| agent.clone())
+        .collect();
+    let every_request: Vec<&ModelRequest> =
+        requests.iter().flat_map(|(_, reqs)| reqs.iter()).collect();
+    HookChecks {
+        runs: hooks.all(),
+        plan,
+        events: &events,
+        ran: &ran,
+        requests: &every_request,
+        children_asked: &children_asked,
+        cancels: &seen.cancels,
+        clock,
+    }
+    .check()?;
     for (agent, reqs) in &requests {
         let compactions = events
             .iter()
@@ -308,7 +329,8 @@ fn kept_after_compaction(messages: &[Message]) -> Option<Vec<Message>> {
     let first = messages.first()?;
     let summary = format!("{SUMMARY_HEADER}{SUMMARY}");
     match first.parts.first()? {
-        Part::Text { text } if *text == summary => {}
+        // A child's summary ends naming the child (`routing`).
+        Part::Text { text } if text.starts_with(&summary) => {}
         _ => return None,
     }
     let mut kept = Vec::with_capacity(messages.len());

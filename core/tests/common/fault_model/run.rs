@@ -14,6 +14,7 @@ use corvid_protocol::{
 use tokio::time::Instant;
 
 use super::checks::{Observed, check};
+use super::hooks::{HookLog, session_hooks};
 use super::routing::Routed;
 use super::script::Plan;
 use super::tools::{McpFate, tools};
@@ -73,6 +74,11 @@ pub fn run_case_with(case: &Case, clock: Clock) -> Result<Vec<CoreEvent>, String
             types: AgentTypes::default_types(),
         };
         config.policy.context.window_override = case.window;
+        let hook_log = HookLog::default();
+        if let Some(spec) = &case.hooks {
+            let dir = std::path::Path::new("/nonexistent/fault-case");
+            config.policy.hooks = Some(Arc::new(session_hooks(spec, &hook_log, clock, dir)));
+        }
         if clock == Clock::Real {
             config.retry.initial_delay = Duration::from_millis(1);
             config.retry.max_delay = Duration::from_millis(4);
@@ -101,6 +107,7 @@ pub fn run_case_with(case: &Case, clock: Clock) -> Result<Vec<CoreEvent>, String
         let mut front = Front {
             case,
             yields: yields.clone(),
+            hooks: hook_log.clone(),
             seen: Observed::default(),
             asked: 0,
             unanswered: false,
@@ -138,7 +145,7 @@ pub fn run_case_with(case: &Case, clock: Clock) -> Result<Vec<CoreEvent>, String
             }
             seen.events.push(ev);
         }
-        check(&plan, &routed, &log, &seen, clock)?;
+        check(&plan, &routed, &log, &hook_log, &seen, clock)?;
         Ok(seen.events)
     })
 }
@@ -147,6 +154,7 @@ pub fn run_case_with(case: &Case, clock: Clock) -> Result<Vec<CoreEvent>, String
 struct Front<'a> {
     case: &'a Case,
     yields: Yields,
+    hooks: HookLog,
     seen: Observed,
     /// Permission requests answered so far.
     asked: usize,
@@ -168,6 +176,7 @@ impl Front<'_> {
 
     /// Submits `prompt` and reads its task to the end, with the summaries it leaves pending.
     async fn task(&mut self, handle: &mut AgentHandle, prompt: &str) -> Result<(), String> {
+        self.hooks.task_submitted(self.seen.tasks_done);
         handle
             .submit(Op::user_turn(prompt))
             .map_err(|e| e.to_string())?;
