@@ -194,7 +194,7 @@ fn the_fault_generator_reaches_every_kind_of_ending() {
 
     let mut runner = TestRunner::deterministic();
     let mut seen = std::collections::BTreeSet::new();
-    for _ in 0..400 {
+    for _ in 0..500 {
         let case = case().new_tree(&mut runner).unwrap().current();
         let events = run_case(&case).unwrap_or_else(|e| panic!("{e}\n{case:#?}"));
         for ev in events {
@@ -604,5 +604,53 @@ fn two_subagents_of_one_response_run_side_by_side() {
             "{id} did not complete"
         );
     }
+    assert_eq!(task_ends(&events), [StopReason::EndTurn]);
+}
+
+/// Issue 33: a Responses API stream cut at a byte before it completes is a truncated
+/// stream to the decoder: the call it was sending never runs, and the task ends with the
+/// error (one attempt, no fallback).
+#[test]
+fn a_responses_body_cut_mid_response_runs_none_of_its_calls() {
+    let cut = ResponseSpec {
+        fault: Fault::Cut(5),
+        ..one_call(2, 0)
+    };
+    let case = Case {
+        wire: Some(Wire::Responses),
+        follow_up: true,
+        ..Case::plain(vec![cut])
+    };
+    let events = run_case(&case).unwrap();
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, CoreEvent::ToolStarted { call_id, .. } if call_id == "r0c0"))
+    );
+    assert_eq!(task_ends(&events), [StopReason::Error, StopReason::EndTurn]);
+}
+
+/// Issue 33: Gemini sends calls without ids; the decoder's minted ids carry each call
+/// through its card, its run and its result (pairing checked by `run_case`).
+#[test]
+fn gemini_calls_without_ids_run_once_each_through_the_decoder() {
+    let case = Case {
+        wire: Some(Wire::Gemini),
+        ..Case::plain(vec![one_call(0, 0), one_call(1, 0)])
+    };
+    let events = run_case(&case).unwrap();
+    let completed = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                CoreEvent::ToolFinished {
+                    status: corvid_protocol::ToolStatus::Completed,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(completed, 2);
     assert_eq!(task_ends(&events), [StopReason::EndTurn]);
 }

@@ -24,8 +24,11 @@ mod run;
 mod script;
 #[path = "fault_model/tools.rs"]
 mod tools;
+#[path = "fault_model/wire.rs"]
+mod wire;
 
 pub use run::{Clock, run_case, run_case_with};
+pub use wire::Wire;
 
 use corvid_protocol::ErrorKind;
 use proptest::prelude::*;
@@ -115,6 +118,9 @@ pub struct Case {
     pub impatient: bool,
     /// The session's hooks, if it has any.
     pub hooks: Option<HookSpec>,
+    /// Every response comes as this API's SSE bytes through corvid's decoder (`None`: as
+    /// decoded events).
+    pub wire: Option<Wire>,
 }
 
 /// What a case's hook handlers answer (`fault_model/hooks.rs`): each call's and each
@@ -152,6 +158,7 @@ impl Case {
             follow_up: false,
             impatient: false,
             hooks: None,
+            wire: None,
         }
     }
 }
@@ -260,7 +267,10 @@ pub fn case() -> impl Strategy<Value = Case> {
         proptest::bool::weighted(0.5),
         proptest::bool::weighted(0.3),
     );
-    let later = proptest::option::weighted(0.3, hook_spec());
+    let later = (
+        proptest::option::weighted(0.3, hook_spec()),
+        proptest::option::weighted(0.3, prop_oneof![Just(Wire::Responses), Just(Wire::Gemini)]),
+    );
     (base, newer, later).prop_map(
         |(
             (
@@ -274,7 +284,7 @@ pub fn case() -> impl Strategy<Value = Case> {
                 neighbour_mid_bulk_step,
             ),
             (children, compactions, window, follow_up, impatient),
-            hooks,
+            (hooks, wire),
         )| Case {
             responses,
             cancel_at,
@@ -290,6 +300,7 @@ pub fn case() -> impl Strategy<Value = Case> {
             follow_up,
             impatient,
             hooks,
+            wire,
         },
     )
 }
