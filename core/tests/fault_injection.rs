@@ -12,10 +12,10 @@ use fault_model::*;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
-// CI runs a few hundred cases (a case now also runs subagents, MCP calls, compactions and a
-// second prompt: with the generator guard below, the file takes about a minute of CPU in a
-// debug build); `cargo bench -p corvid-core --bench fault_runs -- --cases 10000` runs the
-// long count.
+// CI runs a few hundred cases (a case now also runs subagents, MCP calls, compactions,
+// hooks, checkpoints, SSE bytes through the decoders and a second prompt: with the generator
+// guard below, the file takes about 50 s of CPU in a debug build); `cargo bench -p
+// corvid-core --bench fault_runs -- --cases 10000` runs the long count.
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 256,
@@ -63,11 +63,13 @@ proptest! {
 
     /// A case is its schedule: run twice on the paused clock it emits the same events, so a
     /// failure found once (here or by `benches/fault_runs.rs`) fails again on every replay.
-    /// One attempt per model: a retry waits a random jitter (`retry::RetryPolicy`), the one
-    /// input a case does not fix.
+    /// One attempt per model: a retry waits a random jitter (`retry::RetryPolicy`), an input
+    /// a case does not fix; no checkpoints: their store work runs on blocking threads, whose
+    /// timing the paused clock does not fix either (a rewind asked for with a cancel may find
+    /// the task still running or ended).
     #[test]
     fn a_paused_case_replays_to_the_same_events(
-        case in case().prop_map(|case| Case { max_attempts: 1, ..case })
+        case in case().prop_map(|case| Case { max_attempts: 1, checkpoints: None, ..case })
     ) {
         let first = run_case(&case).map(|events| format!("{events:?}"));
         let second = run_case(&case).map(|events| format!("{events:?}"));
@@ -240,6 +242,18 @@ fn the_fault_generator_reaches_every_kind_of_ending() {
                 CoreEvent::Warning { message } if message.contains("Stop hooks kept") => {
                     "stop hooks capped".into()
                 }
+                CoreEvent::Warning { message }
+                    if message.contains("could not take a checkpoint") =>
+                {
+                    "checkpoint failed".into()
+                }
+                CoreEvent::Warning { message } if message.contains("rewind once it finished") => {
+                    "rewind refused during a task".into()
+                }
+                CoreEvent::Rewound { error, .. } => match error {
+                    None => "rewound".into(),
+                    Some(_) => "rewind failed".into(),
+                },
                 CoreEvent::Hook {
                     event, decision, ..
                 } => format!("hook {event} {decision}"),
@@ -248,12 +262,14 @@ fn the_fault_generator_reaches_every_kind_of_ending() {
             seen.insert(what);
         }
     }
-    // A child's own compaction is rare among random cases since each call may meet a hook:
-    // `a_subagent_compacts_its_own_history_on_an_overflow` covers it.
+    // Two child endings are rare among random cases now that calls meet hooks, wires and
+    // checkpoints: a child's own compaction and a child's call rejected once; each has a
+    // deterministic test (`a_subagent_compacts_its_own_history_on_an_overflow`,
+    // `a_subagent_call_rejected_once_fails_and_the_child_goes_on`).
     let expected = [
+        "checkpoint failed",
         "child resolved AllowOnce",
         "child resolved Cancelled",
-        "child resolved RejectOnce",
         "compacted",
         "compaction failed before a request",
         "compaction failed on an overflow",
@@ -287,6 +303,9 @@ fn the_fault_generator_reaches_every_kind_of_ending() {
         "resolved RejectAlways",
         "resolved RejectOnce",
         "retried",
+        "rewind failed",
+        "rewind refused during a task",
+        "rewound",
         "stop hooks capped",
         "subagent cancelled",
         "subagent completed",
@@ -653,4 +672,100 @@ fn gemini_calls_without_ids_run_once_each_through_the_decoder() {
         .count();
     assert_eq!(completed, 2);
     assert_eq!(task_ends(&events), [StopReason::EndTurn]);
+}
+
+/// A subagent's call the user rejects once fails, the child goes on and reports, and the
+/// parent's task ends normally.
+#[test]
+fn a_subagent_call_rejected_once_fails_and_the_child_goes_on() {
+    let case = Case {
+        children: vec![vec![one_call(1, 0)]],
+        decisions: vec![1],
+        ..Case::plain(vec![one_call(TASK, 0)])
+    };
+    let events = run_case(&case).unwrap();
+    assert!(events.iter().any(|e| matches!(e,
+    CoreEvent::Subagent { event, .. } if matches!(**event, CoreEvent::PermissionResolved {
+        decision: corvid_protocol::ApprovalDecision::RejectOnce, ..
+    }))));
+    assert_eq!(
+        subagent_ending(
+            &card_output(&events, "r0c0"),
+            corvid_protocol::ToolStatus::Completed
+        ),
+        "subagent completed"
+    );
+    assert_eq!(task_ends(&events), [StopReason::EndTurn]);
+}
+
+fn with_checkpoints(spec: CheckpointSpec, responses: Vec<ResponseSpec>) -> Case {
+    Case {
+        checkpoints: Some(spec),
+        follow_up: true,
+        ..Case::plain(responses)
+    }
+}
+
+const NO_REWIND: CheckpointSpec = CheckpointSpec {
+    broken: false,
+    rewind_at: None,
+    rewind_with_cancel: false,
+    rewind_between: false,
+};
+
+/// Issue 33: a checkpoint store that cannot be written warns before the turn and the
+/// mutating call, and both tasks go on.
+#[test]
+fn an_unwritable_checkpoint_store_warns_and_the_turns_go_on() {
+    let spec = CheckpointSpec {
+        broken: true,
+        ..NO_REWIND
+    };
+    let events = run_case(&with_checkpoints(spec, vec![one_call(1, 0)])).unwrap();
+    assert!(events.iter().any(|e| matches!(e,
+        CoreEvent::Warning { message } if message.contains("could not take a checkpoint"))));
+    assert_eq!(card_output(&events, "r0c0"), "ok r0c0");
+    assert_eq!(
+        task_ends(&events),
+        [StopReason::EndTurn, StopReason::EndTurn]
+    );
+}
+
+/// Issue 33: undoing the first turn between the prompts cuts the conversation back: the
+/// second prompt's request holds none of the undone turn (checked by `run_case`).
+#[test]
+fn a_rewind_between_prompts_leaves_the_undone_turn_out_of_the_next_request() {
+    let spec = CheckpointSpec {
+        rewind_between: true,
+        ..NO_REWIND
+    };
+    let events = run_case(&with_checkpoints(spec, vec![one_call(1, 0)])).unwrap();
+    assert!(events.iter().any(|e| matches!(e,
+        CoreEvent::Rewound { error: None, report, .. } if report.kept_messages == Some(0))));
+    assert_eq!(
+        task_ends(&events),
+        [StopReason::EndTurn, StopReason::EndTurn]
+    );
+}
+
+/// Issue 33: a rewind asked for while a task runs is refused with a warning; the task
+/// finishes as if nothing was asked.
+#[test]
+fn a_rewind_asked_for_mid_task_is_refused_and_the_task_finishes() {
+    let spec = CheckpointSpec {
+        rewind_at: Some(2),
+        ..NO_REWIND
+    };
+    let events = run_case(&with_checkpoints(spec, vec![one_call(1, 0)])).unwrap();
+    assert!(events.iter().any(|e| matches!(e,
+        CoreEvent::Warning { message } if message.contains("a task is running; rewind"))));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, CoreEvent::Rewound { .. }))
+    );
+    assert_eq!(
+        task_ends(&events),
+        [StopReason::EndTurn, StopReason::EndTurn]
+    );
 }

@@ -2,14 +2,17 @@
 //! `benches/fault_runs.rs`: random scripted turns with cuts, HTTP errors, retry-after values,
 //! approvals, a cancel at a random point and a random interleaving at the racing points, plus
 //! subagents (`task` calls, several at once, whose children fail, ask for approval or are
-//! cancelled mid-run), hooks (handlers that allow, deny, ask, fail or hang), MCP
-//! tools (a server that answers, errs, crashes or hangs mid-call) and compactions (cut,
-//! refused or empty, on a "context too long" answer or a small window). Each case checks all
-//! invariants of SPEC §5.2 on the emitted core events, that the executor only ran calls from
-//! attempts that finished, and that every request's history pairs each call with its result,
-//! loses and duplicates nothing, and changes only by a compaction that succeeded. Included
-//! with `#[path]` beside `mod common;` (not a module of `common`, which every test binary
-//! compiles).
+//! cancelled mid-run), MCP tools (a server that answers, errs, crashes or hangs mid-call),
+//! compactions (cut, refused or empty, on a "context too long" answer or a small window),
+//! hooks (handlers that allow, deny, ask, fail, print malformed JSON or hang; PostToolUse
+//! feedback; a prompt blocked; Stop keeping the agent going), checkpoints (a store that cannot
+//! be written; a rewind while a task runs, with a cancel or between prompts) and the
+//! Responses and Gemini decoders (responses sent as their SSE bytes, cut at a random byte).
+//! Each case checks all invariants of SPEC §5.2 on the emitted core events, that the executor
+//! only ran calls from attempts that finished and no call a hook blocked, and that every
+//! request's history pairs each call with its result, loses and duplicates nothing, and
+//! changes only by a compaction that succeeded or a rewind. Included with `#[path]` beside
+//! `mod common;` (not a module of `common`, which every test binary compiles).
 #![allow(dead_code, unused_imports)] // each includer uses its part of the model
 
 #[path = "fault_model/checks.rs"]
@@ -121,6 +124,24 @@ pub struct Case {
     /// Every response comes as this API's SSE bytes through corvid's decoder (`None`: as
     /// decoded events).
     pub wire: Option<Wire>,
+    /// The session takes checkpoints (a store in a temporary folder), and the user rewinds.
+    pub checkpoints: Option<CheckpointSpec>,
+}
+
+/// Checkpoints in a case (`fault_model/run.rs`): the store may be unusable, and the user
+/// may rewind the last turn (conversation and code) while a task runs, with a cancel, or
+/// between the two prompts.
+#[derive(Debug, Clone)]
+pub struct CheckpointSpec {
+    /// The store's folder is a file: every snapshot fails (the turn goes on, with a warning).
+    pub broken: bool,
+    /// At this many events of the first task, the user asks for a rewind (refused while the
+    /// task runs).
+    pub rewind_at: Option<usize>,
+    /// Each cancel is followed at once by a rewind.
+    pub rewind_with_cancel: bool,
+    /// Between the first task and the second prompt, the user rewinds the first turn.
+    pub rewind_between: bool,
 }
 
 /// What a case's hook handlers answer (`fault_model/hooks.rs`): each call's and each
@@ -159,6 +180,7 @@ impl Case {
             impatient: false,
             hooks: None,
             wire: None,
+            checkpoints: None,
         }
     }
 }
@@ -246,6 +268,23 @@ pub fn hook_spec() -> impl Strategy<Value = HookSpec> {
         )
 }
 
+pub fn checkpoint_spec() -> impl Strategy<Value = CheckpointSpec> {
+    (
+        proptest::bool::weighted(0.3),
+        proptest::option::weighted(0.4, 0usize..30),
+        proptest::bool::weighted(0.4),
+        proptest::bool::weighted(0.6),
+    )
+        .prop_map(
+            |(broken, rewind_at, rewind_with_cancel, rewind_between)| CheckpointSpec {
+                broken,
+                rewind_at,
+                rewind_with_cancel,
+                rewind_between,
+            },
+        )
+}
+
 pub fn case() -> impl Strategy<Value = Case> {
     let base = (
         prop::collection::vec(response(), 1..6),
@@ -270,6 +309,7 @@ pub fn case() -> impl Strategy<Value = Case> {
     let later = (
         proptest::option::weighted(0.3, hook_spec()),
         proptest::option::weighted(0.3, prop_oneof![Just(Wire::Responses), Just(Wire::Gemini)]),
+        proptest::option::weighted(0.25, checkpoint_spec()),
     );
     (base, newer, later).prop_map(
         |(
@@ -284,7 +324,7 @@ pub fn case() -> impl Strategy<Value = Case> {
                 neighbour_mid_bulk_step,
             ),
             (children, compactions, window, follow_up, impatient),
-            (hooks, wire),
+            (hooks, wire, checkpoints),
         )| Case {
             responses,
             cancel_at,
@@ -301,6 +341,7 @@ pub fn case() -> impl Strategy<Value = Case> {
             impatient,
             hooks,
             wire,
+            checkpoints,
         },
     )
 }
