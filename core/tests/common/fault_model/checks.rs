@@ -337,7 +337,11 @@ fn check_histories(
         if request.messages.starts_with(&prev.messages) {
             continue;
         }
-        if let Some(&kept) = rewinds.clone().next() {
+        // A compaction's summary comes first; anything else that does not extend the
+        // previous request must be a rewind's cut.
+        if kept_after_compaction(&request.messages).is_none()
+            && let Some(&kept) = rewinds.clone().next()
+        {
             let kept = (kept as usize).min(prev.messages.len());
             let undone = prev.messages.get(kept);
             if request.messages.starts_with(&prev.messages[..kept]) {
