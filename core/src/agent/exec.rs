@@ -200,6 +200,22 @@ async fn run_call(ctx: &TaskCtx, p: Planned) -> CallEnd {
     let Some(need) = planned else {
         return not_started(ctx, call, prepared);
     };
+    let hook = match hook {
+        // A tool without a card (`todo_write`: it only updates the plan) is never asked
+        // about: the prompt would open a card nothing ends (SPEC §5.3). The user saw the
+        // hook's `ask`; the call goes the normal way.
+        Decision::Ask(_) if !shows => {
+            ctx.events.emit(CoreEvent::Warning {
+                message: format!(
+                    "hook: PreToolUse asked for approval of `{}`, which only updates the plan \
+                     and is never put to you; it went ahead",
+                    call.name
+                ),
+            });
+            Decision::Proceed
+        }
+        hook => hook,
+    };
     let (need, hook_allows) = gate_approval(&hook, need, &display.title);
     let asking = std::time::Instant::now();
     let approval = plan_mode::decide(ctx, &call, tool.as_ref(), &display, need, hook_allows).await;
@@ -429,7 +445,10 @@ async fn execute(
             })
         });
     tokio::pin!(fut);
+    // Biased, as every race of the loop: a result that is ready wins over a cancel in the same
+    // poll, so a schedule replays to the same events (issue 33).
     tokio::select! {
+        biased;
         result = &mut fut => result,
         _ = ctx.cancel.cancelled() => {
             match tokio::time::timeout(CANCEL_GRACE, &mut fut).await {

@@ -27,7 +27,7 @@ pub use contract::{HookContext, HookPayload};
 pub use matcher::Matcher;
 pub use outcome::{Decision, HandlerReport, HookOutcome};
 pub use review::PendingHook;
-pub use run::Hooks;
+pub use run::{HookRunner, Hooks};
 pub use session::SessionHooks;
 
 /// The events a handler can be configured for, named as in Claude Code.

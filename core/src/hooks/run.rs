@@ -3,11 +3,13 @@
 
 use std::ffi::OsString;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 
-use corvid_tools::hooks_runner::{HookCommand, run_hook};
+use corvid_tools::hooks_runner::{HookCommand, HookRun, run_hook};
 use corvid_tools::shell::EnvFilter;
 
 use super::config::{Handler, HookConfigError, HookScope, HooksConfig};
@@ -15,14 +17,28 @@ use super::contract::{HookContext, HookPayload, interpret};
 use super::outcome::HookOutcome;
 use crate::settings::{Settings, SettingsFiles};
 
+/// Starts one handler and reports how it ended: [`run_hook`] (a `bash -c` process) unless
+/// [`Hooks::with_runner`] gave another. Everything around it (selection, the contract, the
+/// combined decision, what the loop does with it) is the same either way.
+pub type HookRunner = Arc<dyn Fn(HookCommand) -> BoxFuture<'static, HookRun> + Send + Sync>;
+
 /// A session's hooks, ready to run. Cheap to share behind an `Arc`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Hooks {
     config: HooksConfig,
     /// The user's environment, for the user's own handlers.
     user_env: Vec<(OsString, OsString)>,
     /// The shell tool's filtered environment, for the project's handlers.
     project_env: Vec<(OsString, OsString)>,
+    runner: HookRunner,
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hooks")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Hooks {
@@ -33,7 +49,16 @@ impl Hooks {
             config,
             project_env: filter.apply(env.iter().cloned()),
             user_env: env,
+            runner: Arc::new(|command| Box::pin(run_hook(command))),
         }
+    }
+
+    /// These hooks with their handlers started by `runner` instead of as processes: the
+    /// randomized fault model (`tests/common/fault_model/`) answers each handler on a paused
+    /// clock, where a real process's timeout would fire at once.
+    pub fn with_runner(mut self, runner: HookRunner) -> Self {
+        self.runner = runner;
+        self
     }
 
     /// A session's hooks: its settings files' `hooks` blocks (the project's as `settings`
@@ -125,8 +150,9 @@ impl Hooks {
                 env,
                 timeout: handler.timeout,
             };
+            let runner = self.runner.clone();
             async move {
-                let run = run_hook(command).await;
+                let run = runner(command).await;
                 tracing::debug!(event = %payload.event, command = %handler.command, exit = ?run.exit, ms = run.duration.as_millis() as u64, "hook ran");
                 interpret(payload.event, handler, run)
             }

@@ -1,18 +1,24 @@
 //! The randomized fault model (DESIGN convention 5) shared by `tests/fault_injection.rs` and
 //! `benches/fault_runs.rs`: random scripted turns with cuts, HTTP errors, retry-after values,
 //! approvals, a cancel at a random point and a random interleaving at the racing points, plus
-//! subagents (`task` calls whose child fails, asks for approval or is cancelled mid-run), MCP
-//! tools (a server that answers, errs, crashes or hangs mid-call) and compactions (cut,
-//! refused or empty, on a "context too long" answer or a small window). Each case checks all
-//! invariants of SPEC §5.2 on the emitted core events, that the executor only ran calls from
-//! attempts that finished, and that every request's history pairs each call with its result,
-//! loses and duplicates nothing, and changes only by a compaction that succeeded. Included
-//! with `#[path]` beside `mod common;` (not a module of `common`, which every test binary
-//! compiles). Hooks and checkpoints are not modelled yet.
+//! subagents (`task` calls, several at once, whose children fail, ask for approval or are
+//! cancelled mid-run), MCP tools (a server that answers, errs, crashes or hangs mid-call),
+//! compactions (cut, refused or empty, on a "context too long" answer or a small window),
+//! hooks (handlers that allow, deny, ask, fail, print malformed JSON or hang; PostToolUse
+//! feedback; a prompt blocked; Stop keeping the agent going), checkpoints (a store that cannot
+//! be written; a rewind while a task runs, with a cancel or between prompts) and the
+//! Responses and Gemini decoders (responses sent as their SSE bytes, cut at a random byte).
+//! Each case checks all invariants of SPEC §5.2 on the emitted core events, that the executor
+//! only ran calls from attempts that finished and no call a hook blocked, and that every
+//! request's history pairs each call with its result, loses and duplicates nothing, and
+//! changes only by a compaction that succeeded or a rewind. Included with `#[path]` beside
+//! `mod common;` (not a module of `common`, which every test binary compiles).
 #![allow(dead_code, unused_imports)] // each includer uses its part of the model
 
 #[path = "fault_model/checks.rs"]
 mod checks;
+#[path = "fault_model/hooks.rs"]
+mod hooks;
 #[path = "fault_model/routing.rs"]
 mod routing;
 #[path = "fault_model/run.rs"]
@@ -21,8 +27,11 @@ mod run;
 mod script;
 #[path = "fault_model/tools.rs"]
 mod tools;
+#[path = "fault_model/wire.rs"]
+mod wire;
 
 pub use run::{Clock, run_case, run_case_with};
+pub use wire::Wire;
 
 use corvid_protocol::ErrorKind;
 use proptest::prelude::*;
@@ -110,6 +119,45 @@ pub struct Case {
     pub follow_up: bool,
     /// The user cancels (once) when no event comes for a while: a hanging call.
     pub impatient: bool,
+    /// The session's hooks, if it has any.
+    pub hooks: Option<HookSpec>,
+    /// Every response comes as this API's SSE bytes through corvid's decoder (`None`: as
+    /// decoded events).
+    pub wire: Option<Wire>,
+    /// The session takes checkpoints (a store in a temporary folder), and the user rewinds.
+    pub checkpoints: Option<CheckpointSpec>,
+}
+
+/// Checkpoints in a case (`fault_model/run.rs`): the store may be unusable, and the user
+/// may rewind the last turn (conversation and code) while a task runs, with a cancel, or
+/// between the two prompts.
+#[derive(Debug, Clone)]
+pub struct CheckpointSpec {
+    /// The store's folder is a file: every snapshot fails (the turn goes on, with a warning).
+    pub broken: bool,
+    /// At this many events of the first task, the user asks for a rewind (refused while the
+    /// task runs).
+    pub rewind_at: Option<usize>,
+    /// Each cancel is followed at once by a rewind.
+    pub rewind_with_cancel: bool,
+    /// Between the first task and the second prompt, the user rewinds the first turn.
+    pub rewind_between: bool,
+}
+
+/// What a case's hook handlers answer (`fault_model/hooks.rs`): each call's and each
+/// prompt's handler takes one of these fates, picked by a hash of the call's id or the prompt.
+#[derive(Debug, Clone)]
+pub struct HookSpec {
+    /// `PreToolUse`: silent, allow, deny, ask, exit 2, crash, killed, malformed JSON, hang.
+    pub pre: Vec<u8>,
+    /// `PostToolUse`/`PostToolUseFailure`: silent, context, block, crash.
+    pub post: Vec<u8>,
+    /// `UserPromptSubmit`: silent, context, block, hang.
+    pub prompt: Vec<u8>,
+    /// How many times in all the `Stop` handler blocks (keeps the agent going).
+    pub stop_blocks: u8,
+    /// Every handler has `onError: "block"`: its failures block too.
+    pub on_error_block: bool,
 }
 
 impl Case {
@@ -130,6 +178,9 @@ impl Case {
             window: None,
             follow_up: false,
             impatient: false,
+            hooks: None,
+            wire: None,
+            checkpoints: None,
         }
     }
 }
@@ -140,7 +191,7 @@ pub fn error_kind() -> impl Strategy<Value = ErrorKind> {
         3 => Just(ErrorKind::RateLimited),
         3 => Just(ErrorKind::Overloaded),
         2 => Just(ErrorKind::Server),
-        2 => Just(ErrorKind::ContextTooLong),
+        3 => Just(ErrorKind::ContextTooLong),
         1 => Just(ErrorKind::Network),
         1 => Just(ErrorKind::BadRequest),
         1 => Just(ErrorKind::Auth),
@@ -176,18 +227,8 @@ pub fn response() -> impl Strategy<Value = ResponseSpec> {
         prop::collection::vec(0u64..30, 1..8),
         fault(),
     )
-        .prop_map(|(text, mut calls, eager_calls, delays, fault)| {
-            // One subagent per response: a child's requests are told apart from its siblings'
-            // only by its prompt, which a compaction may summarize away.
-            let mut tasks = 0;
-            for c in &mut calls {
-                if c.tool == TASK {
-                    tasks += 1;
-                    if tasks > 1 {
-                        c.tool = 0;
-                    }
-                }
-            }
+        .prop_map(|(text, calls, eager_calls, delays, fault)| {
+            // Several `task` calls of one response run their children at once.
             ResponseSpec {
                 text,
                 calls,
@@ -206,6 +247,42 @@ pub fn compaction() -> impl Strategy<Value = CompactionSpec> {
             fault,
         }
     })
+}
+
+pub fn hook_spec() -> impl Strategy<Value = HookSpec> {
+    (
+        prop::collection::vec(0u8..9, 1..4),
+        prop::collection::vec(0u8..4, 1..3),
+        prop::collection::vec(prop_oneof![3 => Just(0u8), 1 => 1u8..4], 1..3),
+        prop_oneof![4 => Just(0u8), 3 => 1u8..4, 1 => 7u8..11],
+        proptest::bool::weighted(0.25),
+    )
+        .prop_map(
+            |(pre, post, prompt, stop_blocks, on_error_block)| HookSpec {
+                pre,
+                post,
+                prompt,
+                stop_blocks,
+                on_error_block,
+            },
+        )
+}
+
+pub fn checkpoint_spec() -> impl Strategy<Value = CheckpointSpec> {
+    (
+        proptest::bool::weighted(0.3),
+        proptest::option::weighted(0.4, 0usize..30),
+        proptest::bool::weighted(0.4),
+        proptest::bool::weighted(0.6),
+    )
+        .prop_map(
+            |(broken, rewind_at, rewind_with_cancel, rewind_between)| CheckpointSpec {
+                broken,
+                rewind_at,
+                rewind_with_cancel,
+                rewind_between,
+            },
+        )
 }
 
 pub fn case() -> impl Strategy<Value = Case> {
@@ -229,7 +306,12 @@ pub fn case() -> impl Strategy<Value = Case> {
         proptest::bool::weighted(0.5),
         proptest::bool::weighted(0.3),
     );
-    (base, newer).prop_map(
+    let later = (
+        proptest::option::weighted(0.3, hook_spec()),
+        proptest::option::weighted(0.3, prop_oneof![Just(Wire::Responses), Just(Wire::Gemini)]),
+        proptest::option::weighted(0.25, checkpoint_spec()),
+    );
+    (base, newer, later).prop_map(
         |(
             (
                 responses,
@@ -242,6 +324,7 @@ pub fn case() -> impl Strategy<Value = Case> {
                 neighbour_mid_bulk_step,
             ),
             (children, compactions, window, follow_up, impatient),
+            (hooks, wire, checkpoints),
         )| Case {
             responses,
             cancel_at,
@@ -256,6 +339,9 @@ pub fn case() -> impl Strategy<Value = Case> {
             window,
             follow_up,
             impatient,
+            hooks,
+            wire,
+            checkpoints,
         },
     )
 }

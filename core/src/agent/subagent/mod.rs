@@ -256,13 +256,15 @@ impl Tool for TaskTool {
             let agent = env.agent_type(name)?.clone();
             env.count_child()?;
             // At most `caps.concurrent` children at once; the others wait for a slot.
+            // Biased: a cancel that came with a free slot starts nothing (and replays alike).
             let _slot = tokio::select! {
-                slot = env.slots.clone().acquire_owned() => slot.map_err(|_| {
-                    ToolError::new("the session is shutting down; no subagent was started")
-                })?,
+                biased;
                 () = ctx.cancel.cancelled() => {
                     return Err(ToolError::new("cancelled before the subagent started"));
                 }
+                slot = env.slots.clone().acquire_owned() => slot.map_err(|_| {
+                    ToolError::new("the session is shutting down; no subagent was started")
+                })?,
             };
             run::run_child(&env, &agent, &args.description, args.prompt, ctx).await
         })

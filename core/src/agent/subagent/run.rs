@@ -51,6 +51,7 @@ pub(super) async fn run_child(
         let run = run_turns(&ctx, &mut state, &summaries);
         tokio::pin!(run);
         tokio::select! {
+            biased;
             ended = &mut run => ended,
             () = tokio::time::sleep(env.time_limit) => {
                 // Cancelled like a user's cancel, so its cards still end properly.

@@ -10,6 +10,7 @@ use corvid_protocol::{CoreEvent, Message, ModelRequest, Part, Role, ToolStatus};
 use tokio::time::Instant;
 
 use super::MCP_TOOL;
+use super::hooks::{HookChecks, HookLog};
 use super::routing::Routed;
 use super::run::Clock;
 use super::script::{Plan, SUMMARY};
@@ -45,6 +46,7 @@ pub fn check(
     plan: &Plan,
     routed: &Routed,
     log: &ExecLog,
+    hooks: &HookLog,
     seen: &Observed,
     clock: Clock,
 ) -> Result<(), String> {
@@ -118,6 +120,26 @@ pub fn check(
             }
         }
     }
+    let ran = log.tags();
+    let children_asked: Vec<String> = requests
+        .iter()
+        .filter(|(_, reqs)| !reqs.is_empty())
+        .filter_map(|(agent, _)| agent.clone())
+        .collect();
+    let every_request: Vec<&ModelRequest> =
+        requests.iter().flat_map(|(_, reqs)| reqs.iter()).collect();
+    HookChecks {
+        runs: hooks.all(),
+        plan,
+        events: &events,
+        ran: &ran,
+        requests: &every_request,
+        children_asked: &children_asked,
+        cancels: &seen.cancels,
+        clock,
+    }
+    .check()?;
+    let rewinds = session_rewinds(&events)?;
     for (agent, reqs) in &requests {
         let compactions = events
             .iter()
@@ -125,7 +147,12 @@ pub fn check(
                 *parent == agent.as_deref() && matches!(e, CoreEvent::Compacted { .. })
             })
             .count();
-        check_histories(reqs, compactions).map_err(|e| {
+        let rewinds = if agent.is_none() {
+            &rewinds[..]
+        } else {
+            &[][..]
+        };
+        check_histories(reqs, compactions, rewinds).map_err(|e| {
             format!(
                 "in the requests of {}: {e}",
                 agent.as_deref().unwrap_or("the session")
@@ -261,11 +288,47 @@ fn check_mcp_cards(
     Ok(())
 }
 
+/// The messages each conversation rewind of the session kept, in order; a rewind is only
+/// carried out between tasks (one asked for while a task runs is refused).
+fn session_rewinds(events: &[(Option<&str>, &CoreEvent)]) -> Result<Vec<u32>, String> {
+    let mut in_task = false;
+    let mut kept = Vec::new();
+    for (parent, ev) in events {
+        if parent.is_some() {
+            continue;
+        }
+        match ev {
+            CoreEvent::TaskStarted { .. } => in_task = true,
+            CoreEvent::TaskFinished { .. } => in_task = false,
+            CoreEvent::Rewound { report, error, .. } => {
+                if in_task {
+                    return Err(format!(
+                        "a rewind was carried out while a task ran: {report:?}"
+                    ));
+                }
+                if error.is_none()
+                    && let Some(k) = report.kept_messages
+                {
+                    kept.push(k);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(kept)
+}
+
 /// Each request pairs every call with one result and repeats nothing; the next request of the
 /// same agent extends it, unless a compaction that succeeded replaced its older part (at
-/// most `compactions` times), keeping the recent messages as they were.
-fn check_histories(requests: &[ModelRequest], compactions: usize) -> Result<(), String> {
+/// most `compactions` times), keeping the recent messages as they were, or a rewind (one of
+/// `rewinds`, the messages each kept) cut it back, the undone turn's prompt gone.
+fn check_histories(
+    requests: &[ModelRequest],
+    compactions: usize,
+    rewinds: &[u32],
+) -> Result<(), String> {
     let mut replaced = 0;
+    let mut rewinds = rewinds.iter();
     for (n, request) in requests.iter().enumerate() {
         pairing(&request.messages).map_err(|e| format!("request #{n}: {e}"))?;
         let Some(prev) = n.checked_sub(1).map(|p| &requests[p]) else {
@@ -273,6 +336,26 @@ fn check_histories(requests: &[ModelRequest], compactions: usize) -> Result<(), 
         };
         if request.messages.starts_with(&prev.messages) {
             continue;
+        }
+        // A compaction's summary comes first; anything else that does not extend the
+        // previous request must be a rewind's cut.
+        if kept_after_compaction(&request.messages).is_none()
+            && let Some(&kept) = rewinds.clone().next()
+        {
+            let kept = (kept as usize).min(prev.messages.len());
+            let undone = prev.messages.get(kept);
+            if request.messages.starts_with(&prev.messages[..kept]) {
+                rewinds.next();
+                if let Some(undone) = undone
+                    && request.messages[kept..].contains(undone)
+                {
+                    return Err(format!(
+                        "request #{n} follows a rewind to {kept} messages but still holds the \
+                         undone turn's {undone:?}"
+                    ));
+                }
+                continue;
+            }
         }
         let kept = kept_after_compaction(&request.messages).ok_or_else(|| {
             format!(
@@ -308,7 +391,8 @@ fn kept_after_compaction(messages: &[Message]) -> Option<Vec<Message>> {
     let first = messages.first()?;
     let summary = format!("{SUMMARY_HEADER}{SUMMARY}");
     match first.parts.first()? {
-        Part::Text { text } if *text == summary => {}
+        // A child's summary ends naming the child (`routing`).
+        Part::Text { text } if text.starts_with(&summary) => {}
         _ => return None,
     }
     let mut kept = Vec::with_capacity(messages.len());

@@ -6,14 +6,16 @@ use std::time::Duration;
 
 use corvid_core::agent::{AgentHandle, spawn_agent};
 use corvid_core::agents::AgentTypes;
+use corvid_core::checkpoints::{CheckpointSettings, SessionCheckpoints};
 use corvid_core::policy::{MaxTurns, Subagents};
 use corvid_core::summary::SummaryConfig;
 use corvid_protocol::{
-    ApprovalDecision, ApprovalMode, CoreEvent, FinishReason, Op, subagent_call_id,
+    ApprovalDecision, ApprovalMode, CoreEvent, FinishReason, Op, RewindScope, subagent_call_id,
 };
 use tokio::time::Instant;
 
 use super::checks::{Observed, check};
+use super::hooks::{HookLog, session_hooks};
 use super::routing::Routed;
 use super::script::Plan;
 use super::tools::{McpFate, tools};
@@ -73,6 +75,11 @@ pub fn run_case_with(case: &Case, clock: Clock) -> Result<Vec<CoreEvent>, String
             types: AgentTypes::default_types(),
         };
         config.policy.context.window_override = case.window;
+        let hook_log = HookLog::default();
+        if let Some(spec) = &case.hooks {
+            let dir = std::path::Path::new("/nonexistent/fault-case");
+            config.policy.hooks = Some(Arc::new(session_hooks(spec, &hook_log, clock, dir)));
+        }
         if clock == Clock::Real {
             config.retry.initial_delay = Duration::from_millis(1);
             config.retry.max_delay = Duration::from_millis(4);
@@ -97,10 +104,20 @@ pub fn run_case_with(case: &Case, clock: Clock) -> Result<Vec<CoreEvent>, String
                 model: "fast".into(),
             });
         }
+        let (_store, checkpoints) = match &case.checkpoints {
+            Some(spec) => {
+                let (dirs, cps) = checkpoints(spec.broken);
+                config.policy.checkpoints = Some(cps.clone());
+                (Some(dirs), Some(cps))
+            }
+            None => (None, None),
+        };
         let mut handle = spawn_agent(config);
         let mut front = Front {
             case,
             yields: yields.clone(),
+            hooks: hook_log.clone(),
+            checkpoints,
             seen: Observed::default(),
             asked: 0,
             unanswered: false,
@@ -111,6 +128,9 @@ pub fn run_case_with(case: &Case, clock: Clock) -> Result<Vec<CoreEvent>, String
         };
         let run = async {
             front.task(&mut handle, "do it").await?;
+            if case.checkpoints.as_ref().is_some_and(|c| c.rewind_between) {
+                front.rewind(&handle).await?;
+            }
             if case.follow_up {
                 front.task(&mut handle, "and then?").await?;
             }
@@ -138,7 +158,7 @@ pub fn run_case_with(case: &Case, clock: Clock) -> Result<Vec<CoreEvent>, String
             }
             seen.events.push(ev);
         }
-        check(&plan, &routed, &log, &seen, clock)?;
+        check(&plan, &routed, &log, &hook_log, &seen, clock)?;
         Ok(seen.events)
     })
 }
@@ -147,6 +167,8 @@ pub fn run_case_with(case: &Case, clock: Clock) -> Result<Vec<CoreEvent>, String
 struct Front<'a> {
     case: &'a Case,
     yields: Yields,
+    hooks: HookLog,
+    checkpoints: Option<Arc<SessionCheckpoints>>,
     seen: Observed,
     /// Permission requests answered so far.
     asked: usize,
@@ -163,11 +185,38 @@ impl Front<'_> {
             .cancels
             .push((Instant::now(), self.seen.tasks_done));
         self.unanswered = false;
-        handle.submit(Op::Cancel).map_err(|e| e.to_string())
+        handle.submit(Op::Cancel).map_err(|e| e.to_string())?;
+        if self
+            .case
+            .checkpoints
+            .as_ref()
+            .is_some_and(|c| c.rewind_with_cancel)
+        {
+            self.rewind(handle).await?;
+        }
+        Ok(())
+    }
+
+    /// Asks for the last turn (conversation and code) to be undone; the answer (a warning
+    /// while a task runs, else `Rewound`) comes with the other events.
+    async fn rewind(&mut self, handle: &AgentHandle) -> Result<(), String> {
+        let Some(checkpoints) = &self.checkpoints else {
+            return Ok(());
+        };
+        let turn = checkpoints.last_turn().unwrap_or(1);
+        self.yields.point().await;
+        handle
+            .submit(Op::Rewind {
+                turn,
+                scope: RewindScope::Both,
+                overwrite_conflicts: false,
+            })
+            .map_err(|e| e.to_string())
     }
 
     /// Submits `prompt` and reads its task to the end, with the summaries it leaves pending.
     async fn task(&mut self, handle: &mut AgentHandle, prompt: &str) -> Result<(), String> {
+        self.hooks.task_submitted(self.seen.tasks_done);
         handle
             .submit(Op::user_turn(prompt))
             .map_err(|e| e.to_string())?;
@@ -223,6 +272,10 @@ impl Front<'_> {
             if self.case.cancel_at == Some(self.seen.events.len()) {
                 self.cancel(handle).await?;
             }
+            let rewind_at = self.case.checkpoints.as_ref().and_then(|c| c.rewind_at);
+            if self.seen.tasks_done == 0 && rewind_at == Some(self.seen.events.len()) {
+                self.rewind(handle).await?;
+            }
             let pending = match self.seen.events.last() {
                 Some(CoreEvent::TaskFinished {
                     pending_summaries, ..
@@ -277,4 +330,30 @@ pub fn a_runtime_stopped_mid_bulk_step() -> (tokio::runtime::Runtime, Vec<AgentH
         handles
     });
     (runtime, handles)
+}
+
+/// A session's checkpoints in a temporary store over an empty temporary workspace; `broken`
+/// turns the store's folder into a file, so every snapshot fails. The folders live as long
+/// as the first value.
+fn checkpoints(
+    broken: bool,
+) -> (
+    (tempfile::TempDir, tempfile::TempDir),
+    Arc<SessionCheckpoints>,
+) {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let cps = SessionCheckpoints::open(
+        home.path(),
+        workspace.path(),
+        "fault",
+        CheckpointSettings::default(),
+    )
+    .unwrap();
+    if broken {
+        let store = home.path().join("checkpoints");
+        std::fs::remove_dir_all(&store).unwrap();
+        std::fs::write(&store, "not a folder").unwrap();
+    }
+    ((home, workspace), Arc::new(cps))
 }

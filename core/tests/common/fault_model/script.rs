@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::run::Clock;
+use super::wire::{Wire, through_wire};
 use super::{Case, CompactionSpec, Fault, ResponseSpec, TASK, TOOLS};
 use crate::common::scripted::*;
 use corvid_protocol::{ErrorInfo, FinishReason};
@@ -36,7 +37,10 @@ impl Plan {
         let mut task_ids = Vec::new();
         for (i, spec) in case.responses.iter().enumerate() {
             let prefix = format!("r{i}");
-            main.push(scaled(steps_for(&prefix, spec), clock));
+            main.push(scaled(
+                on_wire(case.wire, steps_for(&prefix, spec), &prefix),
+                clock,
+            ));
             for (j, c) in spec.calls.iter().enumerate() {
                 let id = format!("{prefix}c{j}");
                 if c.tool == TASK {
@@ -57,7 +61,10 @@ impl Plan {
             let mut steps = Vec::new();
             for (i, spec) in script.iter().enumerate() {
                 let prefix = format!("{task}-r{i}");
-                steps.push(scaled(steps_for(&prefix, spec), clock));
+                steps.push(scaled(
+                    on_wire(case.wire, steps_for(&prefix, spec), &prefix),
+                    clock,
+                ));
                 for (j, c) in spec.calls.iter().enumerate() {
                     let id = format!("{prefix}c{j}");
                     calls.insert(
@@ -71,8 +78,22 @@ impl Plan {
         let compactions = case
             .compactions
             .iter()
-            .map(|c| scaled(compaction_steps(c), clock))
+            .enumerate()
+            .map(|(i, c)| {
+                let steps = on_wire(case.wire, compaction_steps(c), &format!("summary{i}"));
+                scaled(steps, clock)
+            })
             .collect();
+        // Through a wire, the arguments are what the decoder made of them (text that is not
+        // a JSON object stays text).
+        let delivered = main.iter().chain(children.iter().flat_map(|(_, s)| s));
+        for step in delivered.flatten() {
+            if let Step::Event(corvid_protocol::StreamEvent::ToolCall(c)) = step
+                && let Some(planned) = calls.get_mut(&c.call_id)
+            {
+                planned.args = c.args.clone();
+            }
+        }
         Self {
             main,
             children,
@@ -85,6 +106,15 @@ impl Plan {
     pub fn tool_of(&self, id: &str) -> Option<&'static str> {
         self.calls.get(id).map(|c| c.tool)
     }
+}
+
+/// `steps` as they come through `wire`'s bytes and decoder; `key` picks where a cut falls.
+fn on_wire(wire: Option<Wire>, steps: Vec<Step>, key: &str) -> Vec<Step> {
+    let Some(wire) = wire else { return steps };
+    let salt = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    through_wire(wire, steps, salt)
 }
 
 /// The prompt a `task` call gives its child: how the child's requests are told apart.
