@@ -4,6 +4,8 @@
 //!
 //! `cargo bench -p corvid-checkpoint` (10k files / 200 MB); `CHECKPOINT_BENCH_FILES` and
 //! `CHECKPOINT_BENCH_MB` change the tree's size, `CHECKPOINT_BENCH_DIR` where it is built.
+//! `CHECKPOINT_BENCH_PROFILE_LOOPS=N` runs N more unchanged snapshots after the warm ones and
+//! stops, for a profiler (`perf record`) to see mostly the unchanged snapshot.
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -96,6 +98,12 @@ fn main() {
         assert_eq!(store.snapshot(&ws).unwrap(), first);
         warm.push(t.elapsed());
         cpu.push(thread_cpu() - c);
+    }
+    if let Ok(n) = std::env::var("CHECKPOINT_BENCH_PROFILE_LOOPS") {
+        for _ in 0..n.parse::<usize>().unwrap() {
+            store.snapshot(&ws).unwrap();
+        }
+        return;
     }
     let best = *warm.iter().min().unwrap();
     println!(

@@ -18,7 +18,8 @@ use crate::beneath::{open_dir, split};
 use crate::error::{Error, IoContext, Result};
 use crate::objects::Objects;
 use crate::plan::{Action, RestorePlan};
-use crate::scan::RESTORE_TEMP_PREFIX;
+use crate::scan::{RESTORE_TEMP_PREFIX, current_entry};
+use crate::stat_cache::StatCache;
 use crate::tree::Entry;
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -36,13 +37,9 @@ pub(crate) fn apply(
     overwrite_conflicts: bool,
 ) -> Result<()> {
     let root = plan.workspace.as_path();
-    let chosen = plan
-        .changes
-        .iter()
-        .filter(|c| overwrite_conflicts || !c.conflict);
     let mut writes = Vec::new();
     let mut deletes = Vec::new();
-    for change in chosen {
+    for change in plan.chosen(overwrite_conflicts) {
         let rel = change.path.as_os_str().as_bytes().to_vec();
         match change.action {
             Action::Delete => deletes.push(rel),
@@ -111,6 +108,34 @@ pub(crate) fn apply(
             },
         })?;
         commit(root, &s).at(&root.join(OsStr::from_bytes(rel)))?;
+    }
+    Ok(())
+}
+
+/// Fails with [`Error::WorkspaceChanged`] unless every path the restore is about to change is
+/// still as the preview saw it (someone may have edited it while the preview was shown). Only
+/// those paths are checked, each with one `lstat` (and a read when the stat cache cannot
+/// vouch for it), not the whole workspace: a change elsewhere is not touched by the restore.
+pub(crate) fn check_unchanged(
+    plan: &RestorePlan,
+    overwrite_conflicts: bool,
+    cache: &StatCache,
+    max_file_bytes: u64,
+) -> Result<()> {
+    let root = plan.workspace.as_path();
+    for change in plan.chosen(overwrite_conflicts) {
+        let rel = change.path.as_os_str().as_bytes();
+        let full = root.join(&change.path);
+        let (dirs, name) = split(rel).at(&full)?;
+        let now = match open_dir(root, &dirs, false) {
+            Ok(dir) => current_entry(&dir, name, rel, cache, max_file_bytes).at(&full)?,
+            // The folder is gone, or a file or a link stands in its place: no entry there.
+            Err(e) if e.kind() == io::ErrorKind::NotFound || is_blocked(&e) => None,
+            Err(e) => return Err(e).at(&full),
+        };
+        if now.as_ref() != plan.current_entries.0.get(rel) {
+            return Err(Error::WorkspaceChanged);
+        }
     }
     Ok(())
 }
