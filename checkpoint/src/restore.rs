@@ -18,7 +18,8 @@ use crate::beneath::{open_dir, split};
 use crate::error::{Error, IoContext, Result};
 use crate::objects::Objects;
 use crate::plan::{Action, RestorePlan};
-use crate::scan::{RESTORE_TEMP_PREFIX, current_entry};
+use crate::probe::current_entry;
+use crate::scan::RESTORE_TEMP_PREFIX;
 use crate::stat_cache::StatCache;
 use crate::tree::Entry;
 

@@ -1,19 +1,21 @@
 //! Reading a workspace into a flat snapshot: every file, symlink and over-large file not
 //! ignored by `.gitignore`, never anything under `.git`, with new contents stored as objects.
+//!
+//! The cost of an unchanged tree is one `lstat` per file, made relative to its folder's
+//! descriptor ([`crate::probe`]), on as many threads as there are cores (like git's
+//! preloaded index): the walk is the `ignore` crate's parallel walker, each thread keeps
+//! what it found, and the parts are sorted into one map at the end.
 
-use std::ffi::OsStr;
-use std::fs::File;
-use std::io::{self, Read};
-use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rustix::fs::{AtFlags, FileType, Mode, OFlags};
-use rustix::io::Errno;
+use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 
-use crate::error::{IoContext, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::objects::{ObjectId, Objects};
+use crate::probe::{CacheUpdate, Parent, read_file};
 use crate::stat_cache::{Fingerprint, StatCache};
 use crate::tree::{Entry, Flat};
 
@@ -24,6 +26,9 @@ pub(crate) const RESTORE_TEMP_PREFIX: &str = ".corvid-restore-";
 /// A file changed this recently (ns) may change again within the same timestamp tick without
 /// its fingerprint changing, so its hash is not cached (git's "racy clean" rule).
 const RACY_WINDOW_NS: i64 = 2_000_000_000;
+
+/// Walker threads at most: the walk is bound by `lstat` calls, which stop scaling early.
+const MAX_THREADS: usize = 4;
 
 /// What a scan found.
 pub(crate) struct Scan {
@@ -50,12 +55,145 @@ pub(crate) fn scan(
     )
 }
 
+/// What one walker thread found.
+#[derive(Default)]
+struct Part {
+    found: Vec<(Vec<u8>, Entry)>,
+    inserts: Vec<(Vec<u8>, Fingerprint, ObjectId)>,
+    removes: Vec<Vec<u8>>,
+    /// Files whose cached fingerprint matched.
+    hits: usize,
+    stale_temps: Vec<PathBuf>,
+    /// A content could not be stored: the scan fails.
+    error: Option<Error>,
+}
+
+/// The shared inputs of the walker threads, and where they leave their parts.
+#[derive(Clone, Copy)]
+struct Walk<'a> {
+    root: &'a [u8],
+    objects: &'a Objects,
+    cache: &'a StatCache,
+    max_file_bytes: u64,
+    settled_ns: i64,
+    parts: &'a Mutex<Vec<Part>>,
+}
+
+impl<'s> ParallelVisitorBuilder<'s> for Walk<'s> {
+    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
+        Box::new(Visitor {
+            walk: *self,
+            part: Part::default(),
+            parent: Parent::default(),
+        })
+    }
+}
+
+/// One walker thread's state; its part is handed over when the thread is done with it.
+struct Visitor<'a> {
+    walk: Walk<'a>,
+    part: Part,
+    parent: Parent,
+}
+
+impl Drop for Visitor<'_> {
+    fn drop(&mut self) {
+        let part = std::mem::take(&mut self.part);
+        // A poisoned lock means another walker thread panicked; the scan fails with it.
+        if let Ok(mut parts) = self.walk.parts.lock() {
+            parts.push(part);
+        }
+    }
+}
+
+impl ParallelVisitor for Visitor<'_> {
+    fn visit(&mut self, entry: std::result::Result<DirEntry, ignore::Error>) -> WalkState {
+        match entry {
+            Ok(entry) => self.entry(&entry),
+            Err(e) => {
+                tracing::warn!(error = %e, "checkpoint: cannot read part of the workspace");
+                WalkState::Continue
+            }
+        }
+    }
+}
+
+impl Visitor<'_> {
+    fn entry(&mut self, entry: &DirEntry) -> WalkState {
+        if entry.depth() == 0 {
+            return WalkState::Continue;
+        }
+        let Some(file_type) = entry.file_type() else {
+            return WalkState::Continue;
+        };
+        if !file_type.is_symlink() && !file_type.is_file() {
+            // Folders are implied by their contents; sockets, FIFOs and devices are not captured.
+            return WalkState::Continue;
+        }
+        let path = entry.path();
+        let Some(rel) = relative(self.walk.root, path.as_os_str().as_bytes()) else {
+            return WalkState::Continue;
+        };
+        let name = entry.file_name();
+        if is_restore_temp(name.as_bytes()) {
+            self.part.stale_temps.push(path.to_path_buf());
+            return WalkState::Continue;
+        }
+        let dir = match self.parent.open(path) {
+            Ok(dir) => dir,
+            Err(e) => {
+                skip(path, &e);
+                return WalkState::Continue;
+            }
+        };
+        if file_type.is_symlink() {
+            match rustix::fs::readlinkat(dir, name, Vec::new()) {
+                Ok(target) => self.part.found.push((
+                    rel.to_vec(),
+                    Entry::Symlink {
+                        target: target.into_bytes(),
+                    },
+                )),
+                Err(e) => skip(path, &e.into()),
+            }
+            return WalkState::Continue;
+        }
+        let w = &self.walk;
+        // A failure to store is fatal (a snapshot missing a file would later delete it);
+        // a file that cannot be read is left out with a warning.
+        let read = read_file(
+            dir,
+            name,
+            rel,
+            w.objects,
+            w.cache,
+            w.max_file_bytes,
+            w.settled_ns,
+        );
+        match read {
+            Err(e) => {
+                self.part.error = Some(e);
+                return WalkState::Quit;
+            }
+            Ok(Err(e)) => skip(path, &e),
+            Ok(Ok((entry, update))) => {
+                match update {
+                    CacheUpdate::Hit => self.part.hits += 1,
+                    CacheUpdate::Insert(fp, hash) => {
+                        self.part.inserts.push((rel.to_vec(), fp, hash));
+                    }
+                    CacheUpdate::Remove => self.part.removes.push(rel.to_vec()),
+                }
+                if let Some(entry) = entry {
+                    self.part.found.push((rel.to_vec(), entry));
+                }
+            }
+        }
+        WalkState::Continue
+    }
+}
+
 /// [`scan`] with the racy-clean window as a parameter (tests use 0 to exercise the cache).
-///
-/// The cost of an unchanged tree is one `lstat` per file: each is made relative to its
-/// folder's descriptor (one path component for the kernel to look up, not the whole absolute
-/// path), paths are cut from the walker's by bytes, and the cache is only swept for vanished
-/// paths when some cached path was not seen.
 fn scan_with(
     workspace: &Path,
     store_dir: &Path,
@@ -68,6 +206,7 @@ fn scan_with(
     // The walk does not follow links, so a workspace named through one is resolved first.
     let workspace = &std::fs::canonicalize(workspace).at(workspace)?;
     let store_dir = std::fs::canonicalize(store_dir).at(store_dir)?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS));
     let mut walker = ignore::WalkBuilder::new(workspace);
     walker
         .hidden(false)
@@ -77,76 +216,44 @@ fn scan_with(
         .git_global(false)
         .require_git(false)
         .follow_links(false)
+        .threads(threads)
         .filter_entry(move |e| {
             e.file_name() != ".git"
                 && !(e.file_type().is_some_and(|t| t.is_dir()) && e.path() == store_dir)
         });
-    let mut found: Vec<(Vec<u8>, Entry)> = Vec::new();
+    let parts = Mutex::new(Vec::new());
+    walker.build_parallel().visit(&mut Walk {
+        root: workspace.as_os_str().as_bytes(),
+        objects,
+        cache,
+        max_file_bytes,
+        settled_ns,
+        parts: &parts,
+    });
+    let parts = parts
+        .into_inner()
+        .map_err(|_| Error::Corrupt("a checkpoint walker thread panicked".into()))?;
+    let mut found = Vec::new();
     let mut stale_temps = Vec::new();
-    let mut parent = Parent::default();
-    let root = workspace.as_os_str().as_bytes();
-    let mut seen = 0usize;
-    for entry in walker.build() {
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(e) => {
-                tracing::warn!(error = %e, "checkpoint: cannot read part of the workspace");
-                continue;
-            }
-        };
-        if entry.depth() == 0 {
-            continue;
+    let mut hits = 0;
+    for part in parts {
+        if let Some(e) = part.error {
+            return Err(e);
         }
-        let Some(file_type) = entry.file_type() else {
-            continue;
-        };
-        if !file_type.is_symlink() && !file_type.is_file() {
-            // Folders are implied by their contents; sockets, FIFOs and devices are not captured.
-            continue;
+        for path in &part.removes {
+            cache.remove(path);
         }
-        let path = entry.path();
-        let Some(rel) = relative(root, path.as_os_str().as_bytes()) else {
-            continue;
-        };
-        if is_restore_temp(entry.file_name().as_bytes()) {
-            stale_temps.push(path.to_path_buf());
-            continue;
+        hits += part.hits + part.inserts.len();
+        for (path, fp, hash) in part.inserts {
+            cache.insert(path, fp, hash);
         }
-        let dir = match parent.open(path) {
-            Ok(dir) => dir,
-            Err(e) => {
-                skip(path, &e);
-                continue;
-            }
-        };
-        let name = entry.file_name();
-        if file_type.is_symlink() {
-            match rustix::fs::readlinkat(dir, name, Vec::new()) {
-                Ok(target) => found.push((
-                    rel.to_vec(),
-                    Entry::Symlink {
-                        target: target.into_bytes(),
-                    },
-                )),
-                Err(e) => skip(path, &e.into()),
-            }
-            continue;
-        }
-        // A failure to store is fatal (a snapshot missing a file would later delete it);
-        // a file that cannot be read is left out with a warning.
-        match read_file(dir, name, rel, objects, cache, max_file_bytes, settled_ns)? {
-            Ok((Some(e), cached)) => {
-                seen += usize::from(cached);
-                found.push((rel.to_vec(), e));
-            }
-            Ok((None, _)) => {}
-            Err(e) => skip(path, &e),
-        }
+        found.extend(part.found);
+        stale_temps.extend(part.stale_temps);
     }
-    // The walker yields folders depth first, almost in path order: the sort is cheap.
     found.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let flat: Flat = found.into_iter().collect();
-    if cache.entries.len() != seen {
+    // Sweep the paths that vanished only when some cached path was not seen.
+    if cache.entries.len() != hits {
         cache.retain(|path| flat.contains_key(path));
     }
     Ok(Scan { flat, stale_temps })
@@ -157,41 +264,6 @@ fn relative<'a>(root: &[u8], path: &'a [u8]) -> Option<&'a [u8]> {
     let rest = path.strip_prefix(root)?;
     let rest = rest.strip_prefix(b"/").unwrap_or(rest);
     (!rest.is_empty()).then_some(rest)
-}
-
-/// The folder of the entries being read, kept open while the walker stays in it.
-#[derive(Default)]
-struct Parent {
-    path: Vec<u8>,
-    fd: Option<OwnedFd>,
-}
-
-impl Parent {
-    /// The descriptor of `path`'s folder, opened (without following a link swapped in for
-    /// it) when the walk moved to another folder.
-    fn open(&mut self, path: &Path) -> io::Result<&OwnedFd> {
-        let bytes = path.as_os_str().as_bytes();
-        let cut = bytes.iter().rposition(|&b| b == b'/').unwrap_or(0);
-        let folder = if cut == 0 {
-            b"/".as_slice()
-        } else {
-            &bytes[..cut]
-        };
-        if self.fd.is_none() || self.path != folder {
-            self.fd = None;
-            let fd = rustix::fs::open(
-                OsStr::from_bytes(folder),
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )?;
-            self.path.clear();
-            self.path.extend_from_slice(folder);
-            self.fd = Some(fd);
-        }
-        self.fd
-            .as_ref()
-            .ok_or_else(|| io::Error::other("no folder descriptor"))
-    }
 }
 
 /// Whether `name` is exactly a restore's temporary name (`<prefix><pid>-<counter>`), so a
@@ -206,133 +278,9 @@ fn is_restore_temp(name: &[u8]) -> bool {
     digits(parts.next()) && digits(parts.next()) && parts.next().is_none()
 }
 
-fn skip(path: &Path, error: &io::Error) {
-    if error.kind() != io::ErrorKind::NotFound {
+fn skip(path: &Path, error: &std::io::Error) {
+    if error.kind() != std::io::ErrorKind::NotFound {
         tracing::warn!(path = %path.display(), error = %error, "checkpoint: file not captured");
-    }
-}
-
-/// The entry of one regular file `name` in `dir`: from the cache when its fingerprint is
-/// unchanged (the flag is then true), else read (without following a link swapped in
-/// meanwhile) and stored. `None` if it is no longer a regular file.
-fn read_file(
-    dir: &OwnedFd,
-    name: &OsStr,
-    rel: &[u8],
-    objects: &Objects,
-    cache: &mut StatCache,
-    max_file_bytes: u64,
-    settled_ns: i64,
-) -> Result<io::Result<(Option<Entry>, bool)>> {
-    let (content, fp) = match read_content(dir, name, rel, cache, max_file_bytes) {
-        Ok(Probe::Cached(entry)) => return Ok(Ok((Some(entry), true))),
-        Ok(Probe::Done(entry)) => {
-            cache.remove(rel);
-            return Ok(Ok((entry, false)));
-        }
-        Ok(Probe::Content(content, fp)) => (content, fp),
-        Err(e) => return Ok(Err(e)),
-    };
-    let hash = objects.put(&content)?;
-    let cached = fp.mtime_ns < settled_ns && fp.ctime_ns < settled_ns;
-    if cached {
-        cache.insert(rel.to_vec(), fp, hash);
-    } else {
-        cache.remove(rel);
-    }
-    let mode = fp.mode & 0o7777;
-    Ok(Ok((Some(Entry::File { mode, hash }), cached)))
-}
-
-/// The entry `name` in `dir` has now, as a snapshot would record it, without storing its
-/// content or changing the cache (a restore checks with it that the files it is about to
-/// replace are still as the preview saw them). `None` when nothing a snapshot captures is
-/// there.
-pub(crate) fn current_entry(
-    dir: &OwnedFd,
-    name: &OsStr,
-    rel: &[u8],
-    cache: &StatCache,
-    max_file_bytes: u64,
-) -> io::Result<Option<Entry>> {
-    let stat = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(stat) => stat,
-        Err(Errno::NOENT) => return Ok(None),
-        Err(e) => return Err(e.into()),
-    };
-    if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink {
-        let target = rustix::fs::readlinkat(dir, name, Vec::new())?;
-        return Ok(Some(Entry::Symlink {
-            target: target.into_bytes(),
-        }));
-    }
-    Ok(match read_content(dir, name, rel, cache, max_file_bytes)? {
-        Probe::Cached(entry) => Some(entry),
-        Probe::Done(entry) => entry,
-        Probe::Content(content, fp) => Some(Entry::File {
-            mode: fp.mode & 0o7777,
-            hash: ObjectId::of(&content),
-        }),
-    })
-}
-
-/// A file's entry when known without reading it, or its content to store.
-enum Probe {
-    /// From the stat cache.
-    Cached(Entry),
-    Done(Option<Entry>),
-    Content(Vec<u8>, Fingerprint),
-}
-
-fn read_content(
-    dir: &OwnedFd,
-    name: &OsStr,
-    rel: &[u8],
-    cache: &StatCache,
-    max_file_bytes: u64,
-) -> io::Result<Probe> {
-    let stat = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(stat) => stat,
-        Err(Errno::NOENT) => return Ok(Probe::Done(None)),
-        Err(e) => return Err(e.into()),
-    };
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Ok(Probe::Done(None));
-    }
-    let fp = Fingerprint::of(&stat);
-    let mode = fp.mode & 0o7777;
-    if fp.size > max_file_bytes {
-        return Ok(Probe::Done(Some(too_large(&fp, mode))));
-    }
-    if let Some(hash) = cache.lookup(rel, &fp) {
-        return Ok(Probe::Cached(Entry::File { mode, hash }));
-    }
-    let fd = rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-    )?;
-    let stat = rustix::fs::fstat(&fd)?;
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
-        return Ok(Probe::Done(None));
-    }
-    let fp = Fingerprint::of(&stat);
-    let mut content = Vec::with_capacity(usize::try_from(fp.size).unwrap_or(0));
-    File::from(fd)
-        .take(max_file_bytes + 1)
-        .read_to_end(&mut content)?;
-    if content.len() as u64 > max_file_bytes {
-        return Ok(Probe::Done(Some(too_large(&fp, fp.mode & 0o7777))));
-    }
-    Ok(Probe::Content(content, fp))
-}
-
-fn too_large(fp: &Fingerprint, mode: u32) -> Entry {
-    Entry::TooLarge {
-        mode,
-        size: fp.size,
-        mtime_ns: fp.mtime_ns,
     }
 }
 
@@ -347,6 +295,7 @@ pub(crate) fn now_ns() -> i64 {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use std::fs::File;
 
     fn setup() -> (tempfile::TempDir, tempfile::TempDir, Objects, StatCache) {
         let ws = tempfile::tempdir().unwrap();
