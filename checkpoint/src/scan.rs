@@ -2,8 +2,7 @@
 //! ignored by `.gitignore`, never anything under `.git`, with new contents stored as objects.
 //!
 //! The cost of an unchanged tree is one `lstat` per file, made relative to its folder's
-//! descriptor ([`crate::probe`]), on as many threads as there are cores (like git's
-//! preloaded index): the walk is the `ignore` crate's parallel walker, each thread keeps
+//! descriptor ([`crate::probe`]), on several threads (like git's preloaded index): the walk is the `ignore` crate's parallel walker, each thread keeps
 //! what it found, and the parts are sorted into one map at the end.
 
 use std::os::unix::ffi::OsStrExt;
@@ -27,8 +26,11 @@ pub(crate) const RESTORE_TEMP_PREFIX: &str = ".corvid-restore-";
 /// its fingerprint changing, so its hash is not cached (git's "racy clean" rule).
 const RACY_WINDOW_NS: i64 = 2_000_000_000;
 
-/// Walker threads at most: the walk is bound by `lstat` calls, which stop scaling early.
-const MAX_THREADS: usize = 4;
+/// Walker threads: at least 4 even on fewer cores (like git's preloaded index, which runs up
+/// to 20): an `lstat` may wait for the disk, and on a busy machine more threads get more of
+/// it; at most 8, as `lstat` calls stop scaling early.
+const MIN_THREADS: usize = 4;
+const MAX_THREADS: usize = 8;
 
 /// What a scan found.
 pub(crate) struct Scan {
@@ -206,7 +208,8 @@ fn scan_with(
     // The walk does not follow links, so a workspace named through one is resolved first.
     let workspace = &std::fs::canonicalize(workspace).at(workspace)?;
     let store_dir = std::fs::canonicalize(store_dir).at(store_dir)?;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS));
+    let threads = std::thread::available_parallelism()
+        .map_or(MIN_THREADS, |n| n.get().clamp(MIN_THREADS, MAX_THREADS));
     let mut walker = ignore::WalkBuilder::new(workspace);
     walker
         .hidden(false)
