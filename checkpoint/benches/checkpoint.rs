@@ -4,6 +4,9 @@
 //!
 //! `cargo bench -p corvid-checkpoint` (10k files / 200 MB); `CHECKPOINT_BENCH_FILES` and
 //! `CHECKPOINT_BENCH_MB` change the tree's size, `CHECKPOINT_BENCH_DIR` where it is built.
+//! `CHECKPOINT_BENCH_PROFILE_LOOPS=N` runs N more unchanged snapshots after the warm ones and
+//! stops, for a profiler (`perf record`) to see mostly the unchanged snapshot;
+//! `CHECKPOINT_BENCH_OPENCODE=0` leaves out opencode's design.
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -38,11 +41,11 @@ fn rel(i: usize) -> String {
     format!("src/m{:03}/f{i:05}.rs", i % 100)
 }
 
-/// CPU time this thread has run, from the scheduler's statistics (independent of how many
-/// other processes share the machine, unlike wall time).
-fn thread_cpu() -> Duration {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
-    Duration::from_nanos(stat.split_whitespace().next().unwrap().parse().unwrap())
+/// CPU time the process has run, on all its threads (the walker's included, finished ones
+/// too): independent of how many other processes share the machine, unlike wall time.
+fn process_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(t.tv_sec.try_into().unwrap(), t.tv_nsec.try_into().unwrap())
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -92,10 +95,16 @@ fn main() {
     let mut warm = Vec::new();
     let mut cpu = Vec::new();
     for _ in 0..21 {
-        let (t, c) = (Instant::now(), thread_cpu());
+        let (t, c) = (Instant::now(), process_cpu());
         assert_eq!(store.snapshot(&ws).unwrap(), first);
         warm.push(t.elapsed());
-        cpu.push(thread_cpu() - c);
+        cpu.push(process_cpu() - c);
+    }
+    if let Ok(n) = std::env::var("CHECKPOINT_BENCH_PROFILE_LOOPS") {
+        for _ in 0..n.parse::<usize>().unwrap() {
+            store.snapshot(&ws).unwrap();
+        }
+        return;
     }
     let best = *warm.iter().min().unwrap();
     println!(
@@ -139,18 +148,20 @@ fn main() {
         std::fs::write(ws.join(rel(i)), content(i, 2, per_file)).unwrap();
     }
     let after = store.snapshot(&ws).unwrap();
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), process_cpu());
     let plan = store.preview(&ws, before, after).unwrap();
-    let preview = t.elapsed();
+    let (preview, preview_cpu) = (t.elapsed(), process_cpu() - c);
     assert_eq!(plan.changes.len(), 100);
-    let t = Instant::now();
+    let (t, c) = (Instant::now(), process_cpu());
     store.restore(&plan, false).unwrap();
-    let restore = t.elapsed();
+    let (restore, restore_cpu) = (t.elapsed(), process_cpu() - c);
     println!(
-        "undo of a turn that touched 100 files: preview {}, restore {} (total {})",
+        "undo of a turn that touched 100 files: preview {}, restore {} (total {}); CPU time preview {}, restore {}",
         ms(preview),
         ms(restore),
-        ms(preview + restore)
+        ms(preview + restore),
+        ms(preview_cpu),
+        ms(restore_cpu)
     );
     // File 0 was changed by both turns: the undo puts back the first turn's version.
     assert_eq!(
@@ -158,7 +169,9 @@ fn main() {
         content(0, 1, per_file)
     );
 
-    opencode_design(&ws, &scratch.path().join("opencode-git"), files, per_file);
+    if std::env::var("CHECKPOINT_BENCH_OPENCODE").as_deref() != Ok("0") {
+        opencode_design(&ws, &scratch.path().join("opencode-git"), files, per_file);
+    }
 }
 
 /// Bytes of the files under `dir`.

@@ -25,7 +25,8 @@ pub enum Error {
     /// A project key must be one plain folder name, so it cannot escape the checkpoints folder.
     #[error("invalid project key {0:?}: it must be a single folder name")]
     BadProjectKey(String),
-    /// The workspace changed between the preview and the restore, so the plan may be stale.
+    /// A path the restore would change was changed after the preview (the plan is stale for
+    /// it); nothing was written.
     #[error("the workspace changed since the preview; preview again")]
     WorkspaceChanged,
 }

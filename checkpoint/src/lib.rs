@@ -14,6 +14,7 @@ mod codec;
 mod error;
 mod objects;
 mod plan;
+mod probe;
 mod restore;
 mod scan;
 mod stat_cache;

@@ -2,10 +2,12 @@
 //! the user changed after the state the caller expected (conflicts, left alone unless the
 //! caller chooses to overwrite them), and which cannot be restored and why.
 
-use std::collections::BTreeSet;
+use std::cmp::Ordering;
 use std::ffi::OsStr;
+use std::fmt;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -86,6 +88,21 @@ pub struct RestorePlan {
     pub unrestorable: Vec<Unrestorable>,
     /// The target's entries for the paths to write.
     pub(crate) target_entries: Flat,
+    /// Every path as the preview saw it: the restore checks the paths it changes against it
+    /// and records the restored state from it, with no second walk of the workspace.
+    pub(crate) current_entries: SharedFlat,
+    /// Leftover temporary files of an interrupted restore the preview found.
+    pub(crate) stale_temps: Vec<PathBuf>,
+}
+
+/// A whole snapshot's paths, shared by the clones of a plan (and not printed in full).
+#[derive(Clone, Default)]
+pub(crate) struct SharedFlat(pub(crate) Arc<Flat>);
+
+impl fmt::Debug for SharedFlat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{} paths>", self.0.len())
+    }
 }
 
 impl RestorePlan {
@@ -98,6 +115,31 @@ impl RestorePlan {
     pub fn is_empty(&self) -> bool {
         self.changes.is_empty()
     }
+
+    /// The changes a restore carries out: conflicts only when told to overwrite them.
+    pub(crate) fn chosen(&self, overwrite_conflicts: bool) -> impl Iterator<Item = &Change> {
+        self.changes
+            .iter()
+            .filter(move |c| overwrite_conflicts || !c.conflict)
+    }
+
+    /// The workspace's paths once the chosen changes are made: the preview's state with the
+    /// target's entries written and the deleted paths gone.
+    pub(crate) fn restored(&self, overwrite_conflicts: bool) -> Flat {
+        let mut after = (*self.current_entries.0).clone();
+        for change in self.chosen(overwrite_conflicts) {
+            let rel = change.path.as_os_str().as_bytes();
+            match self.target_entries.get(rel) {
+                Some(entry) if change.action != Action::Delete => {
+                    after.insert(rel.to_vec(), entry.clone());
+                }
+                _ => {
+                    after.remove(rel);
+                }
+            }
+        }
+        after
+    }
 }
 
 /// Compares the snapshot to restore with the current state and the expected one.
@@ -107,12 +149,32 @@ pub(crate) fn compare(
     current: &Flat,
     limit: u64,
 ) -> (Vec<Change>, Vec<Unrestorable>, Flat) {
-    let paths: BTreeSet<&Vec<u8>> = target.keys().chain(current.keys()).collect();
     let mut changes = Vec::new();
     let mut unrestorable = Vec::new();
     let mut writes = Flat::new();
-    for path in paths {
-        let (t, c) = (target.get(path), current.get(path));
+    let (mut ts, mut cs) = (target.iter().peekable(), current.iter().peekable());
+    // Both are sorted by path: one merge, looking up the expected state only where they differ.
+    loop {
+        let order = match (ts.peek(), cs.peek()) {
+            (None, None) => break,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some((tp, _)), Some((cp, _))) => tp.cmp(cp),
+        };
+        let (path, t, c) = match order {
+            Ordering::Less => match ts.next() {
+                Some((p, t)) => (p, Some(t), None),
+                None => break,
+            },
+            Ordering::Greater => match cs.next() {
+                Some((p, c)) => (p, None, Some(c)),
+                None => break,
+            },
+            Ordering::Equal => match (ts.next(), cs.next()) {
+                (Some((p, t)), Some((_, c))) => (p, Some(t), Some(c)),
+                _ => break,
+            },
+        };
         if t == c {
             continue;
         }

@@ -18,7 +18,9 @@ use crate::beneath::{open_dir, split};
 use crate::error::{Error, IoContext, Result};
 use crate::objects::Objects;
 use crate::plan::{Action, RestorePlan};
+use crate::probe::current_entry;
 use crate::scan::RESTORE_TEMP_PREFIX;
+use crate::stat_cache::StatCache;
 use crate::tree::Entry;
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -27,6 +29,9 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 struct Staged {
     rel: Vec<u8>,
     temp: OsString,
+    /// A regular file (whose data needs flushing), not a link (all metadata, which the
+    /// filesystem's journal orders before the rename).
+    file: bool,
 }
 
 /// Applies `plan` to its workspace; conflicting paths only when `overwrite_conflicts`.
@@ -36,13 +41,9 @@ pub(crate) fn apply(
     overwrite_conflicts: bool,
 ) -> Result<()> {
     let root = plan.workspace.as_path();
-    let chosen = plan
-        .changes
-        .iter()
-        .filter(|c| overwrite_conflicts || !c.conflict);
     let mut writes = Vec::new();
     let mut deletes = Vec::new();
-    for change in chosen {
+    for change in plan.chosen(overwrite_conflicts) {
         let rel = change.path.as_os_str().as_bytes().to_vec();
         match change.action {
             Action::Delete => deletes.push(rel),
@@ -70,19 +71,13 @@ pub(crate) fn apply(
         }
     }
 
-    // One flush for all the new versions (instead of one per file) before any rename, so a
-    // crash of the machine cannot leave a renamed but empty file either.
-    if !staged.is_empty() {
-        let flushed = rustix::fs::open(
-            root,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .and_then(rustix::fs::syncfs);
-        if let Err(e) = flushed {
-            discard(root, &staged);
-            return Err(io::Error::from(e)).at(root);
-        }
+    // Every new version reaches the disk before any rename, so a crash of the machine cannot
+    // leave a renamed but empty file either. Each file is flushed on its own (`fdatasync`),
+    // several at once so the filesystem's journal commits them together: a `syncfs` would
+    // also wait for every other program's unwritten data (a build's, say).
+    if let Err(e) = flush_all(root, &staged) {
+        discard(root, &staged);
+        return Err(e);
     }
 
     // Phase 2: deletions, deepest first, then the folders they emptied.
@@ -113,6 +108,75 @@ pub(crate) fn apply(
         commit(root, &s).at(&root.join(OsStr::from_bytes(rel)))?;
     }
     Ok(())
+}
+
+/// Fails with [`Error::WorkspaceChanged`] unless every path the restore is about to change is
+/// still as the preview saw it (someone may have edited it while the preview was shown). Only
+/// those paths are checked, each with one `lstat` (and a read when the stat cache cannot
+/// vouch for it), not the whole workspace: a change elsewhere is not touched by the restore.
+pub(crate) fn check_unchanged(
+    plan: &RestorePlan,
+    overwrite_conflicts: bool,
+    cache: &StatCache,
+    max_file_bytes: u64,
+) -> Result<()> {
+    let root = plan.workspace.as_path();
+    for change in plan.chosen(overwrite_conflicts) {
+        let rel = change.path.as_os_str().as_bytes();
+        let full = root.join(&change.path);
+        let (dirs, name) = split(rel).at(&full)?;
+        let now = match open_dir(root, &dirs, false) {
+            Ok(dir) => current_entry(&dir, name, rel, cache, max_file_bytes).at(&full)?,
+            // The folder is gone, or a file or a link stands in its place: no entry there.
+            Err(e) if e.kind() == io::ErrorKind::NotFound || is_blocked(&e) => None,
+            Err(e) => return Err(e).at(&full),
+        };
+        if now.as_ref() != plan.current_entries.0.get(rel) {
+            return Err(Error::WorkspaceChanged);
+        }
+    }
+    Ok(())
+}
+
+/// Threads flushing staged files at once (each mostly waits for the disk).
+const FLUSH_THREADS: usize = 8;
+
+/// Flushes the data of every staged temporary file, on up to [`FLUSH_THREADS`] threads.
+fn flush_all(root: &Path, staged: &[Staged]) -> Result<()> {
+    if staged.is_empty() {
+        return Ok(());
+    }
+    let chunk = staged.len().div_ceil(FLUSH_THREADS);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = staged
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().try_for_each(|s| flush_one(root, s))))
+            .collect();
+        workers.into_iter().try_for_each(|w| {
+            w.join()
+                .unwrap_or_else(|_| Err(Error::Corrupt("a restore flush thread panicked".into())))
+        })
+    })
+}
+
+fn flush_one(root: &Path, s: &Staged) -> Result<()> {
+    if !s.file {
+        return Ok(());
+    }
+    let full = root.join(OsStr::from_bytes(&s.rel));
+    let (dirs, _) = split(&s.rel).at(&full)?;
+    let dir = open_dir(root, &dirs, false).at(&full)?;
+    let fd = openat(
+        &dir,
+        &s.temp,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(io::Error::from)
+    .at(&full)?;
+    rustix::fs::fdatasync(&fd)
+        .map_err(io::Error::from)
+        .at(&full)
 }
 
 /// Removes leftover temporary files of an interrupted restore.
@@ -172,6 +236,7 @@ fn stage(
         Ok(()) => Ok(Staged {
             rel: rel.to_vec(),
             temp,
+            file: matches!(entry, Entry::File { .. }),
         }),
         Err(e) => {
             let _ = unlinkat(&dir, &temp, AtFlags::empty());

@@ -1,17 +1,20 @@
 //! Reading a workspace into a flat snapshot: every file, symlink and over-large file not
 //! ignored by `.gitignore`, never anything under `.git`, with new contents stored as objects.
+//!
+//! The cost of an unchanged tree is one `lstat` per file, made relative to its folder's
+//! descriptor ([`crate::probe`]), on several threads (like git's preloaded index): the walk is the `ignore` crate's parallel walker, each thread keeps
+//! what it found, and the parts are sorted into one map at the end.
 
-use std::fs::File;
-use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rustix::fs::{Mode, OFlags};
+use ignore::{DirEntry, ParallelVisitor, ParallelVisitorBuilder, WalkState};
 
-use crate::error::{IoContext, Result};
-use crate::objects::Objects;
+use crate::error::{Error, IoContext, Result};
+use crate::objects::{ObjectId, Objects};
+use crate::probe::{CacheUpdate, Parent, read_file};
 use crate::stat_cache::{Fingerprint, StatCache};
 use crate::tree::{Entry, Flat};
 
@@ -22,6 +25,12 @@ pub(crate) const RESTORE_TEMP_PREFIX: &str = ".corvid-restore-";
 /// A file changed this recently (ns) may change again within the same timestamp tick without
 /// its fingerprint changing, so its hash is not cached (git's "racy clean" rule).
 const RACY_WINDOW_NS: i64 = 2_000_000_000;
+
+/// Walker threads: at least 4 even on fewer cores (like git's preloaded index, which runs up
+/// to 20): an `lstat` may wait for the disk, and on a busy machine more threads get more of
+/// it; at most 8, as `lstat` calls stop scaling early.
+const MIN_THREADS: usize = 4;
+const MAX_THREADS: usize = 8;
 
 /// What a scan found.
 pub(crate) struct Scan {
@@ -48,6 +57,144 @@ pub(crate) fn scan(
     )
 }
 
+/// What one walker thread found.
+#[derive(Default)]
+struct Part {
+    found: Vec<(Vec<u8>, Entry)>,
+    inserts: Vec<(Vec<u8>, Fingerprint, ObjectId)>,
+    removes: Vec<Vec<u8>>,
+    /// Files whose cached fingerprint matched.
+    hits: usize,
+    stale_temps: Vec<PathBuf>,
+    /// A content could not be stored: the scan fails.
+    error: Option<Error>,
+}
+
+/// The shared inputs of the walker threads, and where they leave their parts.
+#[derive(Clone, Copy)]
+struct Walk<'a> {
+    root: &'a [u8],
+    objects: &'a Objects,
+    cache: &'a StatCache,
+    max_file_bytes: u64,
+    settled_ns: i64,
+    parts: &'a Mutex<Vec<Part>>,
+}
+
+impl<'s> ParallelVisitorBuilder<'s> for Walk<'s> {
+    fn build(&mut self) -> Box<dyn ParallelVisitor + 's> {
+        Box::new(Visitor {
+            walk: *self,
+            part: Part::default(),
+            parent: Parent::default(),
+        })
+    }
+}
+
+/// One walker thread's state; its part is handed over when the thread is done with it.
+struct Visitor<'a> {
+    walk: Walk<'a>,
+    part: Part,
+    parent: Parent,
+}
+
+impl Drop for Visitor<'_> {
+    fn drop(&mut self) {
+        let part = std::mem::take(&mut self.part);
+        // A poisoned lock means another walker thread panicked; the scan fails with it.
+        if let Ok(mut parts) = self.walk.parts.lock() {
+            parts.push(part);
+        }
+    }
+}
+
+impl ParallelVisitor for Visitor<'_> {
+    fn visit(&mut self, entry: std::result::Result<DirEntry, ignore::Error>) -> WalkState {
+        match entry {
+            Ok(entry) => self.entry(&entry),
+            Err(e) => {
+                tracing::warn!(error = %e, "checkpoint: cannot read part of the workspace");
+                WalkState::Continue
+            }
+        }
+    }
+}
+
+impl Visitor<'_> {
+    fn entry(&mut self, entry: &DirEntry) -> WalkState {
+        if entry.depth() == 0 {
+            return WalkState::Continue;
+        }
+        let Some(file_type) = entry.file_type() else {
+            return WalkState::Continue;
+        };
+        if !file_type.is_symlink() && !file_type.is_file() {
+            // Folders are implied by their contents; sockets, FIFOs and devices are not captured.
+            return WalkState::Continue;
+        }
+        let path = entry.path();
+        let Some(rel) = relative(self.walk.root, path.as_os_str().as_bytes()) else {
+            return WalkState::Continue;
+        };
+        let name = entry.file_name();
+        if is_restore_temp(name.as_bytes()) {
+            self.part.stale_temps.push(path.to_path_buf());
+            return WalkState::Continue;
+        }
+        let dir = match self.parent.open(path) {
+            Ok(dir) => dir,
+            Err(e) => {
+                skip(path, &e);
+                return WalkState::Continue;
+            }
+        };
+        if file_type.is_symlink() {
+            match rustix::fs::readlinkat(dir, name, Vec::new()) {
+                Ok(target) => self.part.found.push((
+                    rel.to_vec(),
+                    Entry::Symlink {
+                        target: target.into_bytes(),
+                    },
+                )),
+                Err(e) => skip(path, &e.into()),
+            }
+            return WalkState::Continue;
+        }
+        let w = &self.walk;
+        // A failure to store is fatal (a snapshot missing a file would later delete it);
+        // a file that cannot be read is left out with a warning.
+        let read = read_file(
+            dir,
+            name,
+            rel,
+            w.objects,
+            w.cache,
+            w.max_file_bytes,
+            w.settled_ns,
+        );
+        match read {
+            Err(e) => {
+                self.part.error = Some(e);
+                return WalkState::Quit;
+            }
+            Ok(Err(e)) => skip(path, &e),
+            Ok(Ok((entry, update))) => {
+                match update {
+                    CacheUpdate::Hit => self.part.hits += 1,
+                    CacheUpdate::Insert(fp, hash) => {
+                        self.part.inserts.push((rel.to_vec(), fp, hash));
+                    }
+                    CacheUpdate::Remove => self.part.removes.push(rel.to_vec()),
+                }
+                if let Some(entry) = entry {
+                    self.part.found.push((rel.to_vec(), entry));
+                }
+            }
+        }
+        WalkState::Continue
+    }
+}
+
 /// [`scan`] with the racy-clean window as a parameter (tests use 0 to exercise the cache).
 fn scan_with(
     workspace: &Path,
@@ -61,6 +208,8 @@ fn scan_with(
     // The walk does not follow links, so a workspace named through one is resolved first.
     let workspace = &std::fs::canonicalize(workspace).at(workspace)?;
     let store_dir = std::fs::canonicalize(store_dir).at(store_dir)?;
+    let threads = std::thread::available_parallelism()
+        .map_or(MIN_THREADS, |n| n.get().clamp(MIN_THREADS, MAX_THREADS));
     let mut walker = ignore::WalkBuilder::new(workspace);
     walker
         .hidden(false)
@@ -70,64 +219,54 @@ fn scan_with(
         .git_global(false)
         .require_git(false)
         .follow_links(false)
-        .filter_entry(move |e| e.file_name() != ".git" && !e.path().starts_with(&store_dir));
-    let mut out = Scan {
-        flat: Flat::new(),
-        stale_temps: Vec::new(),
-    };
-    for entry in walker.build() {
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(e) => {
-                tracing::warn!(error = %e, "checkpoint: cannot read part of the workspace");
-                continue;
-            }
-        };
-        if entry.depth() == 0 {
-            continue;
+        .threads(threads)
+        .filter_entry(move |e| {
+            e.file_name() != ".git"
+                && !(e.file_type().is_some_and(|t| t.is_dir()) && e.path() == store_dir)
+        });
+    let parts = Mutex::new(Vec::new());
+    walker.build_parallel().visit(&mut Walk {
+        root: workspace.as_os_str().as_bytes(),
+        objects,
+        cache,
+        max_file_bytes,
+        settled_ns,
+        parts: &parts,
+    });
+    let parts = parts
+        .into_inner()
+        .map_err(|_| Error::Corrupt("a checkpoint walker thread panicked".into()))?;
+    let mut found = Vec::new();
+    let mut stale_temps = Vec::new();
+    let mut hits = 0;
+    for part in parts {
+        if let Some(e) = part.error {
+            return Err(e);
         }
-        let Ok(rel) = entry.path().strip_prefix(workspace) else {
-            continue;
-        };
-        let rel = rel.as_os_str().as_bytes().to_vec();
-        if is_restore_temp(entry.file_name().as_bytes()) {
-            out.stale_temps.push(entry.path().to_path_buf());
-            continue;
+        for path in &part.removes {
+            cache.remove(path);
         }
-        let Some(file_type) = entry.file_type() else {
-            continue;
-        };
-        if file_type.is_symlink() {
-            match std::fs::read_link(entry.path()) {
-                Ok(target) => {
-                    let target = target.as_os_str().as_bytes().to_vec();
-                    out.flat.insert(rel, Entry::Symlink { target });
-                }
-                Err(e) => skip(entry.path(), &e),
-            }
-        } else if file_type.is_file() {
-            // A failure to store is fatal (a snapshot missing a file would later delete it);
-            // a file that cannot be read is left out with a warning.
-            match read_file(
-                entry.path(),
-                &rel,
-                objects,
-                cache,
-                max_file_bytes,
-                settled_ns,
-            )? {
-                Ok(Some(e)) => {
-                    out.flat.insert(rel, e);
-                }
-                Ok(None) => cache.remove(&rel),
-                Err(e) => skip(entry.path(), &e),
-            }
+        hits += part.hits + part.inserts.len();
+        for (path, fp, hash) in part.inserts {
+            cache.insert(path, fp, hash);
         }
-        // Folders are implied by their contents; sockets, FIFOs and devices are not captured.
+        found.extend(part.found);
+        stale_temps.extend(part.stale_temps);
     }
-    let flat = &out.flat;
-    cache.retain(|path| flat.contains_key(path));
-    Ok(out)
+    found.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let flat: Flat = found.into_iter().collect();
+    // Sweep the paths that vanished only when some cached path was not seen.
+    if cache.entries.len() != hits {
+        cache.retain(|path| flat.contains_key(path));
+    }
+    Ok(Scan { flat, stale_temps })
+}
+
+/// `path` relative to the workspace `root`, as bytes (the walker's paths all start with it).
+fn relative<'a>(root: &[u8], path: &'a [u8]) -> Option<&'a [u8]> {
+    let rest = path.strip_prefix(root)?;
+    let rest = rest.strip_prefix(b"/").unwrap_or(rest);
+    (!rest.is_empty()).then_some(rest)
 }
 
 /// Whether `name` is exactly a restore's temporary name (`<prefix><pid>-<counter>`), so a
@@ -142,86 +281,9 @@ fn is_restore_temp(name: &[u8]) -> bool {
     digits(parts.next()) && digits(parts.next()) && parts.next().is_none()
 }
 
-fn skip(path: &Path, error: &io::Error) {
-    if error.kind() != io::ErrorKind::NotFound {
+fn skip(path: &Path, error: &std::io::Error) {
+    if error.kind() != std::io::ErrorKind::NotFound {
         tracing::warn!(path = %path.display(), error = %error, "checkpoint: file not captured");
-    }
-}
-
-/// The entry of one regular file: from the cache when its fingerprint is unchanged, else read
-/// (without following a link swapped in meanwhile) and stored. `None` if it is no longer a
-/// regular file.
-fn read_file(
-    path: &Path,
-    rel: &[u8],
-    objects: &Objects,
-    cache: &mut StatCache,
-    max_file_bytes: u64,
-    settled_ns: i64,
-) -> Result<io::Result<Option<Entry>>> {
-    let (content, fp) = match read_content(path, rel, cache, max_file_bytes) {
-        Ok(Probe::Done(entry)) => return Ok(Ok(entry)),
-        Ok(Probe::Content(content, fp)) => (content, fp),
-        Err(e) => return Ok(Err(e)),
-    };
-    let hash = objects.put(&content)?;
-    if fp.mtime_ns < settled_ns && fp.ctime_ns < settled_ns {
-        cache.insert(rel.to_vec(), fp, hash);
-    } else {
-        cache.remove(rel);
-    }
-    let mode = fp.mode & 0o7777;
-    Ok(Ok(Some(Entry::File { mode, hash })))
-}
-
-/// A file's entry when known without reading it, or its content to store.
-enum Probe {
-    Done(Option<Entry>),
-    Content(Vec<u8>, Fingerprint),
-}
-
-fn read_content(
-    path: &Path,
-    rel: &[u8],
-    cache: &StatCache,
-    max_file_bytes: u64,
-) -> io::Result<Probe> {
-    let meta = std::fs::symlink_metadata(path)?;
-    if !meta.file_type().is_file() {
-        return Ok(Probe::Done(None));
-    }
-    let fp = Fingerprint::of(&meta);
-    let mode = meta.mode() & 0o7777;
-    if fp.size > max_file_bytes {
-        return Ok(Probe::Done(Some(too_large(&fp, mode))));
-    }
-    if let Some(hash) = cache.lookup(rel, &fp) {
-        return Ok(Probe::Done(Some(Entry::File { mode, hash })));
-    }
-    let fd = rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-    )?;
-    let file = File::from(fd);
-    let meta = file.metadata()?;
-    if !meta.file_type().is_file() {
-        return Ok(Probe::Done(None));
-    }
-    let fp = Fingerprint::of(&meta);
-    let mut content = Vec::with_capacity(usize::try_from(fp.size).unwrap_or(0));
-    file.take(max_file_bytes + 1).read_to_end(&mut content)?;
-    if content.len() as u64 > max_file_bytes {
-        return Ok(Probe::Done(Some(too_large(&fp, fp.mode & 0o7777))));
-    }
-    Ok(Probe::Content(content, fp))
-}
-
-fn too_large(fp: &Fingerprint, mode: u32) -> Entry {
-    Entry::TooLarge {
-        mode,
-        size: fp.size,
-        mtime_ns: fp.mtime_ns,
     }
 }
 
@@ -236,6 +298,7 @@ pub(crate) fn now_ns() -> i64 {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use std::fs::File;
 
     fn setup() -> (tempfile::TempDir, tempfile::TempDir, Objects, StatCache) {
         let ws = tempfile::tempdir().unwrap();

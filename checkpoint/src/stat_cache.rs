@@ -23,15 +23,17 @@ pub(crate) struct Fingerprint {
 }
 
 impl Fingerprint {
-    pub(crate) fn of(meta: &fs::Metadata) -> Fingerprint {
-        use std::os::unix::fs::MetadataExt;
+    // The fields' integer types differ between architectures (`c_long` and friends).
+    #[allow(clippy::unnecessary_cast)]
+    pub(crate) fn of(stat: &rustix::fs::Stat) -> Fingerprint {
+        let ns = |secs: i64, nsec: i64| secs.saturating_mul(1_000_000_000).saturating_add(nsec);
         Fingerprint {
-            size: meta.size(),
-            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
-            ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
-            ino: meta.ino(),
-            dev: meta.dev(),
-            mode: meta.mode(),
+            size: u64::try_from(stat.st_size).unwrap_or(0),
+            mtime_ns: ns(stat.st_mtime as i64, stat.st_mtime_nsec as i64),
+            ctime_ns: ns(stat.st_ctime as i64, stat.st_ctime_nsec as i64),
+            ino: stat.st_ino as u64,
+            dev: stat.st_dev as u64,
+            mode: stat.st_mode as u32,
         }
     }
 }

@@ -11,12 +11,13 @@ use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext, Result};
 use crate::objects::{ObjectId, Objects, create_private_dir, write_atomically};
-use crate::plan::{self, Change, RestorePlan, Unrestorable};
+use crate::plan::{self, Change, RestorePlan, SharedFlat, Unrestorable};
 use crate::restore;
 use crate::scan::{self, scan};
 use crate::stat_cache::{StatCache, read_generation};
@@ -146,11 +147,9 @@ impl Store {
         Ok(self.snapshot_locked(workspace)?.0)
     }
 
-    fn snapshot_locked(&mut self, workspace: &Path) -> Result<(SnapshotId, scan::Scan)> {
-        let generation = read_generation(&self.dir.join("generation"))?;
-        if generation != self.cache.generation {
-            self.cache.reset(generation);
-        }
+    /// Takes a snapshot; returns its id, its root tree and what the scan found.
+    fn snapshot_locked(&mut self, workspace: &Path) -> Result<(SnapshotId, ObjectId, scan::Scan)> {
+        self.drop_cache_if_pruned()?;
         let scanned = scan(
             workspace,
             &self.dir,
@@ -159,13 +158,29 @@ impl Store {
             self.options.max_file_bytes,
         )?;
         let root = tree::write_tree(&self.objects, &scanned.flat)?;
-        self.objects.flush()?;
         self.cache.save()?;
+        Ok((self.record_root(root)?, root, scanned))
+    }
+
+    /// Forgets the stat cache if another process pruned the store (its hashes may name
+    /// objects that are gone).
+    fn drop_cache_if_pruned(&mut self) -> Result<()> {
+        let generation = read_generation(&self.dir.join("generation"))?;
+        if generation != self.cache.generation {
+            self.cache.reset(generation);
+        }
+        Ok(())
+    }
+
+    /// Records a snapshot of the tree `root` (its objects are stored) unless the newest
+    /// snapshot already has it, and returns the snapshot's id.
+    fn record_root(&self, root: ObjectId) -> Result<SnapshotId> {
+        self.objects.flush()?;
         let latest = self.latest_record()?;
         if let Some(latest) = &latest
             && latest.root == root.to_string()
         {
-            return Ok((latest.id, scanned));
+            return Ok(latest.id);
         }
         let id = SnapshotId(latest.map_or(1, |r| r.id.0 + 1));
         let record = Record {
@@ -176,7 +191,7 @@ impl Store {
         let json = serde_json::to_vec(&record).map_err(|e| Error::Corrupt(e.to_string()))?;
         write_atomically(&self.record_path(id), &json)?;
         tracing::debug!(%id, %root, "checkpoint taken");
-        Ok((id, scanned))
+        Ok(id)
     }
 
     /// Compares the workspace now with snapshot `target`. `expected_current` is the state the
@@ -191,11 +206,17 @@ impl Store {
     ) -> Result<RestorePlan> {
         let _lock = self.lock()?;
         let target_flat = self.flat(target)?;
-        let expected_flat = self.flat(expected_current)?;
-        let (current, scanned) = self.snapshot_locked(workspace)?;
+        let expected_root = self.root_of(expected_current)?;
+        let (current, current_root, scanned) = self.snapshot_locked(workspace)?;
+        // Usually nobody touched the workspace since the turn: the scan is the expected state.
+        let expected_flat = if expected_root == current_root {
+            None
+        } else {
+            Some(tree::read_tree(&self.objects, &expected_root)?)
+        };
         let (changes, unrestorable, target_entries) = plan::compare(
             &target_flat,
-            &expected_flat,
+            expected_flat.as_ref().unwrap_or(&scanned.flat),
             &scanned.flat,
             self.options.max_file_bytes,
         );
@@ -207,23 +228,31 @@ impl Store {
             changes,
             unrestorable,
             target_entries,
+            current_entries: SharedFlat(Arc::new(scanned.flat)),
+            stale_temps: scanned.stale_temps,
         })
     }
 
     /// Carries out `plan`: conflicting paths are changed only with `overwrite_conflicts`;
-    /// unrestorable ones never. Fails with [`Error::WorkspaceChanged`] if the workspace is no
-    /// longer as the preview saw it. Each file ends old or new, even if the process dies
-    /// midway. Returns the snapshot of the restored workspace (so the restore can be undone
-    /// by restoring `plan.current`).
+    /// unrestorable ones never. Fails with [`Error::WorkspaceChanged`] if a path the restore
+    /// would change is no longer as the preview saw it. Each file ends old or new, even if the
+    /// process dies midway. Returns the snapshot of the restored workspace (so the restore can
+    /// be undone by restoring `plan.current`): the preview's state with the changes made,
+    /// recorded without walking the workspace again (anything else changed meanwhile is
+    /// caught by the next snapshot, and counts as a conflict if that restore is undone).
     pub fn restore(&mut self, plan: &RestorePlan, overwrite_conflicts: bool) -> Result<SnapshotId> {
         let _lock = self.lock()?;
-        let (now, scanned) = self.snapshot_locked(&plan.workspace)?;
-        if self.root_of(now)? != self.root_of(plan.current)? {
-            return Err(Error::WorkspaceChanged);
-        }
-        restore::remove_stale_temps(&scanned.stale_temps);
+        self.drop_cache_if_pruned()?;
+        restore::check_unchanged(
+            plan,
+            overwrite_conflicts,
+            &self.cache,
+            self.options.max_file_bytes,
+        )?;
+        restore::remove_stale_temps(&plan.stale_temps);
         restore::apply(&self.objects, plan, overwrite_conflicts)?;
-        Ok(self.snapshot_locked(&plan.workspace)?.0)
+        let root = tree::write_tree(&self.objects, &plan.restored(overwrite_conflicts))?;
+        self.record_root(root)
     }
 
     /// What restoring `from` over a workspace in state `to` would do, without conflicts: the

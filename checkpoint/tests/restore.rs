@@ -386,6 +386,71 @@ fn a_same_size_rewrite_with_the_old_mtime_is_still_undone() {
 }
 
 #[test]
+fn a_same_size_rewrite_in_place_right_after_a_snapshot_is_seen_although_its_stat_data_may_not_change()
+ {
+    let mut f = Fixture::new();
+    // Rewritten in place (same inode) within the filesystem's timestamp tick, a file keeps
+    // size, mtime and ctime: the racily clean case. Each round is likely to hit it.
+    for round in 0..20u8 {
+        let old = [b'a' + round % 2; 64];
+        let new = [b'c' + round % 2; 64];
+        f.write("racy.txt", old);
+        let before = f.snapshot();
+        f.write("racy.txt", new);
+        let after = f.snapshot();
+        assert_ne!(
+            after, before,
+            "round {round}: a same-size rewrite was missed"
+        );
+
+        // The same holds between a preview and its restore: the restore checks the paths it
+        // is about to change, and a rewrite the stat data may hide is caught there too.
+        let plan = f.preview(before, after);
+        f.write("racy.txt", old);
+        f.write("racy.txt", [b'x'; 64]);
+        let err = f.store.restore(&plan, true).unwrap_err();
+        assert!(
+            matches!(err, Error::WorkspaceChanged),
+            "round {round}: {err}"
+        );
+        assert_eq!(f.read("racy.txt"), [b'x'; 64]);
+    }
+}
+
+#[test]
+fn a_change_elsewhere_after_the_preview_is_kept_and_the_restore_still_runs() {
+    let mut f = Fixture::new();
+    f.write("a.txt", "one");
+    f.write("notes.txt", "mine");
+    let before = f.snapshot();
+    f.write("a.txt", "two");
+    let after = f.snapshot();
+    let plan = f.preview(before, after);
+    f.write("notes.txt", "mine, edited while the preview was shown");
+    let restored = f.store.restore(&plan, false).unwrap();
+    assert_eq!(f.read("a.txt"), b"one");
+    assert_eq!(
+        f.read("notes.txt"),
+        b"mine, edited while the preview was shown"
+    );
+    // Undoing the restore treats that edit as the user's: a conflict, kept.
+    let undo = f.preview(plan.current, restored);
+    assert_eq!(
+        undo.changes,
+        vec![
+            change("a.txt", Action::Modify, false),
+            change("notes.txt", Action::Modify, true),
+        ]
+    );
+    f.store.restore(&undo, false).unwrap();
+    assert_eq!(f.read("a.txt"), b"two");
+    assert_eq!(
+        f.read("notes.txt"),
+        b"mine, edited while the preview was shown"
+    );
+}
+
+#[test]
 fn a_workspace_named_through_a_symlink_is_captured() {
     let mut f = Fixture::new();
     f.write("a.txt", "one");
