@@ -5,7 +5,7 @@
 
 mod forget;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -306,8 +306,7 @@ impl Store {
     pub fn prune(&mut self, max_bytes: u64) -> Result<PruneReport> {
         let _lock = self.lock()?;
         self.known_bytes = None;
-        let sizes: std::collections::HashMap<ObjectId, u64> =
-            self.objects.all()?.into_iter().collect();
+        let sizes: HashMap<ObjectId, u64> = self.objects.all()?.into_iter().collect();
         let before: u64 = sizes.values().sum();
         let records = self.records()?;
         // Newest first: keep a snapshot while the union of what the kept ones need fits.
@@ -338,7 +337,21 @@ impl Store {
             report.kept_bytes = before;
             return Ok(report);
         }
-        for record in &records[..keep_from] {
+        self.delete_snapshots(&records[..keep_from], &sizes, &live, &mut report)?;
+        report.kept_bytes = before - report.freed_bytes;
+        Ok(report)
+    }
+
+    /// Deletes the snapshot records `gone`, then every object of `sizes` that `live` does not
+    /// hold, adding both to `report` (shared by [`Store::prune`] and [`Store::forget`]).
+    fn delete_snapshots(
+        &mut self,
+        gone: &[Record],
+        sizes: &HashMap<ObjectId, u64>,
+        live: &HashSet<ObjectId>,
+        report: &mut PruneReport,
+    ) -> Result<()> {
+        for record in gone {
             let path = self.record_path(record.id);
             fs::remove_file(&path).at(&path)?;
             report.removed.push(record.id);
@@ -351,14 +364,13 @@ impl Store {
         )?;
         self.cache.reset(generation);
         self.cache.save()?;
-        for (id, size) in &sizes {
+        for (id, size) in sizes {
             if !live.contains(id) {
                 self.objects.remove(id)?;
                 report.freed_bytes += size;
             }
         }
-        report.kept_bytes = before - report.freed_bytes;
-        Ok(report)
+        Ok(())
     }
 
     fn lock(&self) -> Result<File> {

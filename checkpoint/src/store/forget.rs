@@ -2,12 +2,10 @@
 //! they needed: [`Store::forget`]. Unlike [`Store::prune`] it does not go by age.
 
 use std::collections::{HashMap, HashSet};
-use std::fs;
 
 use super::{PruneReport, Store, parse_root};
-use crate::error::{IoContext, Result};
-use crate::objects::{ObjectId, write_atomically};
-use crate::stat_cache::read_generation;
+use crate::error::Result;
+use crate::objects::ObjectId;
 use crate::store::SnapshotId;
 use crate::tree;
 
@@ -34,25 +32,7 @@ impl Store {
                 live.insert(*id)
             })?;
         }
-        for record in &gone {
-            let path = self.record_path(record.id);
-            fs::remove_file(&path).at(&path)?;
-            report.removed.push(record.id);
-        }
-        // Cached hashes may name objects about to go: other processes drop their caches.
-        let generation = read_generation(&self.dir.join("generation"))? + 1;
-        write_atomically(
-            &self.dir.join("generation"),
-            generation.to_string().as_bytes(),
-        )?;
-        self.cache.reset(generation);
-        self.cache.save()?;
-        for (id, size) in &sizes {
-            if !live.contains(id) {
-                self.objects.remove(id)?;
-                report.freed_bytes += size;
-            }
-        }
+        self.delete_snapshots(&gone, &sizes, &live, &mut report)?;
         report.kept_bytes = sizes.values().sum::<u64>() - report.freed_bytes;
         Ok(report)
     }
