@@ -6,7 +6,7 @@ use crossterm::event::KeyEvent;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::picker::{PickerOutcome, SearchKey, search_key};
+use crate::picker::{PickerOutcome, SearchKey, search_header, search_key};
 use crate::wrap::{printable, truncate};
 
 /// Rows of models shown at once (the list scrolls to keep the choice visible).
@@ -64,24 +64,15 @@ impl ModelPicker {
     /// The picker's rows at `width`: a title, the search, then one row per visible model.
     pub fn lines(&self, width: u16) -> Vec<Line<'static>> {
         let dim = Style::new().fg(Color::DarkGray);
-        let mut out = vec![Line::from(vec![
-            Span::styled(
-                "Choose a model",
-                Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-            ),
-            Span::styled(" · ↑↓ choose · type to search · enter use · esc close", dim),
-        ])];
         let matches = self.matches();
-        if !self.query.is_empty() {
-            out.push(Line::from(vec![
-                Span::styled("  search: ", dim),
-                Span::raw(printable(&self.query)),
-                Span::styled(
-                    format!(" · {} of {}", matches.len(), self.models.len()),
-                    dim,
-                ),
-            ]));
-        }
+        let mut out = search_header(
+            "Choose a model",
+            "use",
+            &self.query,
+            printable,
+            matches.len(),
+            self.models.len(),
+        );
         let first = (self.selected + 1).saturating_sub(VISIBLE);
         for (i, model) in matches.iter().enumerate().skip(first).take(VISIBLE) {
             let chosen = i == self.selected;

@@ -75,6 +75,38 @@ pub(crate) enum SearchKey {
     Choose,
 }
 
+/// The first rows every searchable picker shows: its title with the keys (Enter does
+/// `enter_does`), then, while a search is typed, the search as `show` renders `query` and how
+/// many of the `total` rows match.
+pub(crate) fn search_header(
+    title: &str,
+    enter_does: &str,
+    query: &str,
+    show: fn(&str) -> String,
+    matched: usize,
+    total: usize,
+) -> Vec<Line<'static>> {
+    let dim = Style::new().fg(Color::DarkGray);
+    let mut out = vec![Line::from(vec![
+        Span::styled(
+            title.to_owned(),
+            Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(
+            format!(" · ↑↓ choose · type to search · enter {enter_does} · esc close"),
+            dim,
+        ),
+    ])];
+    if !query.is_empty() {
+        out.push(Line::from(vec![
+            Span::styled("  search: ", dim),
+            Span::raw(show(query)),
+            Span::styled(format!(" · {matched} of {total}"), dim),
+        ]));
+    }
+    out
+}
+
 /// The keys every searchable picker shares: Up/Down move within `matches` rows, typing
 /// searches (Backspace undoes), Enter chooses, Esc first clears a search and then closes,
 /// Ctrl+C closes.
@@ -153,27 +185,15 @@ impl SessionPicker {
     /// The picker's rows at `width`: a title, then one row per visible session.
     pub fn lines(&self, width: u16) -> Vec<Line<'static>> {
         let dim = Style::new().fg(Color::DarkGray);
-        let mut out = vec![Line::from(vec![
-            Span::styled(
-                "Resume a session",
-                Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD),
-            ),
-            Span::styled(
-                " · ↑↓ choose · type to search · enter resume · esc close",
-                dim,
-            ),
-        ])];
         let matches = self.matches();
-        if !self.query.is_empty() {
-            out.push(Line::from(vec![
-                Span::styled("  search: ", dim),
-                Span::raw(one_line(&self.query)),
-                Span::styled(
-                    format!(" · {} of {}", matches.len(), self.sessions.len()),
-                    dim,
-                ),
-            ]));
-        }
+        let mut out = search_header(
+            "Resume a session",
+            "resume",
+            &self.query,
+            one_line,
+            matches.len(),
+            self.sessions.len(),
+        );
         let first = (self.selected + 1).saturating_sub(VISIBLE);
         for (i, s) in matches.iter().enumerate().skip(first).take(VISIBLE) {
             let chosen = i == self.selected;
